@@ -1,0 +1,1 @@
+//! mheta analyzer: Rust SPMD source → MHETA structure.

@@ -1,0 +1,166 @@
+//! The measurements file, `mheta-measurements/1` (DESIGN §5): what one instrumented iteration
+//! measured on every node, plus the microbenchmarks, the distribution and the cluster it was
+//! taken under, and the identity of the structure it belongs to.
+//!
+//! All times are seconds *per iteration* (totals over the instrumented iterations divided by
+//! their number), on the run's clock (wall or virtual).
+
+use serde::{Deserialize, Serialize};
+
+use super::cluster::ClusterSpec;
+
+/// The schema string of this version of the measurements file.
+pub const MEASUREMENTS_SCHEMA: &str = "mheta-measurements/1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurements {
+    pub schema: String,
+    pub structure: StructureId,
+    /// `wall` or `virtual`.
+    pub clock: String,
+    /// Total rows S of the distributed dimension.
+    pub rows: u64,
+    /// Number of iterations measured (the per-iteration figures are averages over them).
+    pub iterations: u32,
+    /// Rows held by each rank (GEN_BLOCK counts) during the measurement.
+    pub distribution: Vec<u64>,
+    pub cluster: ClusterSpec,
+    /// Arrays the program registered (out-of-core capable or distributed), for the
+    /// out-of-core heuristic of the model.
+    pub arrays: Vec<ArrayInfo>,
+    pub micro: Microbenchmarks,
+    /// One entry per rank, in rank order.
+    pub nodes: Vec<NodeMeasurements>,
+}
+
+/// Which structure (and which solver in it) these measurements belong to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StructureId {
+    #[serde(rename = "crate")]
+    pub crate_name: String,
+    pub solver: String,
+    /// `Structure::digest()` of the structure the program embedded.
+    pub digest: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArrayInfo {
+    pub name: String,
+    /// Bytes one row of this array occupies (for distributed arrays), or the whole array's size
+    /// in bytes for replicated ones.
+    pub bytes_per_row: u64,
+    pub distributed: bool,
+    /// Never written during an iteration (CG's matrix, Lanczos's matrix).
+    pub read_only: bool,
+}
+
+/// Costs that do not depend on the program (seed §5.2): measured by microbenchmarks at start-up.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Microbenchmarks {
+    /// O_S: fixed cost to prepare and send one message, seconds.
+    pub send_overhead_s: f64,
+    /// O_←: cost to process one incoming message, seconds.
+    pub recv_overhead_s: f64,
+    /// One-way network latency per message, seconds.
+    pub latency_s: f64,
+    /// Transfer time per byte, seconds.
+    pub per_byte_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeMeasurements {
+    pub rank: u32,
+    pub rows: u64,
+    /// Whole-iteration time on this node.
+    pub iteration_s: f64,
+    /// O_r: per-read-call overhead (seek), seconds.
+    pub read_overhead_s: f64,
+    /// O_w: per-write-call overhead, seconds.
+    pub write_overhead_s: f64,
+    /// O_A: extra overhead of issuing an asynchronous read, seconds.
+    pub async_overhead_s: f64,
+    /// r: seconds to read one byte from this node's disk.
+    pub read_per_byte_s: f64,
+    /// w: seconds to write one byte to this node's disk.
+    pub write_per_byte_s: f64,
+    pub stages: Vec<StageMeasurement>,
+    pub io: Vec<IoMeasurement>,
+    pub events: Vec<EventMeasurement>,
+    #[serde(default)]
+    pub tiles: Vec<TileMeasurement>,
+    #[serde(default)]
+    pub groups: Vec<GroupMeasurement>,
+}
+
+/// Identifies a stage: section id, tile loop id (for stages inside a tile loop), stage id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct StageKey {
+    pub section: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tile: Option<u32>,
+    pub stage: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageMeasurement {
+    #[serde(flatten)]
+    pub key: StageKey,
+    /// How many times the stage ran per iteration (tiles × group trips).
+    pub count: f64,
+    /// T_φ: computation time (stage time minus its I/O), seconds per iteration, summed over runs.
+    pub compute_s: f64,
+    /// I/O time inside the stage, seconds per iteration.
+    pub io_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IoMeasurement {
+    #[serde(flatten)]
+    pub key: StageKey,
+    pub var: String,
+    pub reads: f64,
+    pub writes: f64,
+    pub prefetches: f64,
+    pub bytes_read: f64,
+    pub bytes_written: f64,
+    /// Time inside read calls (prefetches are synchronous reads when instrumented, Fig. 5.6).
+    pub read_s: f64,
+    pub write_s: f64,
+    /// T_A: compute overlapped between a prefetch issue and its wait.
+    pub overlap_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventMeasurement {
+    pub event: u32,
+    pub messages_sent: f64,
+    pub messages_received: f64,
+    pub bytes_sent: f64,
+    pub bytes_received: f64,
+    /// O_→ total: time spent in send calls (excluding blocking), seconds per iteration.
+    pub send_overhead_s: f64,
+    /// O_← total: time spent processing received messages (excluding blocking).
+    pub recv_overhead_s: f64,
+    /// T_w: time blocked waiting for messages.
+    pub blocked_s: f64,
+    /// Total time inside the event.
+    pub total_s: f64,
+    /// Ranks this node actually sent to / received from.
+    pub sent_to: Vec<u32>,
+    pub received_from: Vec<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TileMeasurement {
+    pub section: u32,
+    pub tile: u32,
+    /// Tiles (trips of the tile loop) per iteration.
+    pub count: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupMeasurement {
+    pub group: u32,
+    /// Trips of the nested iteration per main-loop iteration.
+    pub trips: f64,
+}

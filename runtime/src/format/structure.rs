@@ -1,0 +1,259 @@
+//! The MHETA structure file, `mheta-structure/1` (DESIGN §3.8).
+//!
+//! Produced by the analyzer (and embedded by `#[mheta::solver]`), read by the runtime (to tag
+//! measurements) and by the model. Ids are stable index paths: a section's `id` is its index in
+//! the solver's `sections` (sections of repeated groups included, in source order); a stage's `id`
+//! is its index in its container (a section's items, or a tile loop's stages); a tile loop's `id`
+//! is its index among the tile loops of its section; an event's `id` is its index among the
+//! solver's events in source order.
+
+use serde::{Deserialize, Serialize};
+
+/// The schema string of this version of the structure file.
+pub const STRUCTURE_SCHEMA: &str = "mheta-structure/1";
+
+/// A whole structure file: every solver found in one crate or file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Structure {
+    pub schema: String,
+    #[serde(rename = "crate")]
+    pub crate_name: String,
+    pub solvers: Vec<Solver>,
+}
+
+/// A source position. `file` is relative to the analysed crate root when possible.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Span {
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+}
+
+/// One solver function and the structure of its main iterative loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Solver {
+    /// Path of the function, e.g. `jacobi::solve`.
+    pub name: String,
+    pub span: Span,
+    /// How the solver was found: `attribute`, `config` (mheta.toml) or `heuristic`.
+    #[serde(default)]
+    pub found_by: String,
+    pub main_loop: MainLoop,
+    pub variables: Vec<Variable>,
+    pub sections: Vec<Section>,
+    /// Repeated groups (nested iterations, DESIGN §3.4); their sections point at them.
+    #[serde(default)]
+    pub groups: Vec<Group>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MainLoop {
+    pub span: Span,
+    /// `for`, `while`, `loop` or `iterator` (a `for_each`-style closure).
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VarClass {
+    Distributed,
+    Replicated,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Variable {
+    pub name: String,
+    pub class: VarClass,
+    pub elem_type: Option<String>,
+    pub span: Span,
+}
+
+/// A parallel section: stages and tile loops, closed by a communication event (or by the end of
+/// the iteration, when `comm` is null).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Section {
+    pub id: u32,
+    pub items: Vec<SectionItem>,
+    pub comm: Option<CommEvent>,
+    /// The repeated group this section belongs to, if any (innermost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SectionItem {
+    Stage(Stage),
+    Tiles(TileLoop),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageKind {
+    /// Bounded by an outermost loop.
+    Loop,
+    /// Began without a loop (bounded by the next loop, event or the end of the iteration).
+    Implicit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    Stencil,
+    Independent,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Load {
+    Fixed,
+    Variable,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stage {
+    pub id: u32,
+    pub kind: StageKind,
+    pub span: Span,
+    pub loop_depth: u32,
+    pub reads: Vec<String>,
+    pub writes: Vec<String>,
+    pub representative: Option<String>,
+    pub io: Vec<IoOp>,
+    pub access: Access,
+    pub load: Load,
+    /// Affine index expressions of array accesses in the loop variables.
+    #[serde(default)]
+    pub affine: Vec<AffineAccess>,
+}
+
+/// `var[c0 + c1*i + c2*j ...]` for one array access; `coefficients` maps loop variables to
+/// their coefficient, `constant` is the offset. Non-affine accesses are not listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AffineAccess {
+    pub var: String,
+    /// One entry per index dimension.
+    pub dims: Vec<AffineIndex>,
+    pub write: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AffineIndex {
+    pub coefficients: Vec<(String, i64)>,
+    pub constant: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoKind {
+    Read,
+    Write,
+    Prefetch,
+    Wait,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IoOp {
+    pub op: IoKind,
+    pub var: String,
+    pub span: Span,
+}
+
+/// A pipelined tile loop: receive from the upstream neighbour, stages, send downstream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TileLoop {
+    pub id: u32,
+    pub span: Span,
+    pub recv: Option<CommEvent>,
+    pub send: Option<CommEvent>,
+    pub stages: Vec<Stage>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pattern {
+    NearestNeighbor,
+    Reduction,
+    Broadcast,
+    Barrier,
+    Gather,
+    Scatter,
+    AllGather,
+    AllToAll,
+    Pipeline,
+    PointToPoint,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventRule {
+    SingleCall,
+    Loop,
+    Function,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommCall {
+    /// Catalogue name of the call, e.g. `mpi::send_with_tag`, `mpi::all_reduce_into`, `comm::all_reduce`.
+    pub api: String,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommEvent {
+    pub id: u32,
+    pub pattern: Pattern,
+    pub rule: EventRule,
+    pub calls: Vec<CommCall>,
+    /// Symbolic peers: `rank - 1`, `0`, `all`, ...
+    pub participants: Vec<String>,
+    pub message: Option<String>,
+    #[serde(default)]
+    pub elem_type: Option<String>,
+    pub span: Span,
+}
+
+/// A nested iteration inside the main loop, modelled as its sections repeated `trip_count` times.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    pub id: u32,
+    pub span: Span,
+    /// The trip-count expression as written (`2`, `inner_iters`, `..` when unknown).
+    pub trip_count: String,
+    /// The enclosing group, for nested groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    Warning,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    pub level: Level,
+    pub message: String,
+    pub span: Option<Span>,
+}
+
+impl Structure {
+    /// A stable identity for the structure: a hash of its canonical JSON.
+    pub fn digest(&self) -> String {
+        let json = serde_json::to_string(self).unwrap_or_default();
+        format!("{:016x}", fnv1a64(json.as_bytes()))
+    }
+}
+
+/// 64-bit FNV-1a: a small, dependency-free, stable hash for identities (not for security).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
