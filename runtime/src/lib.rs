@@ -5,3 +5,5 @@
 //! This crate never depends on syn: every user program links it.
 
 pub mod format;
+pub mod clock;
+pub mod hooks;
