@@ -1,1 +1,118 @@
-//! mheta analyzer: Rust SPMD source → MHETA structure.
+//! mheta analyzer: Rust SPMD source → MHETA structure (DESIGN §3).
+//!
+//! Passes, one module each: [`load`] (crate or file, `mod` tree, [`config`]) → [`body`] (syn →
+//! [`ir`], with [`binding`] analysis against the [`catalogue`] and interprocedural inlining) →
+//! [`events`] (the three rules, glue, merging, patterns) → [`lower`] (tokens) → [`automaton`]
+//! (sections, tiles, stages) → [`classify`] (per-stage facts) → [`emit`] (JSON, text, DOT).
+//! Analysis never fails and never panics: problems are [`diagnostics`].
+
+pub mod automaton;
+pub mod binding;
+pub mod body;
+pub mod catalogue;
+pub mod classify;
+pub mod cli;
+pub mod config;
+pub mod diagnostics;
+pub mod emit;
+pub mod events;
+pub mod ir;
+pub mod load;
+pub mod lower;
+pub mod scan;
+pub mod solver;
+
+use std::path::Path;
+
+use mheta_runtime::format::{Structure, STRUCTURE_SCHEMA};
+
+pub use diagnostics::{Diagnostic, Diagnostics};
+pub use solver::SolverAnalysis;
+
+/// What to analyse and collect.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Keep the automaton's step-by-step trace in each [`SolverAnalysis`].
+    pub trace: bool,
+}
+
+/// The result of analysing a crate or a file.
+#[derive(Debug)]
+pub struct Analysis {
+    pub structure: Structure,
+    /// Every diagnostic (loading, solver search and each solver's), in order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Per solver: tokens, automaton outline and trace.
+    pub solvers: Vec<SolverAnalysis>,
+    pub sources: load::SourceMap,
+}
+
+impl Analysis {
+    pub fn has_errors(&self) -> bool {
+        solver::has_errors(&self.diagnostics)
+    }
+
+    /// All diagnostics, rustc-style with file:line:column and source snippets.
+    pub fn render_diagnostics(&self) -> String {
+        diagnostics::render(&self.diagnostics, &self.sources)
+    }
+
+    /// The automaton traces: every token with the state before and after.
+    pub fn render_trace(&self) -> String {
+        let mut out = String::new();
+        for s in &self.solvers {
+            out.push_str(&format!("solver {}\n", s.solver.name));
+            for step in &s.outline.trace {
+                let token = match step.token {
+                    Some(t) => s.lowered.describe_token(t, &self.sources),
+                    None => "ε".to_string(),
+                };
+                out.push_str(&format!("  {:<64} {}  →  {}\n", token, step.before, step.after));
+            }
+        }
+        out
+    }
+}
+
+/// Analyses a crate directory (through its Cargo.toml) or a single `.rs` file.
+pub fn analyze_path(path: &Path, options: &Options) -> Analysis {
+    let mut diags = Diagnostics::default();
+    let program = load::load_path(path, &mut diags);
+    analyze_program(program, diags, options)
+}
+
+/// Analyses one in-memory file (`mod x;` declarations are not followed).
+pub fn analyze_source(file_name: &str, source: &str, options: &Options) -> Analysis {
+    let mut diags = Diagnostics::default();
+    let program = load::load_source(file_name, source, &mut diags);
+    analyze_program(program, diags, options)
+}
+
+fn analyze_program(program: load::Program, mut diags: Diagnostics, options: &Options) -> Analysis {
+    let global: Vec<Diagnostic> = diags.0.clone();
+    let comm_fns = body::communicating_functions(&program);
+    let found = solver::find(&program, &comm_fns);
+    let mut structure_diags: Vec<_> = global.iter().map(|d| d.to_format(&program.sources)).collect();
+    if found.is_empty() && !diags.has_errors() {
+        let loc = program.sources.files().first().map(|_| diagnostics::Loc { file: 0, start: (1, 0), end: (1, 0) });
+        let d = Diagnostic::error("no solver found", loc)
+            .with_note("mark the solver function with #[mheta::solver], name it in mheta.toml ([solver] functions = [..]), or give it a loop that communicates through a catalogued API");
+        structure_diags.push(d.to_format(&program.sources));
+        diags.push(d);
+    }
+    let mut solvers = Vec::new();
+    for (index, found_by) in found {
+        let analysis = solver::analyze(&program, index, found_by, &comm_fns, options);
+        for d in &analysis.diags {
+            diags.push(d.clone());
+        }
+        solvers.push(analysis);
+    }
+    let structure = Structure {
+        schema: STRUCTURE_SCHEMA.to_string(),
+        crate_name: program.crate_name.clone(),
+        solvers: solvers.iter().map(|s| s.solver.clone()).collect(),
+        diagnostics: structure_diags,
+    };
+    Analysis { structure, diagnostics: diags.0, solvers, sources: program.sources }
+}

@@ -1,30 +1,263 @@
 //! The rank's clock: wall time, or the virtual clock of `--clock virtual` (DESIGN §5).
 //!
 //! Interface used across the runtime (hooks, out-of-core arrays, communicators):
-//! `now()` reads the current rank's clock in seconds; `charge(s)` accounts an emulated cost of
-//! `s` seconds (the virtual clock advances by `s`; the wall clock waits `s`).
+//! [`now()`] reads the current rank's clock in seconds; [`charge(s)`](charge) accounts an
+//! emulated cost of `s` seconds (a virtual clock advances by `s`; the wall clock waits `s`).
 //!
-//! This is the wall-clock-only starting point; the virtual clock replaces it.
+//! Three modes, chosen per run and installed per rank thread by `launch`:
+//! - **wall**: seconds since a process-wide epoch, shared by all ranks of the process. A node
+//!   slower than this machine is emulated by spinning `(1/cpu − 1)` times the CPU time a stage
+//!   used ([`ComputeMark`]); charges wait (sleep, then spin for the last few microseconds).
+//! - **virtual** (SimGrid SMPI style): each rank's clock advances by its thread's CPU time
+//!   divided by its CPU power, by charged costs, and by message arrival ([`advance_to`]), so
+//!   oversubscribing 2 cores with 256 ranks does not distort times.
+//! - **charged**: like virtual, but CPU time is not counted: only charged costs and the network
+//!   move the clock. Times are then bit-for-bit reproducible (tests, model validation).
+//!
+//! A thread that is not a rank (no clock installed) reads the wall clock.
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// How a run measures time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockMode {
+    /// Real elapsed time (the default, and the only mode for the `mpi` backend).
+    Wall,
+    /// Per-rank thread CPU time scaled by CPU power, plus charged and network costs.
+    Virtual,
+    /// Only charged and network costs: deterministic.
+    Charged,
+}
+
+impl ClockMode {
+    /// The name written into measurement files.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClockMode::Wall => "wall",
+            ClockMode::Virtual => "virtual",
+            ClockMode::Charged => "charged",
+        }
+    }
+
+    /// True for the modes whose time is simulated rather than elapsed.
+    pub fn is_virtual(self) -> bool {
+        !matches!(self, ClockMode::Wall)
+    }
+}
+
+const NONE: u8 = 0;
+const WALL: u8 = 1;
+const VIRTUAL: u8 = 2;
+const CHARGED: u8 = 3;
+
+thread_local! {
+    static MODE: Cell<u8> = const { Cell::new(NONE) };
+    /// The CPU power of this rank's node (1.0 = this machine).
+    static POWER: Cell<f64> = const { Cell::new(1.0) };
+    /// Virtual seconds accumulated apart from CPU time not yet folded in.
+    static BASE: Cell<f64> = const { Cell::new(0.0) };
+    /// Thread CPU seconds at the last fold (virtual mode).
+    static CPU_MARK: Cell<f64> = const { Cell::new(0.0) };
+}
 
 fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     *EPOCH.get_or_init(Instant::now)
 }
 
-/// Seconds on the current rank's clock.
-pub fn now() -> f64 {
-    epoch().elapsed().as_secs_f64()
+/// Seconds of CPU time the calling thread has used.
+pub fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec and CLOCK_THREAD_CPUTIME_ID is supported on
+    // every platform this crate builds for (Linux, macOS, the BSDs).
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
-/// Account an emulated cost of `seconds` on the current rank.
+/// Install this thread's clock as a rank clock starting at zero (virtual modes) or at the
+/// process epoch (wall). `cpu` is the node's relative CPU power.
+pub fn install(mode: ClockMode, cpu: f64) {
+    let code = match mode {
+        ClockMode::Wall => WALL,
+        ClockMode::Virtual => VIRTUAL,
+        ClockMode::Charged => CHARGED,
+    };
+    epoch();
+    MODE.with(|m| m.set(code));
+    POWER.with(|p| p.set(if cpu.is_finite() && cpu > 0.0 { cpu } else { 1.0 }));
+    reset();
+}
+
+/// Remove this thread's rank clock (it reads the wall clock again).
+pub fn uninstall() {
+    MODE.with(|m| m.set(NONE));
+    POWER.with(|p| p.set(1.0));
+}
+
+/// Restart a virtual clock at zero (no effect on the wall clock).
+pub fn reset() {
+    BASE.with(|b| b.set(0.0));
+    CPU_MARK.with(|c| c.set(thread_cpu_s()));
+}
+
+/// The mode of this thread's clock (`Wall` when no rank clock is installed).
+pub fn mode() -> ClockMode {
+    match MODE.with(Cell::get) {
+        VIRTUAL => ClockMode::Virtual,
+        CHARGED => ClockMode::Charged,
+        _ => ClockMode::Wall,
+    }
+}
+
+/// The CPU power of this rank's node (1.0 when no rank clock is installed).
+pub fn cpu_power() -> f64 {
+    POWER.with(Cell::get)
+}
+
+/// Seconds on the current rank's clock.
+pub fn now() -> f64 {
+    match MODE.with(Cell::get) {
+        VIRTUAL => {
+            let cpu = thread_cpu_s() - CPU_MARK.with(Cell::get);
+            BASE.with(Cell::get) + cpu / POWER.with(Cell::get)
+        }
+        CHARGED => BASE.with(Cell::get),
+        _ => epoch().elapsed().as_secs_f64(),
+    }
+}
+
+/// Account an emulated cost of `seconds` on the current rank: a virtual clock advances by it, the
+/// wall clock waits it out. Non-positive and non-finite costs are ignored.
 pub fn charge(seconds: f64) {
-    if seconds > 0.0 {
-        let until = Instant::now() + Duration::from_secs_f64(seconds);
-        while Instant::now() < until {
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return;
+    }
+    match MODE.with(Cell::get) {
+        VIRTUAL | CHARGED => BASE.with(|b| b.set(b.get() + seconds)),
+        _ => wait_wall(Duration::from_secs_f64(seconds)),
+    }
+}
+
+/// Move a virtual clock forward to `t` if it is behind (message arrival). Returns the seconds the
+/// clock jumped: the time this rank was blocked. The wall clock is not affected (returns 0).
+pub fn advance_to(t: f64) -> f64 {
+    match MODE.with(Cell::get) {
+        VIRTUAL | CHARGED => {
+            let now = now();
+            if t > now {
+                BASE.with(|b| b.set(b.get() + (t - now)));
+                t - now
+            } else {
+                0.0
+            }
+        }
+        _ => 0.0,
+    }
+}
+
+/// Wait `d` of wall time: sleep for most of it, spin for the rest (sleep overshoots).
+pub fn wait_wall(d: Duration) {
+    let until = Instant::now() + d;
+    const SPIN: Duration = Duration::from_micros(100);
+    if d > SPIN {
+        std::thread::sleep(d - SPIN);
+    }
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
+/// The CPU time at the start of a compute region, for wall-clock CPU slowdown emulation.
+///
+/// On a wall clock with CPU power `c < 1`, [`ComputeMark::finish`] spins until the thread has
+/// used `(1/c − 1)` times the CPU it used since the mark, so the region takes `1/c` as long.
+/// Virtual clocks need no spinning (they scale CPU time), and `c ≥ 1` cannot be emulated on a
+/// wall clock, so in those cases the mark is inert.
+#[derive(Debug, Clone, Copy)]
+pub struct ComputeMark {
+    cpu_s: f64,
+}
+
+impl ComputeMark {
+    /// Start a compute region, or `None` when no slowdown applies to this thread.
+    pub fn start() -> Option<ComputeMark> {
+        if MODE.with(Cell::get) == WALL && POWER.with(Cell::get) < 1.0 {
+            Some(ComputeMark { cpu_s: thread_cpu_s() })
+        } else {
+            None
+        }
+    }
+
+    /// End the region, spinning for the emulated extra time.
+    pub fn finish(self) {
+        let used = thread_cpu_s() - self.cpu_s;
+        let extra = (1.0 / POWER.with(Cell::get) - 1.0) * used;
+        let until = thread_cpu_s() + extra;
+        while thread_cpu_s() < until {
             std::hint::spin_loop();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charged_clock_counts_only_charges_and_arrivals() {
+        std::thread::spawn(|| {
+            install(ClockMode::Charged, 0.5);
+            assert_eq!(now(), 0.0);
+            charge(1.5);
+            assert_eq!(now(), 1.5);
+            assert_eq!(advance_to(1.0), 0.0);
+            assert_eq!(advance_to(2.25), 0.75);
+            assert_eq!(now(), 2.25);
+            charge(-1.0);
+            charge(f64::NAN);
+            assert_eq!(now(), 2.25);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn virtual_clock_scales_cpu_time_by_power() {
+        std::thread::spawn(|| {
+            install(ClockMode::Virtual, 0.25);
+            let cpu0 = thread_cpu_s();
+            let t0 = now();
+            let mut x = 0u64;
+            while thread_cpu_s() - cpu0 < 0.02 {
+                x = x.wrapping_add(std::hint::black_box(1));
+            }
+            let cpu = thread_cpu_s() - cpu0;
+            let virt = now() - t0;
+            // Four times slower: 4 × the CPU used, give or take the reads themselves.
+            assert!((virt - 4.0 * cpu).abs() < 0.004, "virtual {virt} vs cpu {cpu}");
+            std::hint::black_box(x);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn uninstalled_thread_reads_wall_clock() {
+        std::thread::spawn(|| {
+            assert_eq!(mode(), ClockMode::Wall);
+            let a = now();
+            charge(0.002);
+            assert!(now() - a >= 0.002);
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -1,22 +1,281 @@
 //! The hook layer (DESIGN §5): per-rank record buffers fed by guards and by the runtime's own
-//! communication and I/O calls.
+//! communication and I/O calls — the role of the seed's MPI-Jack pre and post hooks.
 //!
-//! Interface used by the out-of-core arrays: `register_var(name)` once per array (may allocate),
-//! then `record_io(var, op, bytes, begin_s, end_s)` around every block operation (must not
-//! allocate or lock). Times come from `crate::clock::now()`.
+//! Guards ([`iteration`], [`section`], [`tile`], [`stage`], [`event`], [`group`], [`io`]) are
+//! RAII values: created where a region begins, they record one [`Record`] when dropped. Their ids
+//! are the structure's ids (`format::StageKey`, event ids, …). Communication calls are recorded by
+//! `CommExt` through [`comm_begin`]/[`comm_end`].
 //!
-//! This is the starting point of the interface; the recording implementation replaces it.
+//! Interface used by the out-of-core arrays: [`register_var`] once per array (may allocate and
+//! lock), then [`record_io`] around every block operation (no allocation, no lock). Times come
+//! from [`crate::clock::now`]. In an instrumented run ([`instrumenting`]), a prefetch is recorded
+//! as `Prefetch` around the synchronous read it became, and the matching wait as `Wait` (seed Fig.
+//! 5.6): the compute between the prefetch's end and the wait's begin is T_A.
+//!
+//! Cost: buffers are thread-local and preallocated; recording takes no lock. When no rank of the
+//! process records or emulates a slower CPU, every guard costs one relaxed atomic load and a
+//! branch. On a wall clock, a stage guard of a node with CPU power below 1 also spins to emulate
+//! the slower CPU ([`crate::clock::ComputeMark`]), instrumented or not.
+
+mod guards;
+mod record;
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 pub use crate::format::IoKind;
+use crate::format::{ArrayInfo, StageKey};
+pub use guards::{event, group, io, iteration, section, stage, tile, Guard, IoGuard};
+pub use record::{io_code, io_kind, CallKind, Record, RecordKind, NONE};
+
+use crate::clock;
+use crate::comm::Traffic;
 
 /// An interned variable id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct VarId(pub u32);
 
-/// Intern a variable (array) name for I/O records on the current rank.
-pub fn register_var(_name: &str) -> VarId {
-    VarId(0)
+/// Per-node I/O costs measured by the out-of-core layer's microbenchmarks (seed §5.2.2). When a
+/// rank sets them, the measurements use them instead of fitting the iteration's I/O records.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct IoCalibration {
+    pub read_overhead_s: f64,
+    pub write_overhead_s: f64,
+    pub async_overhead_s: f64,
+    pub read_per_byte_s: f64,
+    pub write_per_byte_s: f64,
+}
+
+/// What one rank recorded, handed back by [`uninstall`].
+#[derive(Debug, Clone, Default)]
+pub struct RankRecords {
+    pub records: Vec<Record>,
+    pub arrays: Vec<ArrayInfo>,
+    pub calibration: Option<IoCalibration>,
+}
+
+/// How a rank's hooks behave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookConfig {
+    /// Record guards, I/O and communication (an instrumented run).
+    pub instrument: bool,
+    /// Emulate a slower CPU in stage guards (wall clock, CPU power below 1).
+    pub slowdown: bool,
+}
+
+/// Records reserved per rank up front.
+const PREALLOCATED_RECORDS: usize = 8192;
+
+/// Ranks (threads) of this process with hooks installed: zero means every hook is a no-op.
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static RECORDER: RefCell<Option<Recorder>> = const { RefCell::new(None) };
+}
+
+struct Recorder {
+    config: HookConfig,
+    /// Recording switched on (off during start-up microbenchmarks).
+    recording: bool,
+    records: Vec<Record>,
+    seq: u32,
+    stage: Option<StageKey>,
+    last_stage: StageKey,
+    event: u32,
+    arrays: Vec<ArrayInfo>,
+    calibration: Option<IoCalibration>,
+}
+
+impl Recorder {
+    fn next_seq(&mut self) -> u32 {
+        self.seq = self.seq.wrapping_add(1);
+        self.seq
+    }
+
+    fn context_key(&self) -> (StageKey, bool) {
+        match self.stage {
+            Some(k) => (k, true),
+            None => (self.last_stage, false),
+        }
+    }
+}
+
+/// Install hooks on the calling (rank) thread.
+pub fn install(config: HookConfig) {
+    if !(config.instrument || config.slowdown) {
+        return;
+    }
+    RECORDER.with(|r| {
+        let mut r = r.borrow_mut();
+        if r.is_none() {
+            ACTIVE.fetch_add(1, Ordering::SeqCst);
+        }
+        *r = Some(Recorder {
+            config,
+            recording: false,
+            records: Vec::with_capacity(if config.instrument { PREALLOCATED_RECORDS } else { 0 }),
+            seq: 0,
+            stage: None,
+            last_stage: StageKey { section: 0, tile: None, stage: 0 },
+            event: NONE,
+            arrays: Vec::new(),
+            calibration: None,
+        });
+    });
+}
+
+/// Start or stop recording on this thread (hooks stay installed).
+pub fn set_recording(on: bool) {
+    with_recorder(|r| r.recording = on && r.config.instrument);
+}
+
+/// Take the records made so far on this thread, leaving the buffer empty (its capacity kept).
+pub fn take_records() -> Vec<Record> {
+    with_recorder(|r| {
+        let cap = r.records.capacity();
+        std::mem::replace(&mut r.records, Vec::with_capacity(cap))
+    })
+    .unwrap_or_default()
+}
+
+/// Remove this thread's hooks and return what it recorded.
+pub fn uninstall() -> RankRecords {
+    RECORDER.with(|r| match r.borrow_mut().take() {
+        Some(rec) => {
+            ACTIVE.fetch_sub(1, Ordering::SeqCst);
+            RankRecords { records: rec.records, arrays: rec.arrays, calibration: rec.calibration }
+        }
+        None => RankRecords::default(),
+    })
+}
+
+#[inline]
+fn active() -> bool {
+    ACTIVE.load(Ordering::Relaxed) != 0
+}
+
+fn with_recorder<R>(f: impl FnOnce(&mut Recorder) -> R) -> Option<R> {
+    RECORDER.with(|r| r.try_borrow_mut().ok().and_then(|mut r| r.as_mut().map(f)))
+}
+
+/// Is the current rank taking an instrumented run (seed Fig. 5.6 semantics apply)?
+pub fn instrumenting() -> bool {
+    active() && with_recorder(|r| r.config.instrument).unwrap_or(false)
+}
+
+fn var_table() -> &'static Mutex<Vec<String>> {
+    static VARS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    &VARS
+}
+
+/// Intern a variable (array) name. Ids are process-wide, so every rank gets the same id for the
+/// same name.
+pub fn register_var(name: &str) -> VarId {
+    let mut vars = var_table().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let id = match vars.iter().position(|v| v == name) {
+        Some(i) => i,
+        None => {
+            vars.push(name.to_string());
+            vars.len() - 1
+        }
+    };
+    VarId(id as u32)
+}
+
+/// The name of an interned variable.
+pub fn var_name(var: VarId) -> Option<String> {
+    let vars = var_table().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    vars.get(var.0 as usize).cloned()
+}
+
+/// Describe an array for the measurements file (bytes per row, distributed or replicated).
+/// `read_only` is derived from the iteration's records.
+pub fn register_array(name: &str, bytes_per_row: u64, distributed: bool) {
+    if !active() {
+        return;
+    }
+    with_recorder(|r| {
+        if r.config.instrument && !r.arrays.iter().any(|a| a.name == name) {
+            r.arrays.push(ArrayInfo { name: name.to_string(), bytes_per_row, distributed, read_only: false });
+        }
+    });
+}
+
+/// Provide this node's I/O costs from the out-of-core microbenchmarks.
+pub fn set_io_calibration(calibration: IoCalibration) {
+    if active() {
+        with_recorder(|r| r.calibration = Some(calibration));
+    }
 }
 
 /// Record one I/O operation on the current rank.
-pub fn record_io(_var: VarId, _op: IoKind, _bytes: u64, _begin_s: f64, _end_s: f64) {}
+pub fn record_io(var: VarId, op: IoKind, bytes: u64, begin_s: f64, end_s: f64) {
+    if !active() {
+        return;
+    }
+    with_recorder(|r| {
+        if !r.recording {
+            return;
+        }
+        let (key, in_stage) = r.context_key();
+        let open = r.next_seq();
+        let close = r.next_seq();
+        let record = Record {
+            kind: RecordKind::Io,
+            id: var.0,
+            aux: io_code(op),
+            key,
+            in_stage,
+            event: r.event,
+            peer: NONE,
+            traffic: Traffic::default(),
+            bytes,
+            begin_s,
+            end_s,
+            open,
+            close,
+        };
+        r.records.push(record);
+    });
+}
+
+/// The start of a communication call: its begin time when recording.
+#[derive(Debug, Clone, Copy)]
+pub struct CommStart(Option<(f64, u32)>);
+
+/// Note the start of a communication call.
+#[inline]
+pub fn comm_begin() -> CommStart {
+    if !active() {
+        return CommStart(None);
+    }
+    CommStart(with_recorder(|r| r.recording.then(|| (clock::now(), r.next_seq()))).flatten())
+}
+
+/// Record a communication call that began at `start`.
+#[inline]
+pub fn comm_end(start: CommStart, call: CallKind, peer: Option<usize>, traffic: &Traffic) {
+    let Some((begin_s, open)) = start.0 else { return };
+    let end_s = clock::now();
+    with_recorder(|r| {
+        let (key, in_stage) = r.context_key();
+        let close = r.next_seq();
+        let record = Record {
+            kind: RecordKind::Comm,
+            id: 0,
+            aux: call as u32,
+            key,
+            in_stage,
+            event: r.event,
+            peer: peer.map_or(NONE, |p| p as u32),
+            traffic: *traffic,
+            bytes: 0,
+            begin_s,
+            end_s,
+            open,
+            close,
+        };
+        r.records.push(record);
+    });
+}

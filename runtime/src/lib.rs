@@ -3,7 +3,32 @@
 //! Communicators and backends, timing hooks, out-of-core arrays, cluster emulation, the file
 //! formats, and the MHETA model and distribution searches (pure computation on those formats).
 //! This crate never depends on syn: every user program links it.
+//!
+//! A program: `launch(&args, |ctx| { ... })` runs the closure on every rank with a [`Context`]
+//! (rank, size, communicator through [`CommExt`], this node's rows, out-of-core arrays); hook
+//! guards from [`hooks`] mark iterations, sections, stages and events; `--instrument` writes
+//! `mheta-measurements/1`.
 
 pub mod format;
 pub mod clock;
 pub mod hooks;
+pub mod distribution;
+pub mod model;
+pub mod search;
+pub mod ooc;
+pub mod cluster;
+pub mod args;
+pub mod comm;
+pub mod context;
+pub mod error;
+pub mod launch;
+pub mod measure;
+pub mod micro;
+pub mod testing;
+
+pub use args::{Args, Backend, DistributionSpec};
+pub use clock::ClockMode;
+pub use comm::{Comm, CommError, CommExt, ReduceOp};
+pub use context::Context;
+pub use error::Error;
+pub use launch::{launch, Launch};

@@ -19,14 +19,37 @@ pub struct Structure {
     #[serde(rename = "crate")]
     pub crate_name: String,
     pub solvers: Vec<Solver>,
+    /// Problems not tied to one solver (unparsable files, unresolved modules, no solver found).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnostics: Vec<Diagnostic>,
 }
 
 /// A source position. `file` is relative to the analysed crate root when possible.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+///
+/// `line` and `column` are where the item starts (1-based line, 1-based column);
+/// `end_line`/`end_column` where it ends (0 when unknown). Build one with [`Span::new`] or
+/// [`Span::range`] so that added fields never break callers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Span {
     pub file: String,
     pub line: u32,
     pub column: u32,
+    #[serde(default)]
+    pub end_line: u32,
+    #[serde(default)]
+    pub end_column: u32,
+}
+
+impl Span {
+    /// A span that only knows where it starts.
+    pub fn new(file: impl Into<String>, line: u32, column: u32) -> Self {
+        Span { file: file.into(), line, column, end_line: 0, end_column: 0 }
+    }
+
+    /// A span from a start to an end position.
+    pub fn range(file: impl Into<String>, start: (u32, u32), end: (u32, u32)) -> Self {
+        Span { file: file.into(), line: start.0, column: start.1, end_line: end.0, end_column: end.1 }
+    }
 }
 
 /// One solver function and the structure of its main iterative loop.
@@ -142,6 +165,11 @@ pub struct AffineAccess {
 pub struct AffineIndex {
     pub coefficients: Vec<(String, i64)>,
     pub constant: i64,
+    /// Loop-invariant symbolic terms of the offset (`m` in `(i + 1) * m + j`), with their
+    /// integer coefficients. A coefficient key in `coefficients` may likewise be a loop variable
+    /// times loop-invariant symbols (`i*m`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub symbols: Vec<(String, i64)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

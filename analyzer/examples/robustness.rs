@@ -1,0 +1,218 @@
+//! Robustness run: the analyzer over every `.rs` file under a directory (by default the local
+//! cargo registry, thousands of real files nobody here wrote).
+//!
+//! Each file goes through `analyze_source` under `catch_unwind`. The run prints the number of
+//! files and bytes, the wall time, every panic (file and message), the files that took longer than
+//! the slow threshold, how many files yielded a structure with at least one solver, and the
+//! diagnostics by level. It exits with status 1 if anything panicked.
+//!
+//! ```sh
+//! cargo run --release -p mheta-analyzer --example robustness -- [DIR] [--slow SECONDS] [--progress]
+//! ```
+
+use std::panic::{self, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mheta_analyzer::{analyze_source, Options};
+use mheta_runtime::format::Level;
+
+/// What the command line asks for.
+struct Settings {
+    root: PathBuf,
+    slow: Duration,
+    progress: bool,
+}
+
+/// Running totals over all files.
+#[derive(Default)]
+struct Tally {
+    files: usize,
+    bytes: u64,
+    unreadable: Vec<(PathBuf, String)>,
+    panics: Vec<(PathBuf, String)>,
+    slow: Vec<(PathBuf, Duration)>,
+    with_solver: usize,
+    solvers: usize,
+    with_errors: usize,
+    with_warnings: usize,
+    errors: usize,
+    warnings: usize,
+    slowest: Option<(PathBuf, Duration)>,
+}
+
+fn main() -> ExitCode {
+    let settings = match parse_args(std::env::args().skip(1)) {
+        Ok(s) => s,
+        Err(message) => {
+            eprintln!("robustness: {message}");
+            eprintln!("usage: robustness [DIR] [--slow SECONDS] [--progress]");
+            return ExitCode::from(2);
+        }
+    };
+
+    let mut files = Vec::new();
+    if let Err(e) = collect_rs_files(&settings.root, &mut files) {
+        eprintln!("robustness: cannot walk {}: {e}", settings.root.display());
+        return ExitCode::from(2);
+    }
+    files.sort();
+
+    // Panics are caught and reported below; keep the default hook from printing each one, but
+    // remember its message.
+    let last_panic = Arc::new(Mutex::new(String::new()));
+    let hook_slot = Arc::clone(&last_panic);
+    panic::set_hook(Box::new(move |info| {
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let payload = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "non-string panic payload".to_string());
+        if let Ok(mut slot) = hook_slot.lock() {
+            *slot = format!("{payload}{at}");
+        }
+    }));
+
+    let options = Options::default();
+    let mut tally = Tally::default();
+    let started = Instant::now();
+    for path in &files {
+        if settings.progress {
+            eprintln!("{}", path.display());
+        }
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) => {
+                tally.unreadable.push((path.clone(), e.to_string()));
+                continue;
+            }
+        };
+        tally.bytes += bytes.len() as u64;
+        let Ok(source) = String::from_utf8(bytes) else {
+            tally.unreadable.push((path.clone(), "not UTF-8".to_string()));
+            continue;
+        };
+        tally.files += 1;
+        let name = path.display().to_string();
+
+        let t0 = Instant::now();
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| analyze_source(&name, &source, &options)));
+        let took = t0.elapsed();
+        if took > settings.slow {
+            tally.slow.push((path.clone(), took));
+        }
+        if tally.slowest.as_ref().map_or(true, |(_, d)| took > *d) {
+            tally.slowest = Some((path.clone(), took));
+        }
+
+        match outcome {
+            Err(_) => {
+                let message = last_panic.lock().map(|m| m.clone()).unwrap_or_default();
+                tally.panics.push((path.clone(), message));
+            }
+            Ok(analysis) => {
+                let solvers = &analysis.structure.solvers;
+                if !solvers.is_empty() {
+                    tally.with_solver += 1;
+                    tally.solvers += solvers.len();
+                }
+                let levels: Vec<Level> = analysis.diagnostics.iter().map(|d| d.level).collect();
+                let errors = levels.iter().filter(|l| **l == Level::Error).count();
+                let warnings = levels.len() - errors;
+                tally.errors += errors;
+                tally.warnings += warnings;
+                tally.with_errors += usize::from(errors > 0 || analysis.has_errors());
+                tally.with_warnings += usize::from(warnings > 0);
+            }
+        }
+    }
+    let wall = started.elapsed();
+    let _ = panic::take_hook();
+
+    report(&settings, &tally, wall);
+    if tally.panics.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn report(settings: &Settings, t: &Tally, wall: Duration) {
+    println!("root:              {}", settings.root.display());
+    println!("files analysed:    {}", t.files);
+    println!("bytes:             {} ({:.1} MiB)", t.bytes, t.bytes as f64 / (1024.0 * 1024.0));
+    println!("wall time:         {:.3} s ({:.1} MiB/s)", wall.as_secs_f64(), t.bytes as f64 / (1024.0 * 1024.0) / wall.as_secs_f64().max(1e-9));
+    println!("skipped:           {} (unreadable or not UTF-8)", t.unreadable.len());
+    println!("panics:            {}", t.panics.len());
+    for (path, message) in &t.panics {
+        println!("  PANIC {}: {message}", path.display());
+    }
+    println!("files with solver: {} ({} solvers)", t.with_solver, t.solvers);
+    println!("diagnostics:       {} errors in {} files, {} warnings in {} files", t.errors, t.with_errors, t.warnings, t.with_warnings);
+    if let Some((path, took)) = &t.slowest {
+        println!("slowest file:      {:.3} s  {}", took.as_secs_f64(), path.display());
+    }
+    println!("files over {:.1} s:  {}", settings.slow.as_secs_f64(), t.slow.len());
+    for (path, took) in &t.slow {
+        println!("  SLOW {:.3} s  {}", took.as_secs_f64(), path.display());
+    }
+}
+
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Settings, String> {
+    let mut root = None;
+    let mut slow = Duration::from_secs(1);
+    let mut progress = false;
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--slow" => {
+                let value = args.next().ok_or("--slow needs a number of seconds")?;
+                let secs: f64 = value.parse().map_err(|_| format!("--slow: `{value}` is not a number of seconds"))?;
+                if !(secs.is_finite() && secs > 0.0) {
+                    return Err(format!("--slow: `{value}` must be a positive number of seconds"));
+                }
+                slow = Duration::from_secs_f64(secs);
+            }
+            "--progress" => progress = true,
+            flag if flag.starts_with("--") => return Err(format!("unknown flag `{flag}`")),
+            dir => {
+                if root.replace(PathBuf::from(dir)).is_some() {
+                    return Err("more than one directory given".to_string());
+                }
+            }
+        }
+    }
+    let root = match root {
+        Some(r) => r,
+        None => default_registry()?,
+    };
+    Ok(Settings { root, slow, progress })
+}
+
+/// `$CARGO_HOME/registry/src`, else `~/.cargo/registry/src`.
+fn default_registry() -> Result<PathBuf, String> {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .ok_or("neither CARGO_HOME nor HOME is set; pass a directory")?;
+    Ok(cargo_home.join("registry").join("src"))
+}
+
+/// Every regular `.rs` file under `dir`, not following symbolic links.
+fn collect_rs_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let path = entry.path();
+        if kind.is_dir() {
+            collect_rs_files(&path, out)?;
+        } else if kind.is_file() && path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}

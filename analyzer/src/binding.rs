@@ -1,0 +1,415 @@
+//! Binding analysis: which values are communicators (DESIGN §3.3).
+//!
+//! A method call is communication only when its receiver is a communicator value. This pass
+//! tracks, within one function, the bindings that flow from `mpi::initialize()`,
+//! `universe.world()`, `ctx.comm()`, `process_at_rank(..)`, `immediate_*` (requests), parameters
+//! whose type names a communicator, struct fields of communicator type and the variables or
+//! fields listed in mheta.toml. A `tx.send(x)` on a channel never qualifies: `tx` is none of these.
+
+use std::collections::HashMap;
+
+use syn::spanned::Spanned;
+
+use crate::catalogue::{self, CallKind, Family, ValueKind};
+use crate::config::Config;
+use crate::diagnostics::{FileId, Loc};
+use crate::ir::CallSite;
+use crate::load::SourceMap;
+
+/// A communicator-flavoured value: what it is, which API it belongs to, and for a process its
+/// peer as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommValue {
+    pub kind: ValueKind,
+    pub family: Family,
+    pub peer: Option<String>,
+}
+
+impl CommValue {
+    fn new(kind: ValueKind, family: Family) -> Self {
+        CommValue { kind, family, peer: None }
+    }
+}
+
+/// The bindings of one function (flat: a later `let` of the same name replaces the earlier).
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    values: HashMap<String, CommValue>,
+    /// Fields (by name) whose declared type is a communicator, and config-named expressions.
+    fields: HashMap<String, CommValue>,
+    configured: Vec<String>,
+}
+
+impl Env {
+    /// An environment knowing the program's communicator fields and the config's communicators.
+    pub fn new(fields: &[(String, syn::Type)], config: &Config) -> Env {
+        let mut env = Env { configured: config.comm.communicators.clone(), ..Env::default() };
+        for (name, ty) in fields {
+            if let Some(value) = type_value(ty) {
+                env.fields.insert(name.clone(), value);
+            }
+        }
+        env
+    }
+
+    pub fn bind(&mut self, name: &str, value: Option<CommValue>) {
+        match value {
+            Some(v) => self.values.insert(name.to_string(), v),
+            None => self.values.remove(name),
+        };
+    }
+
+    pub fn get(&self, name: &str) -> Option<&CommValue> {
+        self.values.get(name)
+    }
+
+    /// Binds the parameters of a signature from their types (`&SimpleCommunicator`,
+    /// `&impl Communicator`, `C` with `C: CommunicatorCollectives`, `&dyn Comm`, `&Context`).
+    pub fn bind_params(&mut self, sig: &syn::Signature) {
+        let mut generic: HashMap<String, (ValueKind, Family)> = HashMap::new();
+        let bounds_of = |bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, syn::Token![+]>| {
+            bounds.iter().find_map(|b| match b {
+                syn::TypeParamBound::Trait(t) => t.path.segments.last().and_then(|s| catalogue::type_kind(&s.ident.to_string())),
+                _ => None,
+            })
+        };
+        for param in &sig.generics.params {
+            if let syn::GenericParam::Type(tp) = param {
+                if let Some(k) = bounds_of(&tp.bounds) {
+                    generic.insert(tp.ident.to_string(), k);
+                }
+            }
+        }
+        if let Some(wc) = &sig.generics.where_clause {
+            for pred in &wc.predicates {
+                if let syn::WherePredicate::Type(pt) = pred {
+                    if let (Some(k), syn::Type::Path(p)) = (bounds_of(&pt.bounds), &pt.bounded_ty) {
+                        if let Some(id) = p.path.get_ident() {
+                            generic.insert(id.to_string(), k);
+                        }
+                    }
+                }
+            }
+        }
+        for input in &sig.inputs {
+            if let syn::FnArg::Typed(pt) = input {
+                let value = type_value(&pt.ty).or_else(|| {
+                    let name = crate::load::type_name(&pt.ty);
+                    generic.get(&name).map(|&(k, f)| CommValue::new(k, f))
+                });
+                for name in pattern_idents(&pt.pat) {
+                    self.bind(&name, value.clone());
+                }
+            }
+        }
+    }
+
+    /// The communicator value an expression evaluates to, if any.
+    pub fn value_of(&self, expr: &syn::Expr, text: &Text<'_>) -> Option<CommValue> {
+        use syn::Expr;
+        match expr {
+            Expr::Path(p) => {
+                let name = p.path.get_ident()?.to_string();
+                if self.configured.iter().any(|c| *c == name) {
+                    return Some(CommValue::new(ValueKind::Communicator, Family::Mpi));
+                }
+                self.values.get(&name).cloned()
+            }
+            Expr::Field(f) => {
+                let member = match &f.member {
+                    syn::Member::Named(id) => id.to_string(),
+                    syn::Member::Unnamed(_) => return None,
+                };
+                let written = text.of(expr).replace(' ', "");
+                if self.configured.iter().any(|c| c.replace(' ', "") == written || *c == member) {
+                    return Some(CommValue::new(ValueKind::Communicator, Family::Mpi));
+                }
+                self.fields.get(&member).cloned()
+            }
+            Expr::Reference(r) => self.value_of(&r.expr, text),
+            Expr::Paren(p) => self.value_of(&p.expr, text),
+            Expr::Group(g) => self.value_of(&g.expr, text),
+            Expr::Try(t) => self.value_of(&t.expr, text),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.value_of(&u.expr, text),
+            Expr::Call(c) => {
+                let Expr::Path(p) = &*c.func else { return None };
+                let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                let last = segs.last()?.as_str();
+                let is_init = matches!(last, "initialize" | "initialize_with_threading");
+                if is_init && (segs.len() == 1 || segs[0] == "mpi") {
+                    return Some(CommValue::new(ValueKind::Universe, Family::Mpi));
+                }
+                if segs.len() >= 2 && last == "world" && segs[segs.len() - 2] == "SimpleCommunicator" {
+                    return Some(CommValue::new(ValueKind::Communicator, Family::Mpi));
+                }
+                None
+            }
+            Expr::MethodCall(m) => self.method_value(m, text),
+            _ => None,
+        }
+    }
+
+    fn method_value(&self, m: &syn::ExprMethodCall, text: &Text<'_>) -> Option<CommValue> {
+        let name = m.method.to_string();
+        let receiver = self.value_of(&m.receiver, text);
+        if matches!(name.as_str(), "unwrap" | "expect" | "clone" | "as_ref" | "borrow" | "unwrap_or_else") {
+            return receiver;
+        }
+        if name == "comm" && m.args.is_empty() {
+            let ctx_like = match &receiver {
+                Some(v) => v.kind == ValueKind::Context,
+                None => matches!(&*m.receiver, syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| i == "ctx" || i == "context")),
+            };
+            if ctx_like {
+                return Some(CommValue::new(ValueKind::Communicator, Family::Runtime));
+            }
+        }
+        let receiver = receiver?;
+        match receiver.kind {
+            ValueKind::Universe if name == "world" => Some(CommValue::new(ValueKind::Communicator, receiver.family)),
+            ValueKind::Communicator => {
+                if let Some(kind) = catalogue::derived_value(&name) {
+                    let peer = match name.as_str() {
+                        "any_process" => Some("any".to_string()),
+                        "this_process" => Some("rank".to_string()),
+                        _ => m.args.first().map(|a| text.of(a)),
+                    };
+                    return Some(CommValue { kind, family: receiver.family, peer });
+                }
+                immediate(&name, receiver.family)
+            }
+            ValueKind::Process => immediate(&name, receiver.family),
+            ValueKind::Requests if matches!(name.as_str(), "into_iter" | "iter_mut" | "drain" | "pop") => {
+                Some(CommValue::new(ValueKind::Request, receiver.family))
+            }
+            _ => None,
+        }
+    }
+
+    /// The communication call a method call is, if its receiver is a communicator value.
+    pub fn comm_call(&self, m: &syn::ExprMethodCall, text: &Text<'_>) -> Option<CallSite> {
+        let receiver = self.value_of(&m.receiver, text)?;
+        let name = m.method.to_string();
+        let entry = match receiver.kind {
+            ValueKind::Communicator | ValueKind::Process | ValueKind::Context => {
+                catalogue::method(receiver.family, &name)
+            }
+            ValueKind::Request | ValueKind::Requests => {
+                catalogue::method(receiver.family, &name).filter(|e| e.kind == CallKind::Complete)
+            }
+            ValueKind::Universe => None,
+        }?;
+        let args: Vec<&syn::Expr> = m.args.iter().collect();
+        let (peer, rest) = if entry.peer_arg && !args.is_empty() && entry.kind != CallKind::Complete {
+            (Some(text.of(args[0])), &args[1..])
+        } else if receiver.kind == ValueKind::Process {
+            (receiver.peer.clone(), &args[..])
+        } else {
+            (None, &args[..])
+        };
+        let message = rest
+            .iter()
+            .find(|a| matches!(a, syn::Expr::Reference(_)))
+            .or_else(|| rest.iter().find(|a| !matches!(a, syn::Expr::Path(p) if p.path.is_ident("scope"))))
+            .map(|a| strip_ref(&text.of(a)));
+        let elem_type = m.turbofish.as_ref().and_then(|t| t.args.first()).map(|a| quote::quote!(#a).to_string());
+        Some(CallSite {
+            api: format!("{}::{}", receiver.family.prefix(), name),
+            kind: entry.kind,
+            peer,
+            message: if matches!(entry.kind, CallKind::Complete) { None } else { message },
+            elem_type,
+            loc: text.loc(m.method.span()).to(text.loc(m.span())),
+            pattern_hint: None,
+            ranges: vec![],
+        })
+    }
+
+    /// The rsmpi free function a call is (`mpi::request::wait_all(..)`), when not a user function.
+    pub fn free_comm_call(&self, c: &syn::ExprCall, text: &Text<'_>) -> Option<CallSite> {
+        let syn::Expr::Path(p) = &*c.func else { return None };
+        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let entry = catalogue::free_function(segs.last()?)?;
+        if segs.len() > 1 && segs[0] != "mpi" {
+            return None;
+        }
+        Some(CallSite {
+            api: format!("mpi::{}", segs.last()?),
+            kind: entry.kind,
+            peer: None,
+            message: c.args.first().map(|a| strip_ref(&text.of(a))),
+            elem_type: None,
+            loc: text.loc(c.span()),
+            pattern_hint: None,
+            ranges: vec![],
+        })
+    }
+}
+
+fn immediate(name: &str, family: Family) -> Option<CommValue> {
+    (name.starts_with("immediate_") && catalogue::method(family, name).is_some())
+        .then(|| CommValue::new(ValueKind::Request, family))
+}
+
+fn strip_ref(s: &str) -> String {
+    s.trim_start_matches("&mut ").trim_start_matches('&').trim().to_string()
+}
+
+/// The value kind a written type carries (`&SimpleCommunicator`, `&impl Communicator`, …).
+pub fn type_value(ty: &syn::Type) -> Option<CommValue> {
+    let (kind, family) = match ty {
+        syn::Type::Reference(r) => return type_value(&r.elem),
+        syn::Type::Paren(p) => return type_value(&p.elem),
+        syn::Type::Path(p) => {
+            let last = p.path.segments.last()?;
+            let name = last.ident.to_string();
+            if matches!(name.as_str(), "Vec" | "VecDeque") {
+                // A vector of requests is a collection of requests.
+                if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
+                    if let Some(syn::GenericArgument::Type(inner)) = a.args.first() {
+                        let v = type_value(inner)?;
+                        return (v.kind == ValueKind::Request).then(|| CommValue::new(ValueKind::Requests, v.family));
+                    }
+                }
+                return None;
+            }
+            if matches!(name.as_str(), "Arc" | "Rc" | "Box") {
+                if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
+                    if let Some(syn::GenericArgument::Type(inner)) = a.args.first() {
+                        return type_value(inner);
+                    }
+                }
+            }
+            catalogue::type_kind(&name)?
+        }
+        syn::Type::ImplTrait(t) => t.bounds.iter().find_map(trait_kind)?,
+        syn::Type::TraitObject(t) => t.bounds.iter().find_map(trait_kind)?,
+        _ => return None,
+    };
+    Some(CommValue::new(kind, family))
+}
+
+fn trait_kind(b: &syn::TypeParamBound) -> Option<(ValueKind, Family)> {
+    match b {
+        syn::TypeParamBound::Trait(t) => catalogue::type_kind(&t.path.segments.last()?.ident.to_string()),
+        _ => None,
+    }
+}
+
+/// The identifiers a pattern binds.
+pub fn pattern_idents(pat: &syn::Pat) -> Vec<String> {
+    let mut out = Vec::new();
+    fn walk(p: &syn::Pat, out: &mut Vec<String>) {
+        match p {
+            syn::Pat::Ident(i) => out.push(i.ident.to_string()),
+            syn::Pat::Tuple(t) => t.elems.iter().for_each(|e| walk(e, out)),
+            syn::Pat::TupleStruct(t) => t.elems.iter().for_each(|e| walk(e, out)),
+            syn::Pat::Struct(s) => s.fields.iter().for_each(|f| walk(&f.pat, out)),
+            syn::Pat::Reference(r) => walk(&r.pat, out),
+            syn::Pat::Type(t) => walk(&t.pat, out),
+            syn::Pat::Slice(s) => s.elems.iter().for_each(|e| walk(e, out)),
+            syn::Pat::Or(o) => o.cases.iter().take(1).for_each(|e| walk(e, out)),
+            syn::Pat::Paren(p) => walk(&p.pat, out),
+            _ => {}
+        }
+    }
+    walk(pat, &mut out);
+    out
+}
+
+/// Source text and locations for one file's syntax.
+#[derive(Clone, Copy)]
+pub struct Text<'a> {
+    pub sources: &'a SourceMap,
+    pub file: FileId,
+}
+
+impl Text<'_> {
+    pub fn loc(&self, span: proc_macro2::Span) -> Loc {
+        Loc::of(self.file, span)
+    }
+
+    /// The source text of a node as written (whitespace collapsed), or its tokens.
+    pub fn of<T: Spanned + quote::ToTokens>(&self, node: &T) -> String {
+        self.sources.snippet(self.loc(node.span())).filter(|s| !s.is_empty()).unwrap_or_else(|| node.to_token_stream().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(src: &str) -> (SourceMap, syn::File) {
+        let mut map = SourceMap::default();
+        map.add("t.rs".into(), src.into());
+        (map, syn::parse_file(src).unwrap())
+    }
+
+    /// Runs the `let`s of `fn f`'s body through the env and returns the calls found in
+    /// expression statements.
+    fn calls_in(src: &str) -> Vec<CallSite> {
+        let (map, file) = setup(src);
+        let text = Text { sources: &map, file: 0 };
+        let syn::Item::Fn(f) = &file.items[0] else { panic!() };
+        let mut env = Env::default();
+        env.bind_params(&f.sig);
+        let mut out = vec![];
+        for stmt in &f.block.stmts {
+            match stmt {
+                syn::Stmt::Local(l) => {
+                    let v = l.init.as_ref().and_then(|i| env.value_of(&i.expr, &text));
+                    for n in pattern_idents(&l.pat) {
+                        env.bind(&n, v.clone());
+                    }
+                }
+                syn::Stmt::Expr(syn::Expr::MethodCall(m), _) => out.extend(env.comm_call(m, &text)),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn channel_send_is_not_communication() {
+        let calls = calls_in("fn f() { let (tx, rx) = std::sync::mpsc::channel(); tx.send(1).unwrap(); }");
+        assert!(calls.is_empty());
+        let calls = calls_in("fn f() { let (tx, rx) = std::sync::mpsc::channel(); tx.send(1); }");
+        assert!(calls.is_empty());
+    }
+
+    #[test]
+    fn process_at_rank_send_is_communication_with_its_peer() {
+        let calls = calls_in(
+            "fn f() { let u = mpi::initialize().unwrap(); let world = u.world(); \
+             world.process_at_rank(rank - 1).send(&a[1..2]); }",
+        );
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].api, "mpi::send");
+        assert_eq!(calls[0].peer.as_deref(), Some("rank - 1"));
+        assert_eq!(calls[0].message.as_deref(), Some("a[1..2]"));
+    }
+
+    #[test]
+    fn communicator_parameter_types() {
+        let calls = calls_in("fn f(w: &SimpleCommunicator) { w.all_reduce_into(&x, &mut y, op); }");
+        assert_eq!(calls[0].kind, CallKind::Collective(mheta_runtime::format::Pattern::Reduction));
+        let calls = calls_in("fn f<C: CommunicatorCollectives>(w: &C) { w.barrier(); }");
+        assert_eq!(calls.len(), 1);
+        let calls = calls_in("fn f(c: &impl Communicator) { c.barrier(); }");
+        assert_eq!(calls.len(), 1);
+        let calls = calls_in("fn f(c: &dyn Comm) { c.send(1, &x); }");
+        assert_eq!((calls[0].api.as_str(), calls[0].peer.as_deref()), ("comm::send", Some("1")));
+        let calls = calls_in("fn f(w: &Widget) { w.barrier(); }");
+        assert!(calls.is_empty());
+    }
+
+    #[test]
+    fn ctx_comm_and_requests() {
+        let calls = calls_in(
+            "fn f(ctx: &Context) { let comm = ctx.comm(); let r = comm.immediate_send(1, &x); r.wait(); comm.len(); }",
+        );
+        let apis: Vec<&str> = calls.iter().map(|c| c.api.as_str()).collect();
+        assert_eq!(apis, ["comm::wait"]);
+        assert_eq!(calls[0].kind, CallKind::Complete);
+    }
+}

@@ -1,0 +1,308 @@
+//! Classification per stage (DESIGN §3.7; seeds 000 §5.2.1, 001 §2.2).
+//!
+//! From the tokens a stage recorded: its span, loop nest depth, reads and writes, I/O
+//! operations, the affine index coefficients of its array accesses in the loop variables, the
+//! representative variable (distributed first, then written, then deepest loop nest),
+//! `access = stencil | independent` (neighbouring-row accesses in the distributed dimension) and
+//! `load = fixed | variable` (an inner loop bound depends on an outer loop variable).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use mheta_runtime::format::{Access, AffineAccess, AffineIndex, IoOp, Load, Stage, VarClass};
+
+use crate::automaton::StageOut;
+use crate::body::Facts;
+use crate::diagnostics::Loc;
+use crate::ir::IndexAccess;
+use crate::load::SourceMap;
+use crate::lower::{Lowered, Token};
+
+/// The class of every variable the solver declares, after mheta.toml overrides.
+pub fn variable_classes(facts: &Facts, config: &crate::config::Config) -> BTreeMap<String, VarClass> {
+    let mut out = BTreeMap::new();
+    for v in &facts.variables {
+        let forced_dist = config.variables.distributed.contains(&v.name);
+        let forced_repl = config.variables.replicated.contains(&v.name);
+        let class = if forced_repl {
+            VarClass::Replicated
+        } else if v.distributed || forced_dist {
+            VarClass::Distributed
+        } else {
+            VarClass::Replicated
+        };
+        out.insert(v.name.clone(), class);
+    }
+    for name in &config.variables.distributed {
+        out.entry(name.clone()).or_insert(VarClass::Distributed);
+    }
+    out
+}
+
+/// Builds the structure-file stage for `stage` (its `id` within its container).
+pub fn stage(id: u32, stage: &StageOut, lowered: &Lowered, classes: &BTreeMap<String, VarClass>, sources: &SourceMap) -> Stage {
+    let mut loc: Option<Loc> = None;
+    let mut widen = |l: Option<Loc>| {
+        if let Some(l) = l {
+            loc = Some(loc.map_or(l, |x| x.to(l)));
+        }
+    };
+    let mut depth = 0u32;
+    let mut max_depth = 0u32;
+    let mut open: Vec<usize> = Vec::new();
+    let mut tainted: BTreeSet<String> = BTreeSet::new();
+    let mut variable_load = false;
+    let mut loop_vars: BTreeSet<String> = BTreeSet::new();
+    let mut locals: BTreeSet<String> = BTreeSet::new();
+    let mut reads: Vec<String> = Vec::new();
+    let mut writes: Vec<String> = Vec::new();
+    let mut accesses: Vec<(IndexAccess, u32)> = Vec::new();
+    let mut io = Vec::new();
+    let mut var_depth: BTreeMap<String, u32> = BTreeMap::new();
+
+    for &t in &stage.tokens {
+        match t {
+            Token::LoopStart(i) => {
+                let Some(l) = lowered.loops.get(i) else { continue };
+                widen(Some(l.loc));
+                if l.bound_reads.iter().any(|r| tainted.contains(r)) && !open.is_empty() {
+                    variable_load = true;
+                }
+                extend(&mut reads, &l.header.reads);
+                extend(&mut writes, &l.header.writes);
+                depth += 1;
+                max_depth = max_depth.max(depth);
+                open.push(i);
+                loop_vars.extend(l.vars.iter().cloned());
+                tainted.extend(l.vars.iter().cloned());
+            }
+            Token::LoopEnd(_) => {
+                depth = depth.saturating_sub(1);
+                open.pop();
+            }
+            Token::Stmt(i) => {
+                let Some(s) = lowered.stmts.get(i) else { continue };
+                widen(s.loc);
+                if depth > 0 {
+                    locals.extend(s.declares.iter().cloned());
+                    if s.reads.iter().any(|r| tainted.contains(r)) {
+                        tainted.extend(s.writes.iter().cloned());
+                    }
+                }
+                extend(&mut reads, &s.reads);
+                extend(&mut writes, &s.writes);
+                for a in &s.accesses {
+                    accesses.push((a.clone(), depth));
+                }
+                for v in s.reads.iter().chain(&s.writes) {
+                    let d = var_depth.entry(v.clone()).or_insert(0);
+                    *d = (*d).max(depth);
+                }
+            }
+            Token::Io(i) => {
+                let Some(op) = lowered.io.get(i) else { continue };
+                widen(Some(op.loc));
+                io.push(IoOp { op: op.op, var: op.var.clone(), span: sources.span(op.loc) });
+            }
+            Token::Comm(i) => widen(lowered.events.get(i).map(|e| e.draft.loc)),
+            Token::IterEnd => {}
+        }
+    }
+    let keep = |v: &String| !loop_vars.contains(v) && !locals.contains(v) && !v.starts_with(char::is_uppercase) && v != "self";
+    reads.retain(keep);
+    writes.retain(keep);
+
+    let loop_var_list: Vec<String> = loop_vars.iter().cloned().collect();
+    let outermost: Option<&String> = stage
+        .tokens
+        .iter()
+        .find_map(|t| match t {
+            Token::LoopStart(i) => lowered.loops.get(*i).and_then(|l| l.vars.first()),
+            _ => None,
+        });
+    let mut affine: Vec<AffineAccess> = Vec::new();
+    for (a, _) in &accesses {
+        let dims: Option<Vec<AffineIndex>> = a.dims.iter().map(|d| affine_index(d, &loop_var_list)).collect();
+        if let Some(dims) = dims {
+            let entry = AffineAccess { var: a.var.clone(), dims, write: a.write };
+            if !affine.contains(&entry) {
+                affine.push(entry);
+            }
+        }
+    }
+    let any_distributed = affine.iter().any(|a| classes.get(&a.var) == Some(&mheta_runtime::format::VarClass::Distributed));
+    let stencil = affine.iter().enumerate().any(|(i, a)| {
+        let eligible = !any_distributed || classes.get(&a.var) == Some(&VarClass::Distributed);
+        eligible && affine[i + 1..].iter().any(|b| b.var == a.var && neighbouring_rows(a, b, outermost))
+    });
+
+    let representative = representative(&reads, &writes, classes, &var_depth);
+    Stage {
+        id,
+        kind: stage.kind,
+        span: loc.map(|l| sources.span(l)).unwrap_or_default(),
+        loop_depth: max_depth,
+        reads,
+        writes,
+        representative,
+        io,
+        access: if stencil { Access::Stencil } else { Access::Independent },
+        load: if variable_load { Load::Variable } else { Load::Fixed },
+        affine,
+    }
+}
+
+fn extend(into: &mut Vec<String>, from: &[String]) {
+    for v in from {
+        if !into.contains(v) {
+            into.push(v.clone());
+        }
+    }
+}
+
+/// Distributed first, then written, then the one used in the deepest loop nest.
+fn representative(reads: &[String], writes: &[String], classes: &BTreeMap<String, VarClass>, depth: &BTreeMap<String, u32>) -> Option<String> {
+    let all: Vec<&String> = writes.iter().chain(reads.iter().filter(|r| !writes.contains(r))).collect();
+    let known: Vec<&String> = all.iter().copied().filter(|v| classes.contains_key(*v)).collect();
+    let pool = if known.is_empty() { all.clone() } else { known };
+    let score = |v: &String| {
+        let dist = classes.get(v) == Some(&VarClass::Distributed);
+        let written = writes.contains(v);
+        (dist, written, depth.get(v).copied().unwrap_or(0))
+    };
+    let mut best: Option<&String> = None;
+    for v in pool {
+        if best.is_none_or(|b| score(v) > score(b)) {
+            best = Some(v);
+        }
+    }
+    best.cloned()
+}
+
+/// Two accesses of one array whose loop-variable coefficients agree and whose offsets differ in
+/// the distributed (first, row) dimension.
+fn neighbouring_rows(a: &AffineAccess, b: &AffineAccess, outermost: Option<&String>) -> bool {
+    if a.dims.len() != b.dims.len() || a.dims.is_empty() {
+        return false;
+    }
+    let (x, y) = (&a.dims[0], &b.dims[0]);
+    if x.coefficients != y.coefficients {
+        return false;
+    }
+    if a.dims.len() > 1 {
+        return x.constant != y.constant || x.symbols != y.symbols;
+    }
+    if x.symbols != y.symbols {
+        // A flattened `i * cols + j`: the row stride is symbolic.
+        return true;
+    }
+    // A one-dimensional array indexed by the outermost loop variable.
+    let plain_outer = outermost.is_some_and(|o| x.coefficients.iter().any(|(k, _)| k == o));
+    plain_outer && x.constant != y.constant
+}
+
+/// A polynomial: monomial (sorted names) → integer coefficient.
+type Poly = BTreeMap<Vec<String>, i64>;
+
+/// The affine form of an index expression in `loop_vars`, if it is affine.
+pub fn affine_index(e: &syn::Expr, loop_vars: &[String]) -> Option<AffineIndex> {
+    let poly = poly(e)?;
+    let mut coefficients = Vec::new();
+    let mut symbols = Vec::new();
+    let mut constant = 0;
+    for (mono, c) in poly {
+        if c == 0 {
+            continue;
+        }
+        let vars: Vec<&String> = mono.iter().filter(|m| loop_vars.contains(m)).collect();
+        match vars.len() {
+            0 if mono.is_empty() => constant = c,
+            0 => symbols.push((mono.join("*"), c)),
+            1 => {
+                let mut key = vec![vars[0].clone()];
+                key.extend(mono.iter().filter(|m| !loop_vars.contains(m)).cloned());
+                coefficients.push((key.join("*"), c));
+            }
+            _ => return None,
+        }
+    }
+    Some(AffineIndex { coefficients, constant, symbols })
+}
+
+fn poly(e: &syn::Expr) -> Option<Poly> {
+    use syn::{BinOp, Expr};
+    match e {
+        Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => Some(BTreeMap::from([(vec![], i.base10_parse().ok()?)])),
+        Expr::Path(p) => Some(BTreeMap::from([(vec![p.path.get_ident()?.to_string()], 1)])),
+        Expr::Paren(p) => poly(&p.expr),
+        Expr::Group(g) => poly(&g.expr),
+        Expr::Cast(c) => poly(&c.expr),
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => Some(scale(poly(&u.expr)?, -1)),
+        Expr::Binary(b) => {
+            let (l, r) = (poly(&b.left)?, poly(&b.right)?);
+            match b.op {
+                BinOp::Add(_) => Some(add(l, r, 1)),
+                BinOp::Sub(_) => Some(add(l, r, -1)),
+                BinOp::Mul(_) => Some(mul(&l, &r)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn scale(p: Poly, k: i64) -> Poly {
+    p.into_iter().map(|(m, c)| (m, c.saturating_mul(k))).collect()
+}
+
+fn add(mut l: Poly, r: Poly, sign: i64) -> Poly {
+    for (m, c) in r {
+        let e = l.entry(m).or_insert(0);
+        *e = e.saturating_add(c.saturating_mul(sign));
+    }
+    l
+}
+
+fn mul(l: &Poly, r: &Poly) -> Poly {
+    let mut out = Poly::new();
+    for (ml, cl) in l {
+        for (mr, cr) in r {
+            let mut m: Vec<String> = ml.iter().chain(mr).cloned().collect();
+            m.sort();
+            let e = out.entry(m).or_insert(0);
+            *e = e.saturating_add(cl.saturating_mul(*cr));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn aff(src: &str, vars: &[&str]) -> Option<AffineIndex> {
+        let vars: Vec<String> = vars.iter().map(|s| s.to_string()).collect();
+        affine_index(&syn::parse_str(src).unwrap(), &vars)
+    }
+
+    #[test]
+    fn affine_coefficients_of_flattened_and_plain_indices() {
+        let a = aff("(i - 1) * cols + j", &["i", "j"]).unwrap();
+        assert_eq!(a.coefficients, vec![("i*cols".to_string(), 1), ("j".to_string(), 1)]);
+        assert_eq!(a.symbols, vec![("cols".to_string(), -1)]);
+        assert_eq!(a.constant, 0);
+        let b = aff("2 * i + 3", &["i"]).unwrap();
+        assert_eq!((b.coefficients, b.constant), (vec![("i".to_string(), 2)], 3));
+        assert!(aff("i * j", &["i", "j"]).is_none());
+        assert!(aff("idx[i]", &["i"]).is_none());
+    }
+
+    #[test]
+    fn neighbouring_rows_are_a_stencil_columns_alone_are_not() {
+        let acc = |src: &str| AffineAccess { var: "a".into(), dims: vec![aff(src, &["i", "j"]).unwrap()], write: false };
+        let i = "i".to_string();
+        assert!(neighbouring_rows(&acc("(i - 1) * n + j"), &acc("i * n + j"), Some(&i)));
+        assert!(!neighbouring_rows(&acc("i * n + j - 1"), &acc("i * n + j"), Some(&i)));
+        let one = |src: &str| AffineAccess { var: "u".into(), dims: vec![aff(src, &["i"]).unwrap()], write: false };
+        assert!(neighbouring_rows(&one("i - 1"), &one("i + 1"), Some(&i)));
+    }
+}

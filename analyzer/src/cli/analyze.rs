@@ -1,0 +1,45 @@
+//! `mheta analyze PATH [--format json|text|dot] [--out FILE] [--trace]`.
+//!
+//! Prints diagnostics rustc-style on stderr. Exit status 0 means the structure was written
+//! (warnings allowed); 1 means errors, and nothing is written.
+
+use std::path::PathBuf;
+
+use crate::emit::{self, Format};
+
+#[derive(Debug, clap::Args)]
+pub struct AnalyzeArgs {
+    /// A crate directory (with Cargo.toml) or a single .rs file.
+    pub path: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    pub format: Format,
+    /// Write the output to FILE instead of stdout (atomically).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print every token of the automaton with the state before and after it (on stderr).
+    #[arg(long)]
+    pub trace: bool,
+}
+
+pub fn run(args: &AnalyzeArgs) -> anyhow::Result<()> {
+    let options = crate::Options { trace: args.trace };
+    let analysis = crate::analyze_path(&args.path, &options);
+    if args.trace {
+        eprint!("{}", analysis.render_trace());
+    }
+    let rendered = analysis.render_diagnostics();
+    if !rendered.is_empty() {
+        eprint!("{rendered}");
+    }
+    if analysis.has_errors() {
+        let n = analysis.diagnostics.iter().filter(|d| d.level == mheta_runtime::format::Level::Error).count();
+        return Err(super::Reported(format!("analysis of `{}` failed with {n} error(s)", args.path.display())).into());
+    }
+    let output = emit::render(&analysis.structure, args.format);
+    match &args.out {
+        Some(path) => super::write_atomic(path, &output)?,
+        None => print!("{output}"),
+    }
+    Ok(())
+}

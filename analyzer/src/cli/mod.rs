@@ -1,0 +1,47 @@
+//! The `mheta` command line: one file per subcommand, each exposing
+//! `#[derive(clap::Args)] pub struct XArgs` and `pub fn run(&XArgs) -> anyhow::Result<()>`.
+//! To add a subcommand: add its file here as a module and a variant to [`Command`], and a match
+//! arm in [`Cli::run`].
+
+pub mod analyze;
+
+use std::path::Path;
+
+/// mheta: find fast data distributions for iterative SPMD programs on heterogeneous clusters.
+#[derive(Debug, clap::Parser)]
+#[command(name = "mheta", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Extract the MHETA structure (sections, tiles, stages, events) of a crate or a file.
+    Analyze(analyze::AnalyzeArgs),
+}
+
+impl Cli {
+    pub fn run(&self) -> anyhow::Result<()> {
+        match &self.command {
+            Command::Analyze(args) => analyze::run(args),
+        }
+    }
+}
+
+/// The command already reported its problems on stderr; exit with status 1 and print nothing
+/// more.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Reported(pub String);
+
+/// Writes `contents` to `path` atomically (a temporary file in the same directory, then rename).
+pub fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    std::fs::write(&tmp, contents).with_context(|| format!("cannot write `{}`", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot move `{}` to `{}`", tmp.display(), path.display()))?;
+    Ok(())
+}

@@ -1,0 +1,181 @@
+//! The intermediate form between syntax and tokens: a function body as a tree of statements,
+//! loops and branches, each annotated with what it reads, writes, communicates and does I/O on.
+//!
+//! `body.rs` builds it from syn (with binding analysis and interprocedural inlining),
+//! `events.rs` groups its communication into events, `lower.rs` flattens it into tokens.
+
+use mheta_runtime::format::{IoKind, Pattern};
+
+use crate::catalogue::CallKind;
+use crate::diagnostics::Loc;
+
+/// One catalogued communication call (or a call of a communication function, rule 2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallSite {
+    /// Catalogue name: `mpi::send`, `comm::all_reduce`, or the user function's path.
+    pub api: String,
+    pub kind: CallKind,
+    /// The peer of a point-to-point call, or the root of a rooted collective, as written.
+    pub peer: Option<String>,
+    pub message: Option<String>,
+    pub elem_type: Option<String>,
+    pub loc: Loc,
+    /// A pattern named in mheta.toml for the user function this call belongs to.
+    pub pattern_hint: Option<Pattern>,
+    /// The loop variables and ranges of communication-only loops around this call inside a
+    /// communication function (for participants such as `for nb in neighbours`).
+    pub ranges: Vec<(String, String)>,
+}
+
+/// An array element access `var[d0][d1]…` (dimension expressions kept for classification).
+#[derive(Debug, Clone)]
+pub struct IndexAccess {
+    pub var: String,
+    pub dims: Vec<syn::Expr>,
+    pub write: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct IoCall {
+    pub op: IoKind,
+    pub var: String,
+    pub loc: Loc,
+}
+
+/// A statement without loops inside (closures that are not loops are part of it).
+#[derive(Debug, Clone, Default)]
+pub struct Stmt {
+    pub loc: Option<Loc>,
+    pub reads: Vec<String>,
+    pub writes: Vec<String>,
+    /// Names this statement declares (`let`), which are local when inside a loop.
+    pub declares: Vec<String>,
+    pub accesses: Vec<IndexAccess>,
+    pub calls: Vec<CallSite>,
+    pub io: Vec<IoCall>,
+    /// Only prepares or unpacks a message envelope (DESIGN §3.4).
+    pub glue: bool,
+    /// The statement calls a communication function (rule 2): its path.
+    pub function: Option<String>,
+    /// A communication statement whose arguments also compute (`all_reduce(&dot(a, b), ..)`).
+    pub computes: bool,
+    /// Macros that were not expanded and might hide communication: (name, location).
+    pub opaque_macros: Vec<(String, Loc)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopKind {
+    For,
+    While,
+    Loop,
+    Iterator,
+}
+
+impl LoopKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoopKind::For => "for",
+            LoopKind::While => "while",
+            LoopKind::Loop => "loop",
+            LoopKind::Iterator => "iterator",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Loop {
+    pub loc: Loc,
+    pub kind: LoopKind,
+    /// Variables the loop binds (`i` in `for i in ..`, closure parameters).
+    pub vars: Vec<String>,
+    /// Variables the loop's bounds or condition read.
+    pub bound_reads: Vec<String>,
+    /// The iterable or condition as written.
+    pub header_text: String,
+    /// Trip count when it can be read off (`2`, `k`), else `..`.
+    pub trip_count: String,
+    /// The header's own effects (iterable expression, the `let` an iterator chain feeds).
+    pub header: Stmt,
+    pub body: Vec<Node>,
+    /// Marked `#[mheta::iterate]`.
+    pub iterate: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Branch {
+    pub loc: Loc,
+    pub cond: Stmt,
+    pub arms: Vec<Vec<Node>>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Node {
+    Stmt(Stmt),
+    Loop(Loop),
+    Branch(Branch),
+}
+
+impl Node {
+    /// Whether any communication call is inside.
+    pub fn has_comm(&self) -> bool {
+        match self {
+            Node::Stmt(s) => !s.calls.is_empty(),
+            Node::Loop(l) => !l.header.calls.is_empty() || l.body.iter().any(Node::has_comm),
+            Node::Branch(b) => !b.cond.calls.is_empty() || b.arms.iter().flatten().any(Node::has_comm),
+        }
+    }
+
+    /// Whether the node holds only communication and glue (and no computing arguments).
+    pub fn only_comm_and_glue(&self) -> bool {
+        match self {
+            Node::Stmt(s) => s.glue || (!s.calls.is_empty() && !s.computes && s.io.is_empty()),
+            Node::Loop(l) => {
+                (l.header.glue || l.header.calls.is_empty() && l.header.io.is_empty())
+                    && l.body.iter().all(Node::only_comm_and_glue)
+            }
+            Node::Branch(b) => b.cond.glue && b.arms.iter().flatten().all(Node::only_comm_and_glue),
+        }
+    }
+
+    pub fn is_glue(&self) -> bool {
+        !self.has_comm() && self.only_comm_and_glue()
+    }
+
+    pub fn loc(&self) -> Option<Loc> {
+        match self {
+            Node::Stmt(s) => s.loc,
+            Node::Loop(l) => Some(l.loc),
+            Node::Branch(b) => Some(b.loc),
+        }
+    }
+
+    /// Every communication call inside, in source order.
+    pub fn calls(&self) -> Vec<&CallSite> {
+        let mut out = Vec::new();
+        self.collect_calls(&mut out);
+        out
+    }
+
+    fn collect_calls<'a>(&'a self, out: &mut Vec<&'a CallSite>) {
+        match self {
+            Node::Stmt(s) => out.extend(&s.calls),
+            Node::Loop(l) => {
+                out.extend(&l.header.calls);
+                l.body.iter().for_each(|n| n.collect_calls(out));
+            }
+            Node::Branch(b) => {
+                out.extend(&b.cond.calls);
+                b.arms.iter().flatten().for_each(|n| n.collect_calls(out));
+            }
+        }
+    }
+
+    /// Whether a loop is inside (or this is one).
+    pub fn has_loop(&self) -> bool {
+        match self {
+            Node::Stmt(_) => false,
+            Node::Loop(_) => true,
+            Node::Branch(b) => b.arms.iter().flatten().any(Node::has_loop),
+        }
+    }
+}

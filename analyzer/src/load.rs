@@ -1,0 +1,411 @@
+//! Loading: a crate directory or a single `.rs` file into parsed sources and an item index.
+//!
+//! A crate directory is read through its `Cargo.toml` (package name, `[lib] path`, `[[bin]]`
+//! paths, the default `src/lib.rs` / `src/main.rs`), then every `mod x;` is followed, including
+//! `#[path = ".."]` and inline `mod x { .. }` (DESIGN §3.1). Problems (unreadable or unparsable
+//! files, unresolved modules) become diagnostics; loading never fails as a whole.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use mheta_runtime::format::Span;
+
+use crate::config::Config;
+use crate::diagnostics::{Diagnostic, Diagnostics, FileId, Loc};
+
+/// How deep `mod` declarations are followed before giving up (guards against path cycles).
+const MAX_MODULE_DEPTH: usize = 32;
+
+/// A loaded program: sources, the functions and struct fields found in them, and the config.
+#[derive(Debug, Default)]
+pub struct Program {
+    pub crate_name: String,
+    pub sources: SourceMap,
+    pub functions: Vec<Function>,
+    /// Struct fields `(name, type)` of every struct in the program (for communicator fields).
+    pub fields: Vec<(String, syn::Type)>,
+    pub config: Config,
+}
+
+/// A function or method with the module path it lives at.
+#[derive(Debug, Clone)]
+pub struct Function {
+    pub name: String,
+    /// `module::name` or `module::Type::name`, without the crate name.
+    pub path: String,
+    pub file: FileId,
+    pub attrs: Vec<syn::Attribute>,
+    pub sig: syn::Signature,
+    pub block: syn::Block,
+    /// Whether the file imports `mheta::solver` (so a bare `#[solver]` means ours).
+    pub solver_imported: bool,
+}
+
+/// The text of every loaded file, for spans, snippets and rendering.
+#[derive(Debug, Default, Clone)]
+pub struct SourceMap {
+    files: Vec<SourceFile>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// The name shown in spans: relative to the crate root, or the path as given.
+    pub name: String,
+    pub text: String,
+    line_starts: Vec<usize>,
+}
+
+impl SourceMap {
+    pub fn add(&mut self, name: String, text: String) -> FileId {
+        let mut line_starts = vec![0];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        self.files.push(SourceFile { name, text, line_starts });
+        self.files.len() - 1
+    }
+
+    pub fn files(&self) -> &[SourceFile] {
+        &self.files
+    }
+
+    /// The structure-file span of a location (1-based columns).
+    pub fn span(&self, loc: Loc) -> Span {
+        let name = self.files.get(loc.file).map(|f| f.name.clone()).unwrap_or_default();
+        Span::range(name, (loc.start.0, loc.start.1 + 1), (loc.end.0, loc.end.1 + 1))
+    }
+
+    /// Byte offset of a (1-based line, 0-based character column) position.
+    fn offset(&self, file: FileId, (line, column): (u32, u32)) -> Option<usize> {
+        let f = self.files.get(file)?;
+        let start = *f.line_starts.get((line as usize).checked_sub(1)?)?;
+        let rest = &f.text[start..];
+        let within = rest.char_indices().nth(column as usize).map(|(i, _)| i).unwrap_or(rest.len());
+        Some(start + within)
+    }
+
+    /// The byte range of a location, if it lies inside its file.
+    pub fn byte_range(&self, loc: Loc) -> Option<std::ops::Range<usize>> {
+        let (a, b) = (self.offset(loc.file, loc.start)?, self.offset(loc.file, loc.end)?);
+        (a <= b).then_some(a..b)
+    }
+
+    /// The source text of a location with runs of whitespace collapsed to one space.
+    pub fn snippet(&self, loc: Loc) -> Option<String> {
+        let range = self.byte_range(loc)?;
+        let text = self.files.get(loc.file)?.text.get(range)?;
+        Some(text.split_whitespace().collect::<Vec<_>>().join(" "))
+    }
+}
+
+/// Loads a crate directory or a single `.rs` file.
+pub fn load_path(path: &Path, diags: &mut Diagnostics) -> Program {
+    let mut program = Program::default();
+    if path.is_dir() {
+        load_crate(path, &mut program, diags);
+    } else {
+        program.crate_name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
+        let name = path.display().to_string();
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                let mut loader = Loader { program: &mut program, diags, root: dir.clone(), visited: BTreeSet::new() };
+                loader.add_file(name, text, dir, String::new(), 0);
+            }
+            Err(e) => diags.push(Diagnostic::error(format!("cannot read `{name}`: {e}"), None)),
+        }
+    }
+    program
+}
+
+/// Loads one in-memory file (no `mod x;` is followed).
+pub fn load_source(file_name: &str, source: &str, diags: &mut Diagnostics) -> Program {
+    let mut program = Program {
+        crate_name: Path::new(file_name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+        ..Program::default()
+    };
+    let mut loader = Loader { program: &mut program, diags, root: PathBuf::new(), visited: BTreeSet::new() };
+    loader.add_file(file_name.to_string(), source.to_string(), PathBuf::new(), String::new(), MAX_MODULE_DEPTH);
+    program
+}
+
+fn load_crate(dir: &Path, program: &mut Program, diags: &mut Diagnostics) {
+    let manifest_path = dir.join("Cargo.toml");
+    let manifest = match std::fs::read_to_string(&manifest_path) {
+        Ok(text) => text,
+        Err(e) => {
+            diags.push(Diagnostic::error(format!("cannot read `{}`: {e}", manifest_path.display()), None));
+            return;
+        }
+    };
+    let value: toml::Value = match toml::from_str(&manifest) {
+        Ok(v) => v,
+        Err(e) => {
+            diags.push(Diagnostic::error(format!("{}: {}", manifest_path.display(), e.to_string().trim()), None));
+            return;
+        }
+    };
+    program.crate_name = value
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(|n| n.as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
+    program.config = crate::config::load(dir, diags);
+
+    let mut roots: Vec<String> = Vec::new();
+    let lib = value.get("lib").and_then(|l| l.get("path")).and_then(|p| p.as_str());
+    roots.push(lib.unwrap_or("src/lib.rs").to_string());
+    roots.push("src/main.rs".to_string());
+    if let Some(bins) = value.get("bin").and_then(|b| b.as_array()) {
+        for bin in bins {
+            if let Some(p) = bin.get("path").and_then(|p| p.as_str()) {
+                roots.push(p.to_string());
+            }
+        }
+    }
+    let mut loader = Loader { program, diags, root: dir.to_path_buf(), visited: BTreeSet::new() };
+    let mut found = false;
+    for root in roots {
+        let file = dir.join(&root);
+        if !file.is_file() || loader.visited.contains(&file) {
+            continue;
+        }
+        found = true;
+        loader.load_file(&file, String::new(), 0, None);
+    }
+    if !found {
+        let msg = format!("`{}` has no src/lib.rs, src/main.rs or [[bin]] path to start from", manifest_path.display());
+        loader.diags.push(Diagnostic::error(msg, None));
+    }
+}
+
+struct Loader<'a> {
+    program: &'a mut Program,
+    diags: &'a mut Diagnostics,
+    root: PathBuf,
+    visited: BTreeSet<PathBuf>,
+}
+
+impl Loader<'_> {
+    fn display_name(&self, file: &Path) -> String {
+        file.strip_prefix(&self.root).unwrap_or(file).display().to_string()
+    }
+
+    /// Reads and parses `file` as module `module`; `from` is the `mod` declaration that led here.
+    fn load_file(&mut self, file: &Path, module: String, depth: usize, from: Option<Loc>) {
+        self.visited.insert(file.to_path_buf());
+        let name = self.display_name(file);
+        match std::fs::read_to_string(file) {
+            Ok(text) => {
+                let is_mod_root = matches!(file.file_name().and_then(|n| n.to_str()), Some("mod.rs" | "lib.rs" | "main.rs"))
+                    || depth == 0;
+                let parent = file.parent().unwrap_or(Path::new("")).to_path_buf();
+                let child_dir = if is_mod_root {
+                    parent
+                } else {
+                    parent.join(file.file_stem().unwrap_or_default())
+                };
+                self.add_file(name, text, child_dir, module, depth);
+            }
+            Err(e) => self.diags.push(Diagnostic::error(format!("cannot read `{name}`: {e}"), from)),
+        }
+    }
+
+    /// Parses one file's text and indexes its items; `child_dir` is where its `mod x;` files live.
+    fn add_file(&mut self, name: String, text: String, child_dir: PathBuf, module: String, depth: usize) {
+        let parsed = syn::parse_file(&text);
+        let file = self.program.sources.add(name.clone(), text);
+        match parsed {
+            Ok(ast) => {
+                let solver_imported = ast.items.iter().any(imports_mheta_solver);
+                let dir = child_dir;
+                self.index_items(&ast.items, file, &module, &dir, depth, solver_imported);
+            }
+            Err(e) => {
+                let loc = Loc::of(file, e.span());
+                self.diags.push(
+                    Diagnostic::error(format!("cannot parse `{name}`: {e}"), Some(loc)).with_label(e.to_string()),
+                );
+            }
+        }
+    }
+
+    fn index_items(&mut self, items: &[syn::Item], file: FileId, module: &str, dir: &Path, depth: usize, imported: bool) {
+        for item in items {
+            match item {
+                syn::Item::Fn(f) => self.program.functions.push(Function {
+                    name: f.sig.ident.to_string(),
+                    path: join(module, &f.sig.ident.to_string()),
+                    file,
+                    attrs: f.attrs.clone(),
+                    sig: f.sig.clone(),
+                    block: (*f.block).clone(),
+                    solver_imported: imported,
+                }),
+                syn::Item::Impl(imp) => {
+                    let ty = type_name(&imp.self_ty);
+                    for it in &imp.items {
+                        if let syn::ImplItem::Fn(f) = it {
+                            self.program.functions.push(Function {
+                                name: f.sig.ident.to_string(),
+                                path: join(&join(module, &ty), &f.sig.ident.to_string()),
+                                file,
+                                attrs: f.attrs.clone(),
+                                sig: f.sig.clone(),
+                                block: f.block.clone(),
+                                solver_imported: imported,
+                            });
+                        }
+                    }
+                }
+                syn::Item::Struct(s) => {
+                    for field in &s.fields {
+                        if let Some(id) = &field.ident {
+                            self.program.fields.push((id.to_string(), field.ty.clone()));
+                        }
+                    }
+                }
+                syn::Item::Mod(m) => self.module(m, file, module, dir, depth, imported),
+                _ => {}
+            }
+        }
+    }
+
+    fn module(&mut self, m: &syn::ItemMod, file: FileId, module: &str, dir: &Path, depth: usize, imported: bool) {
+        let name = m.ident.to_string();
+        let path = join(module, &name);
+        let explicit = path_attr(&m.attrs);
+        if let Some((_, items)) = &m.content {
+            let child_dir = match &explicit {
+                Some(p) => dir.join(p),
+                None => dir.join(&name),
+            };
+            self.index_items(items, file, &path, &child_dir, depth, imported);
+            return;
+        }
+        if is_cfg_test(&m.attrs) {
+            return;
+        }
+        let loc = Loc::of(file, m.ident.span());
+        if depth >= MAX_MODULE_DEPTH {
+            if self.root.as_os_str().is_empty() && depth == MAX_MODULE_DEPTH {
+                // In-memory sources have no directory to resolve `mod x;` against.
+                let msg = format!("module `{name}` is declared but its file is not part of the analysed source");
+                self.diags.push(Diagnostic::warning(msg, Some(loc)).with_label("not loaded"));
+            } else {
+                self.diags.push(Diagnostic::error(format!("module `{name}` nests too deeply"), Some(loc)));
+            }
+            return;
+        }
+        let candidates = match &explicit {
+            Some(p) => vec![dir.join(p)],
+            None => vec![dir.join(format!("{name}.rs")), dir.join(&name).join("mod.rs")],
+        };
+        match candidates.iter().find(|c| c.is_file()) {
+            Some(found) if self.visited.contains(found) => {
+                let msg = format!("module `{name}` resolves to `{}`, which is already loaded", self.display_name(found));
+                self.diags.push(Diagnostic::warning(msg, Some(loc)));
+            }
+            Some(found) => {
+                let found = found.clone();
+                self.load_file(&found, path, depth + 1, Some(loc));
+            }
+            None => {
+                let tried: Vec<String> = candidates.iter().map(|c| self.display_name(c)).collect();
+                let msg = format!("unresolved module `{name}`");
+                let diag = Diagnostic::error(msg, Some(loc))
+                    .with_label("no file for this module")
+                    .with_note(format!("looked for {}", tried.join(" and ")));
+                self.diags.push(diag);
+            }
+        }
+    }
+}
+
+fn join(module: &str, name: &str) -> String {
+    if module.is_empty() {
+        name.to_string()
+    } else {
+        format!("{module}::{name}")
+    }
+}
+
+/// The last path segment of a type (`Grid` for `crate::grid::Grid<T>`), or its tokens.
+pub fn type_name(ty: &syn::Type) -> String {
+    match ty {
+        syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(),
+        syn::Type::Reference(r) => type_name(&r.elem),
+        other => quote::quote!(#other).to_string(),
+    }
+}
+
+fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
+    attrs.iter().find(|a| a.path().is_ident("path")).and_then(|a| match &a.meta {
+        syn::Meta::NameValue(nv) => match &nv.value {
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value()),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg") && a.meta.require_list().map(|l| l.tokens.to_string().contains("test")).unwrap_or(false)
+    })
+}
+
+/// Whether a `use` item brings `mheta::solver` (or `mheta::*`) into scope.
+fn imports_mheta_solver(item: &syn::Item) -> bool {
+    fn walk(tree: &syn::UseTree, under_mheta: bool) -> bool {
+        match tree {
+            syn::UseTree::Path(p) => walk(&p.tree, under_mheta || p.ident == "mheta"),
+            syn::UseTree::Name(n) => under_mheta && n.ident == "solver",
+            syn::UseTree::Rename(r) => under_mheta && r.ident == "solver",
+            syn::UseTree::Glob(_) => under_mheta,
+            syn::UseTree::Group(g) => g.items.iter().any(|t| walk(t, under_mheta)),
+        }
+    }
+    matches!(item, syn::Item::Use(u) if walk(&u.tree, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indexes_functions_methods_and_inline_modules() {
+        let src = "fn a() {} struct S { comm: u8 } impl S { fn m(&self) {} } mod inner { fn b() {} }";
+        let mut diags = Diagnostics::default();
+        let p = load_source("x.rs", src, &mut diags);
+        let paths: Vec<&str> = p.functions.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["a", "S::m", "inner::b"]);
+        assert_eq!(p.fields.len(), 1);
+        assert!(diags.0.is_empty());
+    }
+
+    #[test]
+    fn syntax_error_is_a_diagnostic_with_location() {
+        let mut diags = Diagnostics::default();
+        let p = load_source("bad.rs", "fn main() {\n    let x = ;\n}\n", &mut diags);
+        assert!(diags.has_errors());
+        let span = p.sources.span(diags.0[0].loc.unwrap());
+        assert_eq!((span.file.as_str(), span.line), ("bad.rs", 2));
+    }
+
+    #[test]
+    fn bare_solver_attribute_needs_the_import() {
+        let mut diags = Diagnostics::default();
+        let p = load_source("x.rs", "use mheta::{solver, Context};\nfn f() {}", &mut diags);
+        assert!(p.functions[0].solver_imported);
+        let p = load_source("x.rs", "use other::solver;\nfn f() {}", &mut diags);
+        assert!(!p.functions[0].solver_imported);
+    }
+
+    #[test]
+    fn snippet_collapses_whitespace() {
+        let mut map = SourceMap::default();
+        let f = map.add("a.rs".into(), "let x =\n    rank  - 1;".into());
+        let loc = Loc { file: f, start: (1, 8), end: (2, 12) };
+        assert_eq!(map.snippet(loc).as_deref(), Some("rank - 1"));
+    }
+}

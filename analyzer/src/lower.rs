@@ -1,0 +1,223 @@
+//! Lowering the main loop's body to tokens (DESIGN §3.5).
+//!
+//! The body is flattened depth-first in source order into `LoopStart`, `LoopEnd`, `Comm`, `Io`
+//! and `Stmt` tokens, ending with `IterEnd`. Communication events are formed block by block
+//! (`events.rs`) and numbered in token order, so ids are the same however the solver is reached.
+//! A loop that still holds communication after event formation is lifted: a *tile loop* when its
+//! first token is a receive-like event (the automaton's lookahead), otherwise a *nested
+//! iteration* (a repeated group). Inside tiles and stage loops nothing is lifted: communication
+//! there reaches the automaton, which reports it.
+
+use mheta_runtime::format::Level;
+
+use crate::body::Facts;
+use crate::diagnostics::{Diagnostic, Loc};
+use crate::events::{self, Described, EventDraft, Item};
+use crate::ir::{IoCall, LoopKind, Node, Stmt};
+
+/// One token of the flattened main-loop body; the index points into [`Lowered`]'s tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Token {
+    LoopStart(usize),
+    LoopEnd(usize),
+    Comm(usize),
+    Io(usize),
+    Stmt(usize),
+    IterEnd,
+}
+
+/// How the automaton treats a loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopRole {
+    /// A stage loop (or a loop nested in one).
+    Plain,
+    /// A pipelined tile loop: receive, compute, send.
+    Tile,
+    /// A nested iteration with communication: a repeated group.
+    Nested,
+}
+
+#[derive(Debug, Clone)]
+pub struct LoopInfo {
+    pub loc: Loc,
+    pub kind: LoopKind,
+    pub vars: Vec<String>,
+    pub bound_reads: Vec<String>,
+    pub header_text: String,
+    pub trip_count: String,
+    pub header: Stmt,
+    pub role: LoopRole,
+}
+
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub draft: EventDraft,
+    pub described: Described,
+}
+
+/// Tokens plus the tables they index.
+#[derive(Debug, Clone, Default)]
+pub struct Lowered {
+    pub tokens: Vec<Token>,
+    pub loops: Vec<LoopInfo>,
+    pub events: Vec<Event>,
+    pub stmts: Vec<Stmt>,
+    pub io: Vec<IoCall>,
+    pub diags: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Context {
+    /// The main loop's body or a nested iteration's body: comm-bearing loops are lifted.
+    Sections,
+    /// A tile loop's body.
+    Tile,
+    /// Inside a stage loop.
+    StageLoop,
+}
+
+/// Lowers the main loop's body.
+pub fn lower(body: Vec<Node>, facts: &Facts) -> Lowered {
+    let mut l = Lowered::default();
+    l.block(body, Context::Sections, facts);
+    l.tokens.push(Token::IterEnd);
+    l
+}
+
+impl Lowered {
+    fn block(&mut self, nodes: Vec<Node>, ctx: Context, facts: &Facts) {
+        for item in events::form(nodes) {
+            self.item(item, ctx, facts);
+        }
+    }
+
+    fn item(&mut self, item: Item, ctx: Context, facts: &Facts) {
+        match item {
+            Item::Event(mut draft) => {
+                if let Some(compute) = draft.computes.take() {
+                    self.stmt(compute);
+                }
+                let described = events::describe(&draft, facts);
+                self.events.push(Event { draft, described });
+                self.tokens.push(Token::Comm(self.events.len() - 1));
+            }
+            Item::Node(Node::Stmt(s)) => self.stmt(s),
+            Item::Node(Node::Loop(lp)) => {
+                let has_comm = lp.body.iter().any(Node::has_comm);
+                let body_items = events::form(lp.body);
+                let role = match (ctx, has_comm) {
+                    (Context::Sections, true) => {
+                        let starts_with_receive = match body_items.first() {
+                            Some(Item::Event(d)) => d.computes.is_none() && events::describe(d, facts).receive_like,
+                            _ => false,
+                        };
+                        if starts_with_receive {
+                            LoopRole::Tile
+                        } else {
+                            LoopRole::Nested
+                        }
+                    }
+                    (Context::Tile, true) if starts_with_receive_event(&body_items, facts) => {
+                        self.diags.push(
+                            Diagnostic::error("a tile loop may not contain another tile loop", Some(lp.loc))
+                                .with_label("inner tile loop"),
+                        );
+                        LoopRole::Plain
+                    }
+                    _ => LoopRole::Plain,
+                };
+                let id = self.loops.len();
+                self.loops.push(LoopInfo {
+                    loc: lp.loc,
+                    kind: lp.kind,
+                    vars: lp.vars,
+                    bound_reads: lp.bound_reads,
+                    header_text: lp.header_text,
+                    trip_count: lp.trip_count,
+                    header: lp.header,
+                    role,
+                });
+                self.tokens.push(Token::LoopStart(id));
+                let inner = match role {
+                    LoopRole::Nested => Context::Sections,
+                    LoopRole::Tile => Context::Tile,
+                    LoopRole::Plain => Context::StageLoop,
+                };
+                for it in body_items {
+                    self.item(it, inner, facts);
+                }
+                self.tokens.push(Token::LoopEnd(id));
+            }
+            Item::Node(Node::Branch(b)) => {
+                let has_comm = b.arms.iter().flatten().any(Node::has_comm);
+                if has_comm {
+                    self.diags.push(
+                        Diagnostic::warning("branch mixes communication and computation", Some(b.loc))
+                            .with_label("its arms are analysed one after the other")
+                            .with_note("a branch that only communicates (with glue) is one event; move the computation out of it for a precise structure"),
+                    );
+                }
+                if !b.cond.glue {
+                    self.stmt(b.cond);
+                }
+                for arm in b.arms {
+                    self.block(arm, ctx, facts);
+                }
+            }
+        }
+    }
+
+    fn stmt(&mut self, s: Stmt) {
+        for (name, loc) in &s.opaque_macros {
+            let msg = format!("macro `{name}!` is not expanded; it may hide communication");
+            self.diags.push(Diagnostic { level: Level::Warning, message: msg, loc: Some(*loc), label: "not analysed".into(), notes: vec![] });
+        }
+        let io = s.io.clone();
+        self.stmts.push(s);
+        self.tokens.push(Token::Stmt(self.stmts.len() - 1));
+        for op in io {
+            self.io.push(op);
+            self.tokens.push(Token::Io(self.io.len() - 1));
+        }
+    }
+
+    /// A short description of a token for traces.
+    pub fn describe_token(&self, t: Token, sources: &crate::load::SourceMap) -> String {
+        let at = |loc: Option<Loc>| loc.map(|l| format!(" @{}:{}", l.start.0, l.start.1 + 1)).unwrap_or_default();
+        match t {
+            Token::LoopStart(i) => {
+                let l = &self.loops[i];
+                let role = match l.role {
+                    LoopRole::Plain => "",
+                    LoopRole::Tile => " tile",
+                    LoopRole::Nested => " nested",
+                };
+                format!("LoopStart(L{i}{role} {} {}){}", l.kind.as_str(), l.header_text, at(Some(l.loc)))
+            }
+            Token::LoopEnd(i) => format!("LoopEnd(L{i})"),
+            Token::Comm(i) => {
+                let e = &self.events[i];
+                let apis: Vec<&str> = e.draft.calls.iter().map(|c| c.api.as_str()).collect();
+                format!("Comm(E{i} {} [{}]){}", pattern_name(e.described.pattern), apis.join(", "), at(Some(e.draft.loc)))
+            }
+            Token::Io(i) => format!("Io({:?} {}){}", self.io[i].op, self.io[i].var, at(Some(self.io[i].loc))),
+            Token::Stmt(i) => {
+                let s = &self.stmts[i];
+                let text = s.loc.and_then(|l| sources.snippet(l)).unwrap_or_default();
+                let short: String = text.chars().take(48).collect();
+                let more = if text.chars().count() > 48 { "…" } else { "" };
+                format!("Stmt(S{i} `{short}{more}`){}", at(s.loc))
+            }
+            Token::IterEnd => "IterEnd".into(),
+        }
+    }
+}
+
+fn starts_with_receive_event(items: &[Item], facts: &Facts) -> bool {
+    matches!(items.first(), Some(Item::Event(d)) if events::describe(d, facts).receive_like)
+}
+
+/// The snake_case name of a pattern (as in the structure file).
+pub fn pattern_name(p: mheta_runtime::format::Pattern) -> String {
+    serde_json::to_value(p).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}

@@ -1,0 +1,384 @@
+//! Scanning one statement's expression: what it reads and writes, which array elements it
+//! indexes, which communication and I/O calls it makes, and whether it is *glue* (DESIGN §3.4).
+//!
+//! Glue is code that only prepares or unpacks a message envelope: rank/size/tag arithmetic,
+//! small iterator chains over ranges, slicing a buffer, allocating a message buffer
+//! (`vec![0; n]`), binding a receive target (`let mut sum = 0.0`), swapping buffer handles,
+//! and control flow (`break`, `if done { break }`) over such values.
+
+use syn::visit::{self, Visit};
+
+use crate::binding::{Env, Text};
+use crate::catalogue;
+use crate::config::Config;
+use crate::ir::{CallSite, IndexAccess, IoCall, Stmt};
+
+/// Macros whose arguments are plain expressions (never communication).
+const KNOWN_MACROS: &[&str] = &[
+    "println", "print", "eprintln", "eprint", "format", "write", "writeln", "assert", "assert_eq", "assert_ne",
+    "debug_assert", "debug_assert_eq", "debug_assert_ne", "vec", "panic", "unreachable", "todo", "unimplemented",
+    "dbg", "format_args", "matches", "info", "debug", "warn", "error", "trace", "concat", "stringify", "env",
+    "include_str", "include_bytes", "line", "file", "column", "cfg", "compile_error", "anyhow", "bail", "ensure",
+];
+
+/// Methods that leave data untouched or only touch envelope-sized values.
+const GLUE_METHODS: &[&str] = &[
+    "rank", "size", "len", "is_empty", "min", "max", "abs", "pow", "powi", "powf", "sqrt", "clone", "to_vec",
+    "to_owned", "as_slice", "as_mut_slice", "as_ref", "as_mut", "unwrap", "unwrap_or", "unwrap_or_default", "expect",
+    "saturating_sub", "saturating_add", "wrapping_add", "wrapping_sub", "checked_add", "checked_sub", "rem_euclid",
+    "div_ceil", "start", "end", "is_some", "is_none", "is_ok", "is_err", "ok", "into", "try_into", "get", "first",
+    "last", "iter", "into_iter", "filter", "map", "rev", "step_by", "collect", "count", "chain", "take", "skip",
+    "enumerate", "contains", "global_rows", "local_rows", "iterations", "partition", "rows_of", "blocks", "source_rank",
+    "tag", "split_at", "split_at_mut", "swap", "to_string", "is_finite", "is_nan", "eq", "ne", "lt", "gt",
+];
+
+/// Methods that mutate their receiver.
+const MUTATING_METHODS: &[&str] = &[
+    "push", "pop", "insert", "remove", "clear", "fill", "copy_from_slice", "clone_from_slice", "extend",
+    "extend_from_slice", "swap", "iter_mut", "as_mut_slice", "sort", "sort_by", "truncate", "resize", "append",
+    "drain", "retain", "set", "write_block", "par_iter_mut", "chunks_mut", "get_mut", "fill_with", "reverse",
+];
+
+/// What scanning needs from its surroundings.
+pub struct Scanner<'a> {
+    pub env: &'a Env,
+    pub text: Text<'a>,
+    pub config: &'a Config,
+    /// Resolves a user function call to communication calls it makes when it is a
+    /// communication function (rule 2): `Some(calls)`, or `None` when it does not communicate.
+    pub user_comm: &'a dyn Fn(&syn::Expr) -> Option<Vec<CallSite>>,
+}
+
+impl Scanner<'_> {
+    /// Scans an expression into a statement (`bound` are the names a `let` binds).
+    pub fn scan(&self, expr: Option<&syn::Expr>, bound: &[String], loc: crate::diagnostics::Loc) -> Stmt {
+        let mut v = Visitor { s: self, out: Stmt { loc: Some(loc), ..Stmt::default() } };
+        if let Some(e) = expr {
+            v.visit_expr(e);
+        }
+        for b in bound {
+            push_unique(&mut v.out.writes, b);
+            push_unique(&mut v.out.declares, b);
+        }
+        let mut out = v.out;
+        out.glue = out.calls.is_empty() && out.io.is_empty() && expr.is_none_or(is_glue);
+        out.computes = !out.calls.is_empty() && expr.is_some_and(computes_besides_comm);
+        out
+    }
+}
+
+fn push_unique(v: &mut Vec<String>, s: &str) {
+    if !v.iter().any(|x| x == s) {
+        v.push(s.to_string());
+    }
+}
+
+/// The variable at the base of a place expression (`a` in `a[i].x`, `self.a` → `a`).
+pub fn base_var(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+        syn::Expr::Index(i) => base_var(&i.expr),
+        syn::Expr::Field(f) => match &f.member {
+            syn::Member::Named(n) if matches!(&*f.base, syn::Expr::Path(p) if p.path.is_ident("self")) => Some(n.to_string()),
+            _ => base_var(&f.base),
+        },
+        syn::Expr::Reference(r) => base_var(&r.expr),
+        syn::Expr::Paren(p) => base_var(&p.expr),
+        syn::Expr::Unary(u) => base_var(&u.expr),
+        syn::Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "as_mut_slice" | "as_slice" | "iter_mut" | "borrow_mut") => {
+            base_var(&m.receiver)
+        }
+        _ => None,
+    }
+}
+
+/// Flattens `a[i][j]` into `("a", [i, j])`.
+fn index_chain(e: &syn::ExprIndex) -> Option<(String, Vec<syn::Expr>)> {
+    let mut dims = vec![(*e.index).clone()];
+    let mut cur = &*e.expr;
+    while let syn::Expr::Index(inner) = cur {
+        dims.push((*inner.index).clone());
+        cur = &inner.expr;
+    }
+    dims.reverse();
+    Some((base_var(cur)?, dims))
+}
+
+struct Visitor<'s, 'a> {
+    s: &'s Scanner<'a>,
+    out: Stmt,
+}
+
+impl Visitor<'_, '_> {
+    fn write_place(&mut self, place: &syn::Expr) {
+        if let Some(var) = base_var(place) {
+            push_unique(&mut self.out.writes, &var);
+        }
+        match place {
+            syn::Expr::Index(ix) => {
+                if let Some((var, dims)) = index_chain(ix) {
+                    self.out.accesses.push(IndexAccess { var, dims: dims.clone(), write: true });
+                    dims.iter().for_each(|d| self.visit_expr(d));
+                }
+            }
+            syn::Expr::Path(_) => {}
+            other => self.visit_expr(other),
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Visitor<'_, '_> {
+    fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+        if let Some(id) = p.path.get_ident() {
+            push_unique(&mut self.out.reads, &id.to_string());
+        }
+    }
+
+    fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+        self.write_place(&a.left);
+        self.visit_expr(&a.right);
+    }
+
+    fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+        use syn::BinOp::*;
+        let compound = matches!(
+            b.op,
+            AddAssign(_) | SubAssign(_) | MulAssign(_) | DivAssign(_) | RemAssign(_) | BitXorAssign(_) | BitAndAssign(_)
+                | BitOrAssign(_) | ShlAssign(_) | ShrAssign(_)
+        );
+        if compound {
+            if let Some(var) = base_var(&b.left) {
+                push_unique(&mut self.out.reads, &var);
+            }
+            self.write_place(&b.left);
+            self.visit_expr(&b.right);
+        } else {
+            visit::visit_expr_binary(self, b);
+        }
+    }
+
+    fn visit_expr_reference(&mut self, r: &'ast syn::ExprReference) {
+        if r.mutability.is_some() {
+            self.write_place(&r.expr);
+        } else {
+            self.visit_expr(&r.expr);
+        }
+    }
+
+    fn visit_expr_index(&mut self, ix: &'ast syn::ExprIndex) {
+        if let Some((var, dims)) = index_chain(ix) {
+            push_unique(&mut self.out.reads, &var);
+            self.out.accesses.push(IndexAccess { var, dims: dims.clone(), write: false });
+            dims.iter().for_each(|d| self.visit_expr(d));
+        } else {
+            visit::visit_expr_index(self, ix);
+        }
+    }
+
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        if let Some(call) = self.s.env.comm_call(m, &self.s.text) {
+            self.out.calls.push(call);
+            m.args.iter().for_each(|a| self.visit_expr(a));
+            return;
+        }
+        let name = m.method.to_string();
+        let io = catalogue::io_method(&name).or_else(|| self.s.config.io_op(&name));
+        if let Some(op) = io {
+            let var = base_var(&m.receiver).unwrap_or_else(|| self.s.text.of(&*m.receiver));
+            self.out.io.push(IoCall { op, var, loc: self.s.text.loc(syn::spanned::Spanned::span(m)) });
+        } else if name == "wait" && m.args.is_empty() {
+            // Completing a prefetch (`pending.wait()`) is the prefetch's `wait` I/O operation.
+            if let Some(var) = base_var(&m.receiver) {
+                if var.contains("prefetch") || var.contains("pending") || var.contains("next") {
+                    let loc = self.s.text.loc(syn::spanned::Spanned::span(m));
+                    self.out.io.push(IoCall { op: mheta_runtime::format::IoKind::Wait, var, loc });
+                }
+            }
+        }
+        if let Some(calls) = (self.s.user_comm)(&syn::Expr::MethodCall(m.clone())) {
+            self.out.calls.extend(calls);
+        }
+        if MUTATING_METHODS.contains(&name.as_str()) {
+            if let Some(var) = base_var(&m.receiver) {
+                push_unique(&mut self.out.writes, &var);
+            }
+        }
+        visit::visit_expr_method_call(self, m);
+    }
+
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        if let Some(call) = self.s.env.free_comm_call(c, &self.s.text) {
+            self.out.calls.push(call);
+        } else if let Some(calls) = (self.s.user_comm)(&syn::Expr::Call(c.clone())) {
+            self.out.calls.extend(calls);
+        } else if let syn::Expr::Path(p) = &*c.func {
+            let name = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+            if let (Some(op), Some(first)) = (self.s.config.io_op(&name), c.args.first()) {
+                let var = base_var(first).unwrap_or_else(|| self.s.text.of(first));
+                self.out.io.push(IoCall { op, var, loc: self.s.text.loc(syn::spanned::Spanned::span(c)) });
+            }
+        }
+        // The callee's path is not a variable read.
+        c.args.iter().for_each(|a| self.visit_expr(a));
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        let name = m.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+        if !KNOWN_MACROS.contains(&name.as_str()) {
+            let loc = self.s.text.loc(syn::spanned::Spanned::span(m));
+            self.out.opaque_macros.push((name, loc));
+            return;
+        }
+        for e in macro_args(m) {
+            self.visit_expr(&e);
+        }
+    }
+
+    fn visit_local(&mut self, l: &'ast syn::Local) {
+        for name in crate::binding::pattern_idents(&l.pat) {
+            push_unique(&mut self.out.writes, &name);
+            push_unique(&mut self.out.declares, &name);
+        }
+        if let Some(init) = &l.init {
+            self.visit_expr(&init.expr);
+        }
+    }
+}
+
+/// The expressions inside a function-like macro invocation (`vec![x; n]`, `println!("{}", a)`).
+pub fn macro_args(m: &syn::Macro) -> Vec<syn::Expr> {
+    use syn::parse::Parser;
+    let tokens = m.tokens.clone();
+    if m.path.is_ident("vec") {
+        if let Ok(e) = syn::parse2::<syn::Expr>(quote::quote!([#tokens])) {
+            return vec![e];
+        }
+    }
+    syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated
+        .parse2(tokens)
+        .map(|p| p.into_iter().collect())
+        .unwrap_or_default()
+}
+
+/// Whether an expression is glue (see the module documentation).
+pub fn is_glue(e: &syn::Expr) -> bool {
+    use syn::Expr::*;
+    match e {
+        Lit(_) | Path(_) | Break(_) | Continue(_) | Range(_) => match e {
+            Range(r) => r.start.as_deref().is_none_or(is_glue) && r.end.as_deref().is_none_or(is_glue),
+            Break(b) => b.expr.as_deref().is_none_or(is_glue),
+            _ => true,
+        },
+        Return(r) => r.expr.as_deref().is_none_or(is_glue),
+        Paren(p) => is_glue(&p.expr),
+        Group(g) => is_glue(&g.expr),
+        Unary(u) => is_glue(&u.expr),
+        Binary(b) => is_glue(&b.left) && is_glue(&b.right),
+        Cast(c) => is_glue(&c.expr),
+        Field(f) => is_glue(&f.base),
+        Index(i) => is_glue(&i.expr) && is_glue(&i.index),
+        Reference(r) => is_glue(&r.expr),
+        Tuple(t) => t.elems.iter().all(is_glue),
+        Array(a) => a.elems.iter().all(is_glue),
+        Repeat(r) => is_glue(&r.expr) && is_glue(&r.len),
+        Try(t) => is_glue(&t.expr),
+        Let(l) => is_glue(&l.expr),
+        Assign(a) => matches!(&*a.left, Path(_) | Field(_)) && is_glue(&a.right),
+        If(i) => {
+            is_glue(&i.cond)
+                && block_is_glue(&i.then_branch)
+                && i.else_branch.as_ref().is_none_or(|(_, e)| is_glue(e))
+        }
+        Match(m) => is_glue(&m.expr) && m.arms.iter().all(|a| is_glue(&a.body)),
+        Block(b) => block_is_glue(&b.block),
+        Closure(c) => is_glue(&c.body),
+        Macro(m) => {
+            let name = m.mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+            matches!(name.as_str(), "vec" | "assert" | "assert_eq" | "assert_ne" | "debug_assert" | "debug_assert_eq")
+                && macro_args(&m.mac).iter().all(is_glue)
+        }
+        MethodCall(m) => {
+            let name = m.method.to_string();
+            GLUE_METHODS.contains(&name.as_str()) && is_glue(&m.receiver) && m.args.iter().all(is_glue)
+        }
+        Call(c) => {
+            let Path(p) = &*c.func else { return false };
+            let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+            let last = segs.last().map(String::as_str).unwrap_or("");
+            let constructor = last.starts_with(char::is_uppercase);
+            let type_assoc = segs.len() >= 2 && segs[segs.len() - 2].starts_with(char::is_uppercase)
+                || segs.len() >= 2 && matches!(segs[segs.len() - 2].as_str(), "usize" | "u32" | "i32" | "i64" | "u64" | "f64" | "f32");
+            let handles = matches!(last, "swap" | "replace" | "take") && segs.iter().any(|s| s == "mem");
+            (constructor || type_assoc || handles) && c.args.iter().all(is_glue)
+        }
+        _ => false,
+    }
+}
+
+fn block_is_glue(b: &syn::Block) -> bool {
+    b.stmts.iter().all(|s| match s {
+        syn::Stmt::Local(l) => l.init.as_ref().is_none_or(|i| is_glue(&i.expr)),
+        syn::Stmt::Expr(e, _) => is_glue(e),
+        syn::Stmt::Macro(m) => is_glue(&syn::Expr::Macro(syn::ExprMacro { attrs: vec![], mac: m.mac.clone() })),
+        syn::Stmt::Item(_) => true,
+    })
+}
+
+/// Whether a communication statement also computes in its arguments (a call that is neither
+/// glue nor communication, e.g. `all_reduce_into(&dot(&r, &r), ..)`).
+fn computes_besides_comm(e: &syn::Expr) -> bool {
+    struct Finder(bool);
+    impl<'ast> Visit<'ast> for Finder {
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if !is_glue(&syn::Expr::Call(c.clone())) {
+                let is_op = matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.iter().any(|s| s.ident == "SystemOperation" || s.ident == "ReduceOp"));
+                let is_comm_free = matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.last().is_some_and(|s| catalogue::free_function(&s.ident.to_string()).is_some()));
+                if !is_op && !is_comm_free {
+                    self.0 = true;
+                }
+            }
+            visit::visit_expr_call(self, c);
+        }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            let name = m.method.to_string();
+            if matches!(name.as_str(), "sum" | "product" | "fold" | "dot" | "norm") {
+                self.0 = true;
+            }
+            visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+    }
+    let mut f = Finder(false);
+    f.visit_expr(e);
+    f.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn glue(src: &str) -> bool {
+        is_glue(&syn::parse_str::<syn::Expr>(src).unwrap())
+    }
+
+    #[test]
+    fn envelope_code_is_glue() {
+        assert!(glue("rank - 1"));
+        assert!(glue("(rank + 1) % size"));
+        assert!(glue("vec![0.0f64; n]"));
+        assert!(glue("&mut buf[lo..hi]"));
+        assert!(glue("world.size() as usize - 1"));
+        assert!(glue("std::mem::swap(&mut a, &mut b)"));
+        assert!(glue("if global.sqrt() < tol { break }"));
+        assert!(glue("(0..size).filter(|&r| r != rank).collect::<Vec<_>>()"));
+    }
+
+    #[test]
+    fn computation_is_not_glue() {
+        assert!(!glue("dot(&r, &r)"));
+        assert!(!glue("a.iter().map(|x| x * x).sum::<f64>()"));
+        assert!(!glue("b[i] = 0.5 * a[i]"));
+        assert!(!glue("a.fill(0.0)"));
+        assert!(!glue("println!(\"{}\", x)"));
+    }
+}

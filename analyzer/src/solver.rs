@@ -1,0 +1,222 @@
+//! Solver functions and their main loops (DESIGN §3.2), and the pass pipeline per solver:
+//! body → main loop → lower → automaton → classify → the structure file's `Solver`.
+//!
+//! A solver is marked `#[mheta::solver]` (or `#[solver]` with `use mheta::solver`), named in
+//! mheta.toml, or — only when neither exists — found by the heuristic: a function with a loop
+//! that communicates, which is neither communication-only nor called by another candidate.
+
+use mheta_runtime::format::{self, CommCall, CommEvent, Level, Pattern, SectionItem, TileLoop};
+
+use crate::automaton::{self, ItemOut, Outline};
+use crate::body::{self, Facts};
+use crate::classify;
+use crate::diagnostics::{Diagnostic, Loc};
+use crate::ir::{Loop, Node};
+use crate::load::Program;
+use crate::lower::{self, Lowered};
+
+/// One analysed solver with everything the CLI may show.
+#[derive(Debug, Clone)]
+pub struct SolverAnalysis {
+    pub solver: format::Solver,
+    pub lowered: Lowered,
+    pub outline: Outline,
+    pub diags: Vec<Diagnostic>,
+}
+
+/// Finds the solvers of a program: `(function index, found_by)`.
+pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> {
+    let mut out = Vec::new();
+    for (i, f) in program.functions.iter().enumerate() {
+        let attr = f.attrs.iter().any(|a| {
+            let segs: Vec<String> = a.path().segments.iter().map(|s| s.ident.to_string()).collect();
+            segs == ["mheta", "solver"] || (segs == ["solver"] && f.solver_imported)
+        });
+        if attr {
+            out.push((i, "attribute"));
+        } else if program.config.is_solver(&f.path) {
+            out.push((i, "config"));
+        }
+    }
+    if !out.is_empty() {
+        return out;
+    }
+    let mut candidates = Vec::new();
+    let mut callees = std::collections::BTreeSet::new();
+    for (i, _) in program.functions.iter().enumerate().filter(|(i, _)| comm_fns.get(*i) == Some(&true)) {
+        let mut facts = Facts::default();
+        let (nodes, called) = body::build_function(program, i, comm_fns, &mut facts);
+        let comm_only = nodes.iter().all(Node::only_comm_and_glue) || body::is_comm_attr(&program.functions[i]);
+        if !comm_only && main_loop(&nodes).is_some() {
+            candidates.push(i);
+        }
+        callees.extend(called);
+    }
+    candidates.into_iter().filter(|i| !callees.contains(i)).map(|i| (i, "heuristic")).collect()
+}
+
+/// The main iterative loop: the one marked `#[mheta::iterate]`, else the outermost loop that
+/// mixes communication with computation, else the communication-only loop with most calls.
+pub fn main_loop(nodes: &[Node]) -> Option<&Loop> {
+    fn loops<'a>(nodes: &'a [Node], outermost: bool, out: &mut Vec<&'a Loop>) {
+        for n in nodes {
+            match n {
+                Node::Loop(l) => {
+                    if l.iterate || (outermost && n.has_comm()) {
+                        out.push(l);
+                    }
+                    loops(&l.body, outermost && !n.has_comm(), out);
+                }
+                Node::Branch(b) => b.arms.iter().for_each(|a| loops(a, outermost, out)),
+                Node::Stmt(_) => {}
+            }
+        }
+    }
+    let mut all = Vec::new();
+    loops(nodes, true, &mut all);
+    if let Some(marked) = all.iter().find(|l| l.iterate) {
+        return Some(marked);
+    }
+    let mixed = all.iter().find(|l| !Node::Loop((**l).clone()).only_comm_and_glue());
+    if let Some(l) = mixed {
+        return Some(l);
+    }
+    all.into_iter().max_by_key(|l| (Node::Loop((*l).clone()).calls().len(), std::cmp::Reverse(l.loc.start)))
+}
+
+/// Analyses one solver function.
+pub fn analyze(program: &Program, index: usize, found_by: &str, comm_fns: &[bool], options: &crate::Options) -> SolverAnalysis {
+    let f = &program.functions[index];
+    let name_loc = Loc::of(f.file, f.sig.ident.span());
+    let mut facts = Facts::default();
+    let (nodes, _) = body::build_function(program, index, comm_fns, &mut facts);
+    let name = if program.crate_name.is_empty() { f.path.clone() } else { format!("{}::{}", program.crate_name, f.path) };
+    let mut diags: Vec<Diagnostic> = facts.diags.0.clone();
+    let (lowered, outline, main) = match main_loop(&nodes) {
+        Some(main) => {
+            let lowered = lower::lower(main.body.clone(), &facts);
+            let outline = automaton::run(&lowered);
+            (lowered, outline, Some((main.loc, main.kind)))
+        }
+        None => {
+            let d = Diagnostic::error(format!("solver `{}` has no loop that communicates", f.path), Some(name_loc))
+                .with_label("no main iterative loop found in this function")
+                .with_note("the main loop is the outermost loop containing a communication event, or the loop marked #[mheta::iterate]");
+            diags.push(d);
+            (Lowered::default(), Outline::default(), None)
+        }
+    };
+    diags.extend(lowered.diags.iter().cloned());
+    diags.extend(outline.diags.iter().cloned());
+    let mut outline = outline;
+    if !options.trace {
+        outline.trace.clear();
+    }
+    let solver = assemble(program, &name, found_by, name_loc, main, &facts, &lowered, &outline, &diags);
+    SolverAnalysis { solver, lowered, outline, diags }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    program: &Program,
+    name: &str,
+    found_by: &str,
+    name_loc: Loc,
+    main: Option<(Loc, crate::ir::LoopKind)>,
+    facts: &Facts,
+    lowered: &Lowered,
+    outline: &Outline,
+    diags: &[Diagnostic],
+) -> format::Solver {
+    let sources = &program.sources;
+    let classes = classify::variable_classes(facts, &program.config);
+    let event = |id: usize, pipeline: bool| -> Option<CommEvent> {
+        let e = lowered.events.get(id)?;
+        Some(CommEvent {
+            id: id as u32,
+            pattern: if pipeline { Pattern::Pipeline } else { e.described.pattern },
+            rule: e.draft.rule,
+            calls: e.draft.calls.iter().map(|c| CommCall { api: c.api.clone(), span: sources.span(c.loc) }).collect(),
+            participants: e.described.participants.clone(),
+            message: e.described.message.clone(),
+            elem_type: e.described.elem_type.clone(),
+            span: sources.span(e.draft.loc),
+        })
+    };
+    let sections = outline
+        .sections
+        .iter()
+        .enumerate()
+        .map(|(sid, s)| {
+            let mut tile_id = 0;
+            let items = s
+                .items
+                .iter()
+                .enumerate()
+                .map(|(k, item)| match item {
+                    ItemOut::Stage(st) => SectionItem::Stage(classify::stage(k as u32, st, lowered, &classes, sources)),
+                    ItemOut::Tiles(t) => {
+                        let tile = TileLoop {
+                            id: tile_id,
+                            span: lowered.loops.get(t.loop_id).map(|l| sources.span(l.loc)).unwrap_or_default(),
+                            recv: t.recv.and_then(|e| event(e, true)),
+                            send: t.send.and_then(|e| event(e, true)),
+                            stages: t
+                                .stages
+                                .iter()
+                                .enumerate()
+                                .map(|(j, st)| classify::stage(j as u32, st, lowered, &classes, sources))
+                                .collect(),
+                        };
+                        tile_id += 1;
+                        SectionItem::Tiles(tile)
+                    }
+                })
+                .collect();
+            format::Section { id: sid as u32, items, comm: s.comm.and_then(|e| event(e, false)), group: s.group }
+        })
+        .collect();
+    let groups = outline
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(g, grp)| {
+            let l = lowered.loops.get(grp.loop_id);
+            format::Group {
+                id: g as u32,
+                span: l.map(|l| sources.span(l.loc)).unwrap_or_default(),
+                trip_count: l.map(|l| l.trip_count.clone()).unwrap_or_else(|| "..".into()),
+                parent: grp.parent,
+            }
+        })
+        .collect();
+    let variables = facts
+        .variables
+        .iter()
+        .map(|v| format::Variable {
+            name: v.name.clone(),
+            class: classes.get(&v.name).copied().unwrap_or(format::VarClass::Replicated),
+            elem_type: v.elem_type.clone(),
+            span: sources.span(v.loc),
+        })
+        .collect();
+    let main_loop = match main {
+        Some((loc, kind)) => format::MainLoop { span: sources.span(loc), kind: kind.as_str().into() },
+        None => format::MainLoop { span: sources.span(name_loc), kind: "none".into() },
+    };
+    format::Solver {
+        name: name.to_string(),
+        span: sources.span(name_loc),
+        found_by: found_by.to_string(),
+        main_loop,
+        variables,
+        sections,
+        groups,
+        diagnostics: diags.iter().map(|d| d.to_format(sources)).collect(),
+    }
+}
+
+/// Whether any diagnostic is an error.
+pub fn has_errors(diags: &[Diagnostic]) -> bool {
+    diags.iter().any(|d| d.level == Level::Error)
+}

@@ -1,0 +1,243 @@
+//! The command-line flags every mheta program shares (DESIGN §5). Flatten [`Args`] into a
+//! program's own clap parser:
+//!
+//! ```
+//! #[derive(clap::Parser)]
+//! struct Cli {
+//!     #[command(flatten)]
+//!     mheta: mheta_runtime::Args,
+//!     /// A program-specific flag.
+//!     #[arg(long, default_value_t = 1e-6)]
+//!     tolerance: f64,
+//! }
+//! # use clap::Parser;
+//! let cli = Cli::parse_from(["prog", "--ranks", "4", "--rows", "100", "--distribution", "10,20,30,40"]);
+//! assert_eq!(cli.mheta.ranks, Some(4));
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use crate::clock::ClockMode;
+use crate::distribution::Distribution;
+use crate::error::Error;
+
+/// Where ranks run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// Ranks are threads of this process (nothing to install).
+    Threads,
+    /// Ranks are MPI processes under `mpirun` (feature `mpi`).
+    Mpi,
+}
+
+/// Which distribution of rows to nodes a run uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DistributionSpec {
+    /// Equal strips.
+    Block,
+    /// Proportional to CPU power.
+    Balanced,
+    /// Proportional to in-core capacity (needs the program's bytes per row).
+    InCore,
+    /// As many nodes in core as possible, then balanced (needs the bytes per row).
+    InCoreBalanced,
+    /// Explicit row counts, one per rank.
+    Rows(Vec<u64>),
+    /// Row counts read from a file: `r0,r1,...` (commas or whitespace), a JSON array, or a JSON
+    /// object with a `rows` array.
+    File(PathBuf),
+}
+
+impl FromStr for DistributionSpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let t = text.trim();
+        Ok(match t {
+            "block" => DistributionSpec::Block,
+            "balanced" => DistributionSpec::Balanced,
+            "in-core" => DistributionSpec::InCore,
+            "in-core-balanced" => DistributionSpec::InCoreBalanced,
+            "" => return Err("empty distribution".into()),
+            _ if t.chars().all(|c| c.is_ascii_digit() || c == ',' || c.is_whitespace()) => {
+                DistributionSpec::Rows(t.parse::<Distribution>().map_err(|e| e.to_string())?.rows)
+            }
+            _ => DistributionSpec::File(PathBuf::from(t)),
+        })
+    }
+}
+
+impl DistributionSpec {
+    /// The name used in reports (`block`, `balanced`, …, or the row counts).
+    pub fn name(&self) -> String {
+        match self {
+            DistributionSpec::Block => "block".into(),
+            DistributionSpec::Balanced => "balanced".into(),
+            DistributionSpec::InCore => "in-core".into(),
+            DistributionSpec::InCoreBalanced => "in-core-balanced".into(),
+            DistributionSpec::Rows(r) => Distribution::new(r.clone()).to_string(),
+            DistributionSpec::File(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// Read explicit row counts from a distribution file.
+pub fn read_distribution_file(path: &Path) -> Result<Vec<u64>, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let fail = |message: String| Error::DistributionFile { path: path.to_path_buf(), message };
+    let trimmed = text.trim();
+    if trimmed.starts_with('[') || trimmed.starts_with('{') {
+        let value: serde_json::Value = serde_json::from_str(trimmed)
+            .map_err(|e| fail(format!("line {}, column {}: {e}", e.line(), e.column())))?;
+        let rows = if value.is_array() { &value } else { &value["rows"] };
+        return serde_json::from_value::<Vec<u64>>(rows.clone())
+            .map_err(|e| fail(format!("expected an array of row counts (or an object with `rows`): {e}")));
+    }
+    let mut rows = Vec::new();
+    for (line_no, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("");
+        for entry in line.split(|c: char| c == ',' || c.is_whitespace()).filter(|e| !e.is_empty()) {
+            rows.push(entry.parse::<u64>().map_err(|e| {
+                fail(format!("line {}: `{entry}` is not a row count: {e}", line_no + 1))
+            })?);
+        }
+    }
+    if rows.is_empty() {
+        return Err(fail("no row counts found".into()));
+    }
+    Ok(rows)
+}
+
+/// The flags shared by every mheta program.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct Args {
+    /// Number of ranks [default: the cluster's node count, else the distribution's length, else 1].
+    #[arg(long, value_name = "P")]
+    pub ranks: Option<usize>,
+    /// Where ranks run.
+    #[arg(long, value_enum, default_value_t = Backend::Threads)]
+    pub backend: Backend,
+    /// Cluster description (cluster.toml) to emulate [default: P copies of this machine].
+    #[arg(long, value_name = "FILE")]
+    pub cluster: Option<PathBuf>,
+    /// block, balanced, in-core, in-core-balanced, a FILE of row counts, or r0,r1,...
+    #[arg(long, value_name = "SPEC", default_value = "block")]
+    pub distribution: DistributionSpec,
+    /// Rows S of the distributed dimension [default: the sum of explicit row counts].
+    #[arg(long, value_name = "N")]
+    pub rows: Option<u64>,
+    /// Iterations of the main loop.
+    #[arg(long, value_name = "K", default_value_t = 10)]
+    pub iterations: u32,
+    /// Instrumented run: record every hook and write measurements (seed §5.2).
+    #[arg(long)]
+    pub instrument: bool,
+    /// Where an instrumented run writes its measurements [default: measurements.json].
+    #[arg(long, value_name = "FILE")]
+    pub measurements: Option<PathBuf>,
+    /// Write the recorded events as Chrome trace JSON (implies --instrument).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// wall, virtual (thread CPU time / CPU power + emulated costs), or charged (emulated costs only).
+    #[arg(long, value_enum, default_value_t = ClockMode::Wall)]
+    pub clock: ClockMode,
+    /// Write the structure the program embeds to FILE, then run.
+    #[arg(long, value_name = "FILE")]
+    pub emit_structure: Option<PathBuf>,
+    /// Directory for the ranks' out-of-core file stores [default: a fresh temporary directory].
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
+}
+
+impl Default for Args {
+    fn default() -> Self {
+        Args {
+            ranks: None,
+            backend: Backend::Threads,
+            cluster: None,
+            distribution: DistributionSpec::Block,
+            rows: None,
+            iterations: 10,
+            instrument: false,
+            measurements: None,
+            trace: None,
+            clock: ClockMode::Wall,
+            emit_structure: None,
+            scratch: None,
+        }
+    }
+}
+
+#[derive(clap::Parser)]
+#[command(name = "mheta-program")]
+struct Standalone {
+    #[command(flatten)]
+    args: Args,
+}
+
+impl Args {
+    /// Parse the shared flags alone from `argv` (the first item is the program name).
+    pub fn try_parse_from<I, T>(argv: I) -> Result<Args, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        <Standalone as clap::Parser>::try_parse_from(argv).map(|s| s.args)
+    }
+
+    /// Is this an instrumented run (`--instrument`, `--measurements` or `--trace`)?
+    pub fn instrumented(&self) -> bool {
+        self.instrument || self.measurements.is_some() || self.trace.is_some()
+    }
+
+    /// Where the measurements go when instrumented.
+    pub fn measurements_path(&self) -> PathBuf {
+        self.measurements.clone().unwrap_or_else(|| PathBuf::from("measurements.json"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_flag() {
+        let a = Args::try_parse_from([
+            "p", "--ranks", "3", "--cluster", "c.toml", "--distribution", "1, 2,3", "--rows", "6",
+            "--iterations", "4", "--instrument", "--measurements", "m.json", "--trace", "t.json",
+            "--clock", "virtual", "--emit-structure", "s.json", "--backend", "threads",
+        ])
+        .unwrap();
+        assert_eq!(a.ranks, Some(3));
+        assert_eq!(a.distribution, DistributionSpec::Rows(vec![1, 2, 3]));
+        assert_eq!(a.clock, ClockMode::Virtual);
+        assert_eq!(a.iterations, 4);
+        assert!(a.instrumented());
+        assert_eq!(a.emit_structure.as_deref(), Some(Path::new("s.json")));
+    }
+
+    #[test]
+    fn distribution_spec_forms() {
+        assert_eq!("in-core-balanced".parse(), Ok(DistributionSpec::InCoreBalanced));
+        assert_eq!("7".parse(), Ok(DistributionSpec::Rows(vec![7])));
+        assert_eq!("dist.txt".parse(), Ok(DistributionSpec::File("dist.txt".into())));
+        assert!("1,,2".parse::<DistributionSpec>().is_err());
+        assert!(Args::try_parse_from(["p", "--clock", "sundial"]).is_err());
+    }
+
+    #[test]
+    fn distribution_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("d.txt");
+        std::fs::write(&text, "# rows\n1, 2\n3\n").unwrap();
+        assert_eq!(read_distribution_file(&text).unwrap(), vec![1, 2, 3]);
+        let json = dir.path().join("d.json");
+        std::fs::write(&json, r#"{"rows": [4, 5]}"#).unwrap();
+        assert_eq!(read_distribution_file(&json).unwrap(), vec![4, 5]);
+        let bad = dir.path().join("bad.txt");
+        std::fs::write(&bad, "1\n2 x\n").unwrap();
+        let err = read_distribution_file(&bad).unwrap_err().to_string();
+        assert!(err.contains("bad.txt") && err.contains("line 2") && err.contains("`x`"), "{err}");
+    }
+}

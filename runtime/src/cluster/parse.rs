@@ -1,0 +1,296 @@
+//! Parsing `cluster.toml` into a [`ClusterSpec`] (DESIGN §5).
+//!
+//! Serde reads the file into "raw" tables whose fields keep their source spans; every value is
+//! then checked here, so that each problem — syntax, an unknown or missing field, a value of the
+//! wrong type, a wrong unit, a value that must be positive — becomes a [`ClusterError`] naming
+//! the file, the line and column, and the field. Parsing never panics.
+
+use std::ops::Range;
+use std::path::Path;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::units::{parse_duration, parse_rate, parse_size};
+use super::ClusterError;
+use crate::format::{ClusterSpec, NetworkSpec, NodeSpec};
+
+/// The most ranks one `[[node]]` table may expand to.
+pub const MAX_COUNT: i64 = 1 << 16;
+
+/// Parse the text of a `cluster.toml`; `path` names the file in errors.
+pub fn parse_cluster(text: &str, path: &Path) -> Result<ClusterSpec, ClusterError> {
+    let source = Source { text, path };
+    let raw: RawCluster = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
+
+    let network = NetworkSpec {
+        latency_s: source.duration(&raw.network.latency, "network.latency")?,
+        bandwidth_bps: source.rate(&raw.network.bandwidth, "network.bandwidth")?,
+    };
+
+    if raw.node.is_empty() {
+        return Err(source.error(
+            0..0,
+            "node",
+            "no [[node]] table: describe at least one node kind".to_string(),
+        ));
+    }
+    let mut nodes = Vec::new();
+    for node in &raw.node {
+        let count = match &node.count {
+            None => 1,
+            Some(count) => source.count(count)?,
+        };
+        let spec = NodeSpec {
+            cpu: source.cpu(&node.cpu)?,
+            memory_bytes: source.memory(&node.memory)?,
+            disk_read_bps: source.rate(&node.disk_read, "node.disk_read")?,
+            disk_write_bps: source.rate(&node.disk_write, "node.disk_write")?,
+            disk_latency_s: source.duration(&node.disk_latency, "node.disk_latency")?,
+        };
+        nodes.extend(std::iter::repeat(spec).take(count));
+    }
+    Ok(ClusterSpec { network, nodes })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCluster {
+    network: RawNetwork,
+    #[serde(default)]
+    node: Vec<RawNode>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNetwork {
+    latency: Spanned<toml::Value>,
+    bandwidth: Spanned<toml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNode {
+    count: Option<Spanned<toml::Value>>,
+    cpu: Spanned<toml::Value>,
+    memory: Spanned<toml::Value>,
+    disk_read: Spanned<toml::Value>,
+    disk_write: Spanned<toml::Value>,
+    disk_latency: Spanned<toml::Value>,
+}
+
+struct Source<'a> {
+    text: &'a str,
+    path: &'a Path,
+}
+
+impl Source<'_> {
+    /// A latency: zero is allowed (no added latency), negative is not.
+    fn duration(&self, value: &Spanned<toml::Value>, field: &str) -> Result<f64, ClusterError> {
+        let text = self.string(value, field, "a time such as \"50us\"")?;
+        let seconds = parse_duration(text).map_err(|m| self.error(value.span(), field, m))?;
+        if seconds < 0.0 {
+            return Err(self.error(
+                value.span(),
+                field,
+                format!("must not be negative, found \"{text}\""),
+            ));
+        }
+        Ok(seconds)
+    }
+
+    fn rate(&self, value: &Spanned<toml::Value>, field: &str) -> Result<f64, ClusterError> {
+        let text = self.string(value, field, "a rate such as \"200MB/s\"")?;
+        let rate = parse_rate(text).map_err(|m| self.error(value.span(), field, m))?;
+        if rate <= 0.0 {
+            return Err(self.error(
+                value.span(),
+                field,
+                format!("must be positive, found \"{text}\""),
+            ));
+        }
+        Ok(rate)
+    }
+
+    fn memory(&self, value: &Spanned<toml::Value>) -> Result<u64, ClusterError> {
+        let field = "node.memory";
+        let text = self.string(value, field, "a size such as \"48MiB\"")?;
+        let bytes = parse_size(text).map_err(|m| self.error(value.span(), field, m))?;
+        if bytes < 1.0 {
+            return Err(self.error(
+                value.span(),
+                field,
+                format!("must be at least one byte, found \"{text}\""),
+            ));
+        }
+        if bytes >= u64::MAX as f64 {
+            return Err(self.error(value.span(), field, format!("\"{text}\" is too large")));
+        }
+        Ok(bytes as u64)
+    }
+
+    fn cpu(&self, value: &Spanned<toml::Value>) -> Result<f64, ClusterError> {
+        let field = "node.cpu";
+        let cpu = match value.get_ref() {
+            toml::Value::Float(f) => *f,
+            toml::Value::Integer(i) => *i as f64,
+            other => {
+                return Err(self.error(
+                    value.span(),
+                    field,
+                    format!(
+                        "expected a relative CPU power such as 0.5 (a number, 1.0 = this \
+                         machine), found {}",
+                        describe(other)
+                    ),
+                ))
+            }
+        };
+        if !(cpu.is_finite() && cpu > 0.0) {
+            return Err(self.error(
+                value.span(),
+                field,
+                format!("must be a positive number, found {cpu}"),
+            ));
+        }
+        Ok(cpu)
+    }
+
+    fn count(&self, value: &Spanned<toml::Value>) -> Result<usize, ClusterError> {
+        let field = "node.count";
+        let toml::Value::Integer(count) = value.get_ref() else {
+            return Err(self.error(
+                value.span(),
+                field,
+                format!(
+                    "expected a whole number of nodes, found {}",
+                    describe(value.get_ref())
+                ),
+            ));
+        };
+        if !(1..=MAX_COUNT).contains(count) {
+            return Err(self.error(
+                value.span(),
+                field,
+                format!("must be between 1 and {MAX_COUNT}, found {count}"),
+            ));
+        }
+        Ok(*count as usize)
+    }
+
+    fn string<'v>(
+        &self,
+        value: &'v Spanned<toml::Value>,
+        field: &str,
+        expected: &str,
+    ) -> Result<&'v str, ClusterError> {
+        match value.get_ref() {
+            toml::Value::String(s) => Ok(s),
+            other => Err(self.error(
+                value.span(),
+                field,
+                format!(
+                    "expected a quoted string with a unit, {expected}, found {}",
+                    describe(other)
+                ),
+            )),
+        }
+    }
+
+    fn error(&self, span: Range<usize>, field: &str, message: String) -> ClusterError {
+        let (line, column) = line_column(self.text, span.start);
+        ClusterError::Invalid {
+            path: self.path.to_path_buf(),
+            line,
+            column,
+            field: Some(field.to_string()),
+            message,
+        }
+    }
+
+    /// Turn a TOML syntax or serde error into a located error. Serde names unknown and missing
+    /// fields in backquotes; for other errors the field is the key written on the error's line.
+    fn toml_error(&self, error: &toml::de::Error) -> ClusterError {
+        let offset = error.span().map_or(0, |span| span.start);
+        let (line, column) = line_column(self.text, offset);
+        let message = error.message().trim().to_string();
+        let field = if message.starts_with("unknown field") || message.starts_with("missing field")
+        {
+            backquoted(&message).map(str::to_string)
+        } else {
+            key_on_line(self.text, offset)
+        };
+        ClusterError::Invalid {
+            path: self.path.to_path_buf(),
+            line,
+            column,
+            field,
+            message,
+        }
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+fn backquoted(message: &str) -> Option<&str> {
+    let start = message.find('`')? + 1;
+    let len = message[start..].find('`')?;
+    Some(&message[start..start + len])
+}
+
+/// The bare key of a `key = value` line containing `offset`, if that line has one.
+fn key_on_line(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let start = text.get(..offset)?.rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next()?;
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim();
+    let is_bare = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    is_bare.then(|| key.to_string())
+}
+
+fn describe(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => format!("the string \"{s}\""),
+        toml::Value::Integer(i) => format!("the number {i}"),
+        toml::Value::Float(f) => format!("the number {f}"),
+        toml::Value::Boolean(b) => format!("the boolean {b}"),
+        toml::Value::Datetime(d) => format!("the date {d}"),
+        toml::Value::Array(_) => "an array".to_string(),
+        toml::Value::Table(_) => "a table".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_and_column_are_one_based_and_count_characters() {
+        let text = "ab\nµcd\n";
+        assert_eq!(line_column(text, 0), (1, 1));
+        assert_eq!(line_column(text, 3), (2, 1));
+        // "µ" is two bytes: the byte offset 5 is the third character of line 2.
+        assert_eq!(line_column(text, 5), (2, 2));
+        assert_eq!(line_column(text, 100), (3, 1));
+    }
+
+    #[test]
+    fn key_on_line_finds_bare_keys_only() {
+        let text = "[node]\ncpu = \"x\"\n\"quoted key\" = 1\n";
+        assert_eq!(key_on_line(text, 10), Some("cpu".to_string()));
+        assert_eq!(key_on_line(text, 0), None);
+        assert_eq!(key_on_line(text, 20), None);
+    }
+}

@@ -1,0 +1,44 @@
+//! The runtime's error type: what `launch` and the measurement writers report.
+
+use std::path::PathBuf;
+
+use crate::cluster::ClusterError;
+use crate::comm::CommError;
+use crate::distribution::DistributionError;
+
+/// Why a run could not start, failed, or could not write its outputs.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A rank returned an error or panicked; the whole run was stopped.
+    #[error("rank {rank} failed: {message}")]
+    RankFailed { rank: usize, message: String },
+    /// Command-line arguments that do not fit together.
+    #[error("invalid arguments: {0}")]
+    Args(String),
+    #[error("--backend mpi needs mheta-runtime built with the `mpi` feature")]
+    MpiUnavailable,
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    #[error("--distribution: {0}")]
+    Distribution(#[from] DistributionError),
+    #[error("distribution file {}: {message}", path.display())]
+    DistributionFile { path: PathBuf, message: String },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The instrumented run's records could not be turned into measurements.
+    #[error("measurements: {0}")]
+    Measurements(String),
+    #[error(transparent)]
+    Comm(#[from] CommError),
+}
+
+impl Error {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io { path: path.into(), source }
+    }
+}

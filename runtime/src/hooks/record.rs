@@ -1,0 +1,150 @@
+//! What the hook layer records: one fixed-size [`Record`] per closed guard, I/O operation or
+//! communication call.
+
+use crate::comm::Traffic;
+use crate::format::{IoKind, StageKey};
+
+/// "No id" in a record field.
+pub const NONE: u32 = u32::MAX;
+
+/// What a record describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RecordKind {
+    /// One trip of the main loop; `id` is the iteration index (low 32 bits).
+    Iteration,
+    /// A parallel section; `id` is the section id.
+    Section,
+    /// One trip of a tile loop; `id` is the tile loop id, `aux` its section.
+    Tile,
+    /// A stage; `key` is its stage key.
+    Stage,
+    /// A communication event; `id` is the event id.
+    Event,
+    /// One trip of a nested iteration (repeated group); `id` is the group id.
+    Group,
+    /// An out-of-core operation; `id` is the variable, `aux` the [`IoKind`] code, `bytes` its size.
+    Io,
+    /// A communication call; `aux` is the [`CallKind`] code, `peer` the peer or root.
+    Comm,
+}
+
+/// Which communication call a [`RecordKind::Comm`] record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum CallKind {
+    Send,
+    ImmediateSend,
+    Receive,
+    Barrier,
+    Broadcast,
+    Reduce,
+    AllReduce,
+    Gather,
+    Scatter,
+    AllGather,
+    AllToAll,
+}
+
+impl CallKind {
+    const ALL: [CallKind; 11] = [
+        CallKind::Send,
+        CallKind::ImmediateSend,
+        CallKind::Receive,
+        CallKind::Barrier,
+        CallKind::Broadcast,
+        CallKind::Reduce,
+        CallKind::AllReduce,
+        CallKind::Gather,
+        CallKind::Scatter,
+        CallKind::AllGather,
+        CallKind::AllToAll,
+    ];
+
+    /// The kind with this code, if any.
+    pub fn from_code(code: u32) -> Option<CallKind> {
+        Self::ALL.get(code as usize).copied()
+    }
+
+    /// The call's name, as in the `CommExt` API.
+    pub fn name(self) -> &'static str {
+        match self {
+            CallKind::Send => "send",
+            CallKind::ImmediateSend => "immediate_send",
+            CallKind::Receive => "receive",
+            CallKind::Barrier => "barrier",
+            CallKind::Broadcast => "broadcast",
+            CallKind::Reduce => "reduce",
+            CallKind::AllReduce => "all_reduce",
+            CallKind::Gather => "gather",
+            CallKind::Scatter => "scatter",
+            CallKind::AllGather => "all_gather",
+            CallKind::AllToAll => "all_to_all",
+        }
+    }
+
+    /// True for calls that only send.
+    pub fn is_send(self) -> bool {
+        matches!(self, CallKind::Send | CallKind::ImmediateSend)
+    }
+}
+
+/// The code of an I/O kind in a record's `aux`.
+pub fn io_code(op: IoKind) -> u32 {
+    match op {
+        IoKind::Read => 0,
+        IoKind::Write => 1,
+        IoKind::Prefetch => 2,
+        IoKind::Wait => 3,
+    }
+}
+
+/// The I/O kind of a record's `aux`.
+pub fn io_kind(code: u32) -> Option<IoKind> {
+    match code {
+        0 => Some(IoKind::Read),
+        1 => Some(IoKind::Write),
+        2 => Some(IoKind::Prefetch),
+        3 => Some(IoKind::Wait),
+        _ => None,
+    }
+}
+
+/// One recorded interval on one rank.
+///
+/// `open` and `close` are per-rank sequence numbers taken when the interval began and ended:
+/// they order records exactly (even when a charged clock gives equal times) and give nesting:
+/// `a` is inside `b` iff `b.open < a.open && a.close < b.close`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Record {
+    pub kind: RecordKind,
+    pub id: u32,
+    pub aux: u32,
+    /// The stage this record belongs to: the stage itself, the enclosing stage of an I/O or
+    /// communication record, or (outside any stage) the last stage that ran.
+    pub key: StageKey,
+    /// Whether the record lies inside the stage `key` (its time is part of the stage's time).
+    pub in_stage: bool,
+    /// The enclosing communication event, or [`NONE`].
+    pub event: u32,
+    /// Peer (point-to-point) or root (rooted collectives), or [`NONE`].
+    pub peer: u32,
+    pub traffic: Traffic,
+    /// Bytes of an I/O operation.
+    pub bytes: u64,
+    pub begin_s: f64,
+    pub end_s: f64,
+    pub open: u32,
+    pub close: u32,
+}
+
+impl Record {
+    /// Seconds between begin and end.
+    pub fn duration_s(&self) -> f64 {
+        self.end_s - self.begin_s
+    }
+
+    /// True if `self` lies strictly inside `outer` (by sequence numbers).
+    pub fn is_inside(&self, outer: &Record) -> bool {
+        outer.open < self.open && self.close < outer.close
+    }
+}

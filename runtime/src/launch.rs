@@ -1,0 +1,363 @@
+//! Starting a run: resolve the arguments into [`RunSettings`], start one rank per thread
+//! (`threads` backend), run the program on each, and — for an instrumented run — turn every
+//! rank's records into the measurements file and the Chrome trace.
+//!
+//! Failure: the first rank whose closure returns an error or panics poisons the communicator;
+//! every other rank's pending or later communication fails at once, so `launch` returns
+//! [`Error::RankFailed`] naming that rank and its message, and writes no measurements.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::args::{read_distribution_file, Args, Backend, DistributionSpec};
+use crate::clock::{self, ClockMode};
+use crate::cluster::DiskModel;
+use crate::comm::threads::ThreadWorld;
+use crate::context::{Context, RunSettings};
+use crate::distribution::Distribution;
+use crate::error::Error;
+use crate::format::{ClusterSpec, Microbenchmarks, Structure, StructureId};
+use crate::hooks::{self, HookConfig, IoCalibration, RankRecords};
+use crate::measure::{self, write_atomic};
+use crate::{micro, ooc};
+
+/// Most ranks the threads backend starts.
+pub const MAX_THREAD_RANKS: usize = 4096;
+const RANK_STACK_BYTES: usize = 8 << 20;
+
+/// Run `f` on every rank with the flags in `args`; returns every rank's result in rank order.
+pub fn launch<R, E, F>(args: &Args, f: F) -> Result<Vec<R>, Error>
+where
+    F: Fn(&Context) -> Result<R, E> + Sync,
+    R: Send,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    Launch::new(args).run(f)
+}
+
+/// A run being configured: the arguments plus what only the program knows.
+pub struct Launch<'a> {
+    args: &'a Args,
+    structure: Option<(&'a Structure, String)>,
+    bytes_per_row: Option<u64>,
+    microbenchmarks: bool,
+}
+
+/// One rank's outcome, handed back to the launcher.
+struct RankOutcome<R> {
+    result: Option<R>,
+    records: RankRecords,
+    micro: Microbenchmarks,
+}
+
+impl<'a> Launch<'a> {
+    pub fn new(args: &'a Args) -> Launch<'a> {
+        Launch { args, structure: None, bytes_per_row: None, microbenchmarks: true }
+    }
+
+    /// Skip the start-up network and disk microbenchmarks of instrumented runs (their figures
+    /// are then zero); for tests that only look at records.
+    pub fn without_microbenchmarks(mut self) -> Self {
+        self.microbenchmarks = false;
+        self
+    }
+
+    /// The structure the program embeds and the solver being run (names the measurements and
+    /// serves `--emit-structure`).
+    pub fn structure(mut self, structure: &'a Structure, solver: &str) -> Self {
+        self.structure = Some((structure, solver.to_string()));
+        self
+    }
+
+    /// Bytes one row of the distributed arrays occupies in total (for the in-core generators).
+    pub fn bytes_per_row(mut self, bytes: u64) -> Self {
+        self.bytes_per_row = Some(bytes);
+        self
+    }
+
+    /// Resolve the arguments into the settings every rank shares.
+    pub fn settings(&self) -> Result<RunSettings, Error> {
+        let a = self.args;
+        if a.backend == Backend::Mpi {
+            return Err(Error::MpiUnavailable);
+        }
+        let explicit = match &a.distribution {
+            DistributionSpec::Rows(r) => Some(r.clone()),
+            DistributionSpec::File(p) => Some(read_distribution_file(p)?),
+            _ => None,
+        };
+        let cluster = a.cluster.as_deref().map(ClusterSpec::load).transpose()?;
+        let size = match (a.ranks, &cluster, &explicit) {
+            (Some(p), _, _) => p,
+            (None, Some(c), _) => c.nodes.len(),
+            (None, None, Some(rows)) => rows.len(),
+            (None, None, None) => 1,
+        };
+        if size == 0 || size > MAX_THREAD_RANKS {
+            return Err(Error::Args(format!("--ranks must be in 1..={MAX_THREAD_RANKS}, got {size}")));
+        }
+        let cluster = match cluster {
+            Some(c) if c.nodes.len() != size => {
+                return Err(Error::Args(format!(
+                    "--ranks {size} but cluster file {} describes {} nodes",
+                    a.cluster.as_ref().map_or(String::new(), |p| p.display().to_string()),
+                    c.nodes.len()
+                )))
+            }
+            Some(c) => c,
+            None => ClusterSpec::this_machine(size),
+        };
+        let rows = match (a.rows, &explicit) {
+            (Some(s), _) => s,
+            (None, Some(r)) => r.iter().sum(),
+            (None, None) => {
+                return Err(Error::Args(format!("--rows is required with --distribution {}", a.distribution.name())))
+            }
+        };
+        let bytes_per_row = || {
+            self.bytes_per_row.ok_or_else(|| {
+                Error::Args(format!(
+                    "--distribution {} needs the program's bytes per row (Launch::bytes_per_row)",
+                    a.distribution.name()
+                ))
+            })
+        };
+        let dist = match &a.distribution {
+            DistributionSpec::Block => Distribution::block(rows, size)?,
+            DistributionSpec::Balanced => Distribution::balanced(rows, &cluster)?,
+            DistributionSpec::InCore => Distribution::in_core(rows, bytes_per_row()?, &cluster)?,
+            DistributionSpec::InCoreBalanced => Distribution::in_core_balanced(rows, bytes_per_row()?, &cluster)?,
+            DistributionSpec::Rows(_) | DistributionSpec::File(_) => {
+                Distribution::new(explicit.clone().expect("explicit rows were read"))
+            }
+        };
+        dist.validate(rows, size)?;
+        if a.clock.is_virtual() && a.backend != Backend::Threads {
+            return Err(Error::Args("--clock virtual and charged need --backend threads".into()));
+        }
+        Ok(RunSettings {
+            size,
+            rows,
+            distribution: dist.rows,
+            distribution_name: a.distribution.name(),
+            cluster,
+            iterations: a.iterations,
+            instrument: a.instrumented(),
+            clock: a.clock,
+            scratch: PathBuf::new(),
+        })
+    }
+
+    /// Run `f` on every rank; an instrumented run then writes its measurements (and trace).
+    pub fn run<R, E, F>(self, f: F) -> Result<Vec<R>, Error>
+    where
+        F: Fn(&Context) -> Result<R, E> + Sync,
+        R: Send,
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let settings = self.settings()?;
+        if let Some(path) = &self.args.emit_structure {
+            let (structure, _) = self
+                .structure
+                .as_ref()
+                .ok_or_else(|| Error::Args("--emit-structure: this program embeds no structure".into()))?;
+            let json = serde_json::to_vec_pretty(structure).map_err(|e| Error::Args(e.to_string()))?;
+            write_atomic(path, &json)?;
+        }
+        let (results, records, micro) = self.run_settings(settings.clone(), f)?;
+        if settings.instrument {
+            let id = match &self.structure {
+                Some((s, solver)) => {
+                    StructureId { crate_name: s.crate_name.clone(), solver: solver.clone(), digest: s.digest() }
+                }
+                None => StructureId { crate_name: String::new(), solver: String::new(), digest: String::new() },
+            };
+            let m = measure::aggregate(&settings, id, micro, &records)?;
+            let json = serde_json::to_vec_pretty(&m).map_err(|e| Error::Measurements(e.to_string()))?;
+            write_atomic(&self.args.measurements_path(), &json)?;
+            if let Some(path) = &self.args.trace {
+                let json = serde_json::to_vec(&measure::chrome_trace(&records))
+                    .map_err(|e| Error::Measurements(e.to_string()))?;
+                write_atomic(path, &json)?;
+            }
+        }
+        Ok(results)
+    }
+
+    /// Run `f` on every rank and hand back the results, every rank's records and rank 0's
+    /// network microbenchmarks, writing nothing.
+    pub fn run_collect<R, E, F>(self, f: F) -> Result<(Vec<R>, Vec<RankRecords>, Microbenchmarks), Error>
+    where
+        F: Fn(&Context) -> Result<R, E> + Sync,
+        R: Send,
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let settings = self.settings()?;
+        self.run_settings(settings, f)
+    }
+
+    fn run_settings<R, E, F>(
+        &self,
+        mut settings: RunSettings,
+        f: F,
+    ) -> Result<(Vec<R>, Vec<RankRecords>, Microbenchmarks), Error>
+    where
+        F: Fn(&Context) -> Result<R, E> + Sync,
+        R: Send,
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let scratch = Scratch::new(self.args.scratch.clone())?;
+        settings.scratch = scratch.path.clone();
+        let settings = Arc::new(settings);
+        let world = ThreadWorld::new(settings.size, settings.cluster.network, settings.clock);
+        let benchmarks = self.microbenchmarks;
+        let outcomes: Vec<Option<RankOutcome<R>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..settings.size)
+                .map(|rank| {
+                    let (world, settings, f) = (Arc::clone(&world), Arc::clone(&settings), &f);
+                    std::thread::Builder::new()
+                        .name(format!("mheta-rank-{rank}"))
+                        .stack_size(RANK_STACK_BYTES)
+                        .spawn_scoped(s, move || run_rank(rank, &world, settings, f, benchmarks))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .enumerate()
+                .map(|(rank, h)| match h {
+                    Ok(h) => h.join().ok(),
+                    Err(e) => {
+                        world.abort(rank, format!("could not start the rank's thread: {e}"));
+                        None
+                    }
+                })
+                .collect()
+        });
+
+        if let Some(failure) = world.failure() {
+            return Err(Error::RankFailed { rank: failure.rank, message: failure.message });
+        }
+        let mut results = Vec::with_capacity(outcomes.len());
+        let mut records = Vec::with_capacity(outcomes.len());
+        let mut micro = Microbenchmarks::default();
+        for (rank, o) in outcomes.into_iter().enumerate() {
+            let o = o.ok_or_else(|| Error::RankFailed { rank, message: "the rank's thread died".into() })?;
+            if rank == 0 {
+                micro = o.micro;
+            }
+            results.push(o.result.expect("a rank without failure has a result"));
+            records.push(o.records);
+        }
+        Ok((results, records, micro))
+    }
+}
+
+fn run_rank<R, E, F>(
+    rank: usize,
+    world: &Arc<ThreadWorld>,
+    settings: Arc<RunSettings>,
+    f: &F,
+    benchmarks: bool,
+) -> RankOutcome<R>
+where
+    F: Fn(&Context) -> Result<R, E> + Sync,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let node = settings.cluster.nodes[rank];
+    let instrument = settings.instrument;
+    clock::install(settings.clock, node.cpu);
+    hooks::install(HookConfig { instrument, slowdown: settings.clock == ClockMode::Wall && node.cpu < 1.0 });
+    let ctx = Context::new(rank, Box::new(world.comm(rank)), Arc::clone(&settings));
+    let mut micro = Microbenchmarks::default();
+    let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<R, String> {
+        if instrument && benchmarks {
+            micro = micro::network(ctx.comm(), &settings.cluster.network).map_err(|e| e.to_string())?;
+            let disk = ooc::measure_disk(&ctx.scratch_dir(), DiskModel::of(&node), &Default::default())
+                .map_err(|e| format!("disk microbenchmark: {e}"))?;
+            hooks::set_io_calibration(IoCalibration {
+                read_overhead_s: disk.read_overhead_s,
+                write_overhead_s: disk.write_overhead_s,
+                async_overhead_s: disk.async_overhead_s,
+                read_per_byte_s: disk.read_per_byte_s,
+                write_per_byte_s: disk.write_per_byte_s,
+            });
+        }
+        if instrument {
+            ctx.comm().barrier_bytes().map_err(|e| e.to_string())?;
+            clock::reset();
+            hooks::set_recording(true);
+        } else if settings.clock.is_virtual() {
+            clock::reset();
+        }
+        f(&ctx).map_err(|e| error_chain(e.into().as_ref()))
+    }));
+    hooks::set_recording(false);
+    let result = match outcome {
+        Ok(Ok(r)) => Some(r),
+        Ok(Err(message)) => {
+            world.abort(rank, message);
+            None
+        }
+        Err(panic) => {
+            world.abort(rank, format!("panicked: {}", panic_message(panic.as_ref())));
+            None
+        }
+    };
+    world.finish(rank);
+    let records = hooks::uninstall();
+    clock::uninstall();
+    RankOutcome { result, records, micro }
+}
+
+/// An error and its sources, `outer: inner: innermost`.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(inner) = source {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    s
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_string()
+    }
+}
+
+/// The run's scratch directory: the one given, or a fresh temporary one removed at the end.
+struct Scratch {
+    path: PathBuf,
+    owned: bool,
+}
+
+impl Scratch {
+    fn new(given: Option<PathBuf>) -> Result<Scratch, Error> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let (path, owned) = match given {
+            Some(p) => (p, false),
+            None => {
+                let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+                (std::env::temp_dir().join(format!("mheta-run-{}-{n}", std::process::id())), true)
+            }
+        };
+        std::fs::create_dir_all(&path).map_err(|e| Error::io(&path, e))?;
+        Ok(Scratch { path, owned })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.owned {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! One node's measurements from its records (seed §5.2.2–5.2.3).
+//!
+//! - Stage compute `T_φ` = stage time − time of the I/O recorded inside the stage.
+//! - I/O per (stage, variable): counts, bytes, seconds; `T_A` = time between a prefetch's end and
+//!   its wait's begin, less the I/O and communication in between (seed Fig. 5.5, 5.6).
+//! - Per event: messages, bytes, send and receive overheads (call time − blocked time, split by
+//!   messages for collectives), blocked time `T_w`, total time, and the ranks actually talked to.
+//! - Tile trips per tile loop, trips per repeated group, iteration time.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::format::{
+    EventMeasurement, GroupMeasurement, IoMeasurement, NodeMeasurements, StageKey, StageMeasurement,
+    TileMeasurement,
+};
+use crate::hooks::{io_kind, var_name, CallKind, IoKind, RankRecords, Record, RecordKind, VarId, NONE};
+
+#[derive(Default)]
+struct StageAcc {
+    count: f64,
+    time: f64,
+    io: f64,
+}
+
+#[derive(Default)]
+struct EventAcc {
+    m: Option<EventMeasurement>,
+    sent_to: BTreeSet<u32>,
+    received_from: BTreeSet<u32>,
+}
+
+/// Aggregate one rank's records. Fails if the rank recorded no iteration.
+pub fn aggregate_node(rank: usize, size: usize, rows: u64, rr: &RankRecords) -> Result<NodeMeasurements, String> {
+    let mut records: Vec<&Record> = rr.records.iter().collect();
+    records.sort_by_key(|r| r.open);
+    let iterations: Vec<&Record> = records.iter().copied().filter(|r| r.kind == RecordKind::Iteration).collect();
+    if iterations.is_empty() {
+        return Err(format!(
+            "rank {rank} recorded no iteration: wrap each trip of the main loop in `hooks::iteration(i)`"
+        ));
+    }
+    let n = iterations.len() as f64;
+    let inside_iteration = |r: &Record| {
+        let i = iterations.partition_point(|it| it.open < r.open);
+        i > 0 && r.is_inside(iterations[i - 1])
+    };
+
+    let mut stages: BTreeMap<StageKey, StageAcc> = BTreeMap::new();
+    let mut io: BTreeMap<(StageKey, u32), IoMeasurement> = BTreeMap::new();
+    let mut events: BTreeMap<u32, EventAcc> = BTreeMap::new();
+    let mut tiles: BTreeMap<(u32, u32), f64> = BTreeMap::new();
+    let mut groups: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut pending_prefetch: HashMap<u32, (f64, f64, StageKey)> = HashMap::new();
+    let mut busy = 0.0; // I/O and communication seconds so far, for T_A.
+    let mut reads: Vec<(f64, f64)> = Vec::new();
+    let mut writes: Vec<(f64, f64)> = Vec::new();
+
+    for r in records.iter().copied().filter(|r| inside_iteration(r)) {
+        let dur = r.duration_s();
+        match r.kind {
+            RecordKind::Iteration | RecordKind::Section => {}
+            RecordKind::Stage => {
+                let s = stages.entry(r.key).or_default();
+                s.count += 1.0;
+                s.time += dur;
+            }
+            RecordKind::Tile => *tiles.entry((r.aux, r.id)).or_default() += 1.0,
+            RecordKind::Group => *groups.entry(r.id).or_default() += 1.0,
+            RecordKind::Event => {
+                event_entry(&mut events, r.id).total_s += dur;
+            }
+            RecordKind::Io => {
+                let Some(op) = io_kind(r.aux) else { continue };
+                if r.in_stage {
+                    stages.entry(r.key).or_default().io += dur;
+                }
+                let m = io.entry((r.key, r.id)).or_insert_with(|| empty_io(r.key, r.id));
+                match op {
+                    IoKind::Read | IoKind::Prefetch => {
+                        if op == IoKind::Read {
+                            m.reads += 1.0;
+                        } else {
+                            m.prefetches += 1.0;
+                            pending_prefetch.insert(r.id, (r.end_s, busy + dur, r.key));
+                        }
+                        m.bytes_read += r.bytes as f64;
+                        m.read_s += dur;
+                        reads.push((r.bytes as f64, dur));
+                    }
+                    IoKind::Write => {
+                        m.writes += 1.0;
+                        m.bytes_written += r.bytes as f64;
+                        m.write_s += dur;
+                        writes.push((r.bytes as f64, dur));
+                    }
+                    IoKind::Wait => {
+                        if let Some((end, busy_then, key)) = pending_prefetch.remove(&r.id) {
+                            let overlap = (r.begin_s - end - (busy - busy_then)).max(0.0);
+                            io.entry((key, r.id)).or_insert_with(|| empty_io(key, r.id)).overlap_s += overlap;
+                        }
+                    }
+                }
+                busy += dur;
+            }
+            RecordKind::Comm => {
+                busy += dur;
+                if r.event == NONE {
+                    continue;
+                }
+                let Some(call) = CallKind::from_code(r.aux) else { continue };
+                let t = r.traffic;
+                let acc = events.entry(r.event).or_default();
+                let m = acc.m.get_or_insert_with(|| empty_event(r.event));
+                m.messages_sent += f64::from(t.messages_sent);
+                m.messages_received += f64::from(t.messages_received);
+                m.bytes_sent += t.bytes_sent as f64;
+                m.bytes_received += t.bytes_received as f64;
+                m.blocked_s += t.blocked_s;
+                let overhead = (dur - t.blocked_s).max(0.0);
+                let total_msgs = f64::from(t.messages_sent + t.messages_received);
+                let send_share = if call.is_send() {
+                    1.0
+                } else if total_msgs > 0.0 {
+                    f64::from(t.messages_sent) / total_msgs
+                } else {
+                    0.0
+                };
+                m.send_overhead_s += overhead * send_share;
+                m.recv_overhead_s += overhead * (1.0 - send_share);
+                let peer = (r.peer != NONE).then_some(r.peer as usize);
+                for p in call_peers(call, rank, size, peer) {
+                    if t.messages_sent > 0 {
+                        acc.sent_to.insert(p as u32);
+                    }
+                    if t.messages_received > 0 {
+                        acc.received_from.insert(p as u32);
+                    }
+                }
+            }
+        }
+    }
+
+    let (read_overhead_s, read_per_byte_s) = fit(&reads);
+    let (write_overhead_s, write_per_byte_s) = fit(&writes);
+    let mut node = NodeMeasurements {
+        rank: rank as u32,
+        rows,
+        iteration_s: iterations.iter().map(|r| r.duration_s()).sum::<f64>() / n,
+        read_overhead_s,
+        write_overhead_s,
+        async_overhead_s: 0.0,
+        read_per_byte_s,
+        write_per_byte_s,
+        stages: stages
+            .into_iter()
+            .map(|(key, s)| StageMeasurement {
+                key,
+                count: s.count / n,
+                compute_s: (s.time - s.io).max(0.0) / n,
+                io_s: s.io / n,
+            })
+            .collect(),
+        io: io.into_values().map(|m| per_iteration_io(m, n)).collect(),
+        events: events
+            .into_iter()
+            .map(|(id, acc)| {
+                let mut m = acc.m.unwrap_or_else(|| empty_event(id));
+                for x in [
+                    &mut m.messages_sent,
+                    &mut m.messages_received,
+                    &mut m.bytes_sent,
+                    &mut m.bytes_received,
+                    &mut m.send_overhead_s,
+                    &mut m.recv_overhead_s,
+                    &mut m.blocked_s,
+                    &mut m.total_s,
+                ] {
+                    *x /= n;
+                }
+                m.sent_to = acc.sent_to.into_iter().collect();
+                m.received_from = acc.received_from.into_iter().collect();
+                m
+            })
+            .collect(),
+        tiles: tiles
+            .into_iter()
+            .map(|((section, tile), c)| TileMeasurement { section, tile, count: c / n })
+            .collect(),
+        groups: groups.into_iter().map(|(group, c)| GroupMeasurement { group, trips: c / n }).collect(),
+    };
+    if let Some(c) = rr.calibration {
+        node.read_overhead_s = c.read_overhead_s;
+        node.write_overhead_s = c.write_overhead_s;
+        node.async_overhead_s = c.async_overhead_s;
+        node.read_per_byte_s = c.read_per_byte_s;
+        node.write_per_byte_s = c.write_per_byte_s;
+    }
+    Ok(node)
+}
+
+/// The ranks a call of `call` on `rank` exchanges messages with, under the linear collective
+/// algorithms of `comm::collectives`: point-to-point calls talk to `peer`; the root of a rooted
+/// collective (rank 0 for barrier, all-reduce and all-gather) talks to every other rank and the
+/// others to the root; all-to-all talks to every other rank.
+pub fn call_peers(call: CallKind, rank: usize, size: usize, peer: Option<usize>) -> Vec<usize> {
+    let others = || (0..size).filter(|&r| r != rank).collect::<Vec<_>>();
+    match call {
+        CallKind::Send | CallKind::ImmediateSend | CallKind::Receive => peer.into_iter().collect(),
+        CallKind::AllToAll => others(),
+        _ => {
+            let hub = peer.unwrap_or(0);
+            if hub == rank {
+                others()
+            } else {
+                vec![hub]
+            }
+        }
+    }
+}
+
+fn event_entry(events: &mut BTreeMap<u32, EventAcc>, id: u32) -> &mut EventMeasurement {
+    events.entry(id).or_default().m.get_or_insert_with(|| empty_event(id))
+}
+
+fn empty_event(event: u32) -> EventMeasurement {
+    EventMeasurement {
+        event,
+        messages_sent: 0.0,
+        messages_received: 0.0,
+        bytes_sent: 0.0,
+        bytes_received: 0.0,
+        send_overhead_s: 0.0,
+        recv_overhead_s: 0.0,
+        blocked_s: 0.0,
+        total_s: 0.0,
+        sent_to: Vec::new(),
+        received_from: Vec::new(),
+    }
+}
+
+fn empty_io(key: StageKey, var: u32) -> IoMeasurement {
+    IoMeasurement {
+        key,
+        var: var_name(VarId(var)).unwrap_or_else(|| format!("var{var}")),
+        reads: 0.0,
+        writes: 0.0,
+        prefetches: 0.0,
+        bytes_read: 0.0,
+        bytes_written: 0.0,
+        read_s: 0.0,
+        write_s: 0.0,
+        overlap_s: 0.0,
+    }
+}
+
+fn per_iteration_io(mut m: IoMeasurement, n: f64) -> IoMeasurement {
+    for x in [
+        &mut m.reads,
+        &mut m.writes,
+        &mut m.prefetches,
+        &mut m.bytes_read,
+        &mut m.bytes_written,
+        &mut m.read_s,
+        &mut m.write_s,
+        &mut m.overlap_s,
+    ] {
+        *x /= n;
+    }
+    m
+}
+
+/// Least-squares fit `seconds = overhead + bytes × per_byte` over (bytes, seconds) samples. With
+/// fewer than two distinct sizes the overhead cannot be separated: it is taken as zero and the
+/// per-byte cost is total seconds / total bytes.
+fn fit(samples: &[(f64, f64)]) -> (f64, f64) {
+    if samples.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = samples.len() as f64;
+    let (sx, sy) = samples.iter().fold((0.0, 0.0), |(a, b), &(x, y)| (a + x, b + y));
+    let (mx, my) = (sx / n, sy / n);
+    let sxx: f64 = samples.iter().map(|&(x, _)| (x - mx) * (x - mx)).sum();
+    if sxx <= f64::EPSILON * mx * mx.max(1.0) {
+        return (0.0, if sx > 0.0 { sy / sx } else { 0.0 });
+    }
+    let sxy: f64 = samples.iter().map(|&(x, y)| (x - mx) * (y - my)).sum();
+    let slope = (sxy / sxx).max(0.0);
+    ((my - slope * mx).max(0.0), slope)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fit_recovers_a_line() {
+        let (o, b) = fit(&[(100.0, 0.002 + 100.0 * 1e-6), (1000.0, 0.002 + 1000.0 * 1e-6)]);
+        assert!((o - 0.002).abs() < 1e-12 && (b - 1e-6).abs() < 1e-15, "{o} {b}");
+        assert_eq!(fit(&[(10.0, 1.0), (10.0, 3.0)]), (0.0, 0.2));
+        assert_eq!(fit(&[]), (0.0, 0.0));
+    }
+
+    #[test]
+    fn collective_peers() {
+        assert_eq!(call_peers(CallKind::Reduce, 2, 4, Some(2)), vec![0, 1, 3]);
+        assert_eq!(call_peers(CallKind::Reduce, 1, 4, Some(2)), vec![2]);
+        assert_eq!(call_peers(CallKind::AllReduce, 3, 4, None), vec![0]);
+        assert_eq!(call_peers(CallKind::AllToAll, 1, 3, None), vec![0, 2]);
+        assert_eq!(call_peers(CallKind::Send, 1, 3, Some(2)), vec![2]);
+    }
+}

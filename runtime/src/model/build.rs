@@ -1,0 +1,559 @@
+//! Compiling a [`Model`] from structure + measurements + cluster: everything that does not
+//! depend on the candidate distribution is computed here, once.
+//!
+//! Measured values are per iteration on the measured distribution δ and cluster; they are turned
+//! into per-row rates (`T_φ / W`), per-message overheads and per-byte disk costs, and adjusted to
+//! the target cluster: computation by the ratio of CPU powers, disk transfer by the ratio of disk
+//! bandwidths, per-call disk overheads by the ratio of disk latencies.
+
+use std::collections::HashMap;
+
+use super::comm::{CommCost, RecvEdge};
+use super::compute::{StageCost, StageIo};
+use super::out_of_core::{ArrayCost, IoMode, NodeMemory};
+use super::pipeline::TileCost;
+use super::{Model, ModelError, SectionCost, Step};
+use crate::format::{
+    ClusterSpec, CommEvent, EventMeasurement, IoKind, Measurements, NodeMeasurements, Pattern, SectionItem, Solver,
+    Stage, StageKey, Structure, VarClass,
+};
+
+impl Model {
+    /// Compiles the model of the solver the measurements belong to, for `cluster` (usually the
+    /// cluster the measurements were taken on; another cluster with the same number of nodes
+    /// predicts the program there).
+    pub fn new(structure: &Structure, measurements: &Measurements, cluster: &ClusterSpec) -> Result<Model, ModelError> {
+        let solver = pick_solver(structure, &measurements.structure.solver)?;
+        Builder::new(solver, measurements, cluster)?.build()
+    }
+}
+
+fn pick_solver<'a>(structure: &'a Structure, name: &str) -> Result<&'a Solver, ModelError> {
+    if let Some(s) = structure.solvers.iter().find(|s| s.name == name) {
+        return Ok(s);
+    }
+    match structure.solvers.as_slice() {
+        [] => Err(ModelError::NoSolver),
+        [only] if name.is_empty() => Ok(only),
+        _ => Err(ModelError::UnknownSolver(name.to_string())),
+    }
+}
+
+struct Builder<'a> {
+    solver: &'a Solver,
+    m: &'a Measurements,
+    cluster: &'a ClusterSpec,
+    p: usize,
+    /// Distributed arrays in priority order, and their index by name.
+    arrays: Vec<ArrayCost>,
+    array_index: HashMap<String, usize>,
+    /// Per node: CPU adjustment `cpu_measured / cpu_target`.
+    cpu_ratio: Vec<f64>,
+    /// Trips of each group per main-loop iteration.
+    trips: HashMap<u32, u32>,
+}
+
+impl<'a> Builder<'a> {
+    fn new(solver: &'a Solver, m: &'a Measurements, cluster: &'a ClusterSpec) -> Result<Self, ModelError> {
+        let p = cluster.nodes.len();
+        if m.nodes.len() != p || p == 0 {
+            return Err(ModelError::NodeCount { measured: m.nodes.len(), cluster: p });
+        }
+        for (index, n) in m.nodes.iter().enumerate() {
+            if n.rank as usize != index {
+                return Err(ModelError::RankOrder { index, rank: n.rank });
+            }
+        }
+        let cpu_ratio = (0..p)
+            .map(|i| {
+                let measured = m.cluster.nodes.get(i).map(|n| n.cpu).unwrap_or(cluster.nodes[i].cpu);
+                ratio(measured, cluster.nodes[i].cpu)
+            })
+            .collect();
+        let mut b = Builder {
+            solver,
+            m,
+            cluster,
+            p,
+            arrays: Vec::new(),
+            array_index: HashMap::new(),
+            cpu_ratio,
+            trips: HashMap::new(),
+        };
+        b.rank_arrays()?;
+        b.group_trips();
+        Ok(b)
+    }
+
+    /// Ranks the distributed arrays for the out-of-core heuristic: most accesses per iteration
+    /// per byte of row first, then the smaller row, then the name.
+    fn rank_arrays(&mut self) -> Result<(), ModelError> {
+        let distributed: Vec<_> = self.m.arrays.iter().filter(|a| a.distributed && a.bytes_per_row > 0).collect();
+        if distributed.len() > 64 {
+            return Err(ModelError::TooManyArrays(distributed.len()));
+        }
+        let mut uses: HashMap<&str, f64> = HashMap::new();
+        for section in &self.solver.sections {
+            for (stage, tile) in stages_of(section) {
+                let key = StageKey { section: section.id, tile, stage: stage.id };
+                let count = self.m.nodes.iter().filter_map(|n| find_stage(n, key)).map(|s| s.count).fold(1.0, f64::max);
+                for var in stage.reads.iter().chain(&stage.writes).chain(stage.io.iter().map(|io| &io.var)) {
+                    *uses.entry(var.as_str()).or_default() += count;
+                }
+            }
+        }
+        let mut ranked: Vec<(f64, u64, &str)> = distributed
+            .iter()
+            .map(|a| (uses.get(a.name.as_str()).copied().unwrap_or(0.0) / a.bytes_per_row as f64, a.bytes_per_row, a.name.as_str()))
+            .collect();
+        ranked.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)).then(x.2.cmp(y.2)));
+        for (index, (_, bpr, name)) in ranked.into_iter().enumerate() {
+            self.array_index.insert(name.to_string(), index);
+            self.arrays.push(ArrayCost { name: name.to_string(), bytes_per_row: bpr as f64 });
+        }
+        Ok(())
+    }
+
+    /// Trips per iteration of every group: measured (mean over nodes) or, failing that, the
+    /// structure's literal trip count, else 1.
+    fn group_trips(&mut self) {
+        for g in &self.solver.groups {
+            let measured: Vec<f64> =
+                self.m.nodes.iter().flat_map(|n| n.groups.iter().filter(|x| x.group == g.id).map(|x| x.trips)).collect();
+            let trips = if measured.is_empty() {
+                g.trip_count.trim().parse::<f64>().unwrap_or(1.0)
+            } else {
+                measured.iter().sum::<f64>() / measured.len() as f64
+            };
+            self.trips.insert(g.id, trips.max(0.0).round() as u32);
+        }
+    }
+
+    fn build(self) -> Result<Model, ModelError> {
+        let memory = (0..self.p).map(|i| self.node_memory(i)).collect::<Result<Vec<_>, _>>()?;
+        let mut program = Vec::new();
+        let mut sections = Vec::new();
+        // Open groups, outermost first: (group id, index of its Step::Group in `program`).
+        let mut open: Vec<(u32, usize)> = Vec::new();
+        for section in &self.solver.sections {
+            let chain = self.group_chain(section.group)?;
+            while open.len() > chain.len() || open.iter().zip(&chain).any(|(o, c)| o.0 != *c) {
+                let (_, at) = open.pop().unwrap_or_default();
+                close_group(&mut program, at);
+            }
+            for &g in &chain[open.len()..] {
+                open.push((g, program.len()));
+                program.push(Step::Group { trips: self.trips.get(&g).copied().unwrap_or(1), len: 0 });
+            }
+            let multiplicity: f64 = chain.iter().map(|g| f64::from(self.trips.get(g).copied().unwrap_or(1))).product();
+            let per_pass = multiplicity.max(1.0);
+            let mut cost =
+                SectionCost { id: section.id, stages: Vec::new(), tiles: Vec::new(), comm: None, multiplicity };
+            for item in &section.items {
+                match item {
+                    SectionItem::Stage(stage) => cost.stages.push(self.stage(section.id, None, stage, per_pass)?),
+                    SectionItem::Tiles(tl) => cost.tiles.push(self.tiles(section.id, tl, per_pass)?),
+                }
+            }
+            cost.comm = section.comm.as_ref().map(|e| self.comm(e)).transpose()?;
+            program.push(Step::Section(sections.len()));
+            sections.push(cost);
+        }
+        while let Some((_, at)) = open.pop() {
+            close_group(&mut program, at);
+        }
+        let micro = &self.m.micro;
+        let latency_s = if micro.latency_s > 0.0 { micro.latency_s } else { self.cluster.network.latency_s };
+        let per_byte_s = if micro.per_byte_s > 0.0 {
+            micro.per_byte_s
+        } else if self.cluster.network.bandwidth_bps > 0.0 {
+            1.0 / self.cluster.network.bandwidth_bps
+        } else {
+            0.0
+        };
+        Ok(Model {
+            nodes: self.p,
+            total_rows: self.m.rows,
+            program,
+            sections,
+            arrays: self.arrays,
+            memory,
+            latency_s: check("micro.latency_s", latency_s)?,
+            per_byte_s: check("micro.per_byte_s", per_byte_s)?,
+        })
+    }
+
+    /// The groups enclosing a section, outermost first.
+    fn group_chain(&self, innermost: Option<u32>) -> Result<Vec<u32>, ModelError> {
+        let mut chain = Vec::new();
+        let mut current = innermost;
+        while let Some(g) = current {
+            if chain.len() >= super::MAX_GROUP_DEPTH {
+                return Err(ModelError::TooDeep { group: g, max: super::MAX_GROUP_DEPTH });
+            }
+            chain.push(g);
+            current = self.solver.groups.iter().find(|x| x.id == g).and_then(|x| x.parent);
+        }
+        chain.reverse();
+        Ok(chain)
+    }
+
+    fn node_memory(&self, i: usize) -> Result<NodeMemory, ModelError> {
+        let n = &self.m.nodes[i];
+        let target = &self.cluster.nodes[i];
+        let measured = self.m.cluster.nodes.get(i).copied().unwrap_or(*target);
+        let replicated: f64 = self.m.arrays.iter().filter(|a| !a.distributed).map(|a| a.bytes_per_row as f64).sum();
+        let read_ratio = ratio(target.disk_read_bps, measured.disk_read_bps);
+        let write_ratio = ratio(target.disk_write_bps, measured.disk_write_bps);
+        let latency_ratio = ratio(measured.disk_latency_s, target.disk_latency_s);
+        let field = |name: &str| format!("nodes[{i}].{name}");
+        let o_r = check(&field("read_overhead_s"), n.read_overhead_s)? * latency_ratio;
+        let o_w = check(&field("write_overhead_s"), n.write_overhead_s)? * latency_ratio;
+        let o_a = check(&field("async_overhead_s"), n.async_overhead_s)?;
+        let node_r = check(&field("read_per_byte_s"), n.read_per_byte_s)?;
+        let node_w = check(&field("write_per_byte_s"), n.write_per_byte_s)?;
+        let mut read_per_byte = Vec::with_capacity(self.arrays.len());
+        let mut write_per_byte = Vec::with_capacity(self.arrays.len());
+        for a in &self.arrays {
+            let (mut reads, mut read_s, mut bytes_r, mut writes, mut write_s, mut bytes_w) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+            for io in n.io.iter().filter(|io| io.var == a.name) {
+                reads += io.reads + io.prefetches;
+                read_s += io.read_s;
+                bytes_r += io.bytes_read;
+                writes += io.writes;
+                write_s += io.write_s;
+                bytes_w += io.bytes_written;
+            }
+            // r(m): measured per variable when the variable was read, else the node's figure.
+            let r = per_byte(read_s - reads * n.read_overhead_s, bytes_r).unwrap_or(node_r);
+            let w = per_byte(write_s - writes * n.write_overhead_s, bytes_w).unwrap_or(node_w);
+            read_per_byte.push(r * read_ratio);
+            write_per_byte.push(w * write_ratio);
+        }
+        Ok(NodeMemory {
+            memory_bytes: (target.memory_bytes as f64 - replicated).max(0.0),
+            o_r,
+            o_w,
+            o_a,
+            read_per_byte,
+            write_per_byte,
+        })
+    }
+
+    /// Compiles one stage: its per-row (or constant) rate on every node and its I/O.
+    fn stage(&self, section: u32, tile: Option<u32>, stage: &Stage, per_pass: f64) -> Result<StageCost, ModelError> {
+        let key = StageKey { section, tile, stage: stage.id };
+        let distributed = self.is_distributed(stage);
+        let measured: Vec<f64> = self
+            .m
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let t = find_stage(n, key).map(|s| s.compute_s).unwrap_or(0.0);
+                check(&format!("nodes[{i}].stages[{section}/{}].compute_s", stage.id), t).map(|t| t / per_pass)
+            })
+            .collect::<Result<_, _>>()?;
+        let rate = if distributed { self.per_row_rates(&measured) } else { measured };
+        let rate = rate.iter().zip(&self.cpu_ratio).map(|(r, c)| r * c).collect();
+        let mut io: Vec<StageIo> = Vec::new();
+        for (index, name) in self.arrays.iter().map(|a| a.name.as_str()).enumerate() {
+            let ops: Vec<IoKind> = stage.io.iter().filter(|op| op.var == name).map(|op| op.op).collect();
+            let (mut reads, mut writes, mut prefetches, mut overlap, mut compute) = (0.0, 0.0, 0.0, 0.0, 0.0);
+            for n in &self.m.nodes {
+                for x in n.io.iter().filter(|x| x.key == key && x.var == name) {
+                    reads += x.reads;
+                    writes += x.writes;
+                    prefetches += x.prefetches;
+                    overlap += x.overlap_s;
+                }
+                compute += find_stage(n, key).map(|s| s.compute_s).unwrap_or(0.0);
+            }
+            let prefetch = ops.contains(&IoKind::Prefetch) || prefetches > 0.0;
+            let sync_read = ops.contains(&IoKind::Read) || reads > 0.0;
+            let write = ops.contains(&IoKind::Write) || writes > 0.0;
+            if !(prefetch || sync_read || write) {
+                continue;
+            }
+            let mode = match (prefetch, sync_read) {
+                (true, true) => IoMode::Unrolled,
+                (true, false) => IoMode::Prefetch,
+                _ => IoMode::Sync,
+            };
+            let overlap = if compute > 0.0 { (overlap / compute).clamp(0.0, 1.0) } else { 0.0 };
+            io.push(StageIo { array: index, mode, read: prefetch || sync_read, write, overlap });
+        }
+        Ok(StageCost { distributed, rate, io })
+    }
+
+    /// A stage is distributed when its representative (or, without one, any variable it
+    /// touches) is distributed.
+    fn is_distributed(&self, stage: &Stage) -> bool {
+        let class = |name: &str| {
+            if self.array_index.contains_key(name) {
+                return Some(VarClass::Distributed);
+            }
+            self.solver.variables.iter().find(|v| v.name == name).map(|v| v.class)
+        };
+        match &stage.representative {
+            Some(r) => class(r) == Some(VarClass::Distributed),
+            None => stage.reads.iter().chain(&stage.writes).any(|v| class(v) == Some(VarClass::Distributed)),
+        }
+    }
+
+    /// `T_φ / W` per node. A node that held no rows during the measurement gets the mean
+    /// CPU-normalised rate of the others, scaled by its own CPU power.
+    fn per_row_rates(&self, measured: &[f64]) -> Vec<f64> {
+        let cpu = |i: usize| self.m.cluster.nodes.get(i).map(|n| n.cpu).unwrap_or(self.cluster.nodes[i].cpu);
+        let rows = |i: usize| self.m.nodes[i].rows;
+        let known: Vec<f64> = (0..self.p).filter(|&i| rows(i) > 0).map(|i| measured[i] / rows(i) as f64 * cpu(i)).collect();
+        let normalised = if known.is_empty() { 0.0 } else { known.iter().sum::<f64>() / known.len() as f64 };
+        (0..self.p)
+            .map(|i| if rows(i) > 0 { measured[i] / rows(i) as f64 } else { normalised / cpu(i).max(f64::MIN_POSITIVE) })
+            .collect()
+    }
+
+    fn tiles(&self, section: u32, tl: &crate::format::TileLoop, per_pass: f64) -> Result<TileCost, ModelError> {
+        let stages = tl.stages.iter().map(|s| self.stage(section, Some(tl.id), s, per_pass)).collect::<Result<_, _>>()?;
+        let counted = self
+            .m
+            .nodes
+            .iter()
+            .flat_map(|n| n.tiles.iter().filter(|t| t.section == section && t.tile == tl.id).map(|t| t.count))
+            .fold(0.0, f64::max);
+        let tiles = (counted / per_pass).round().max(1.0) as u32;
+        let recv = tl.recv.as_ref().map(|e| self.event_measurements(e.id));
+        let send = tl.send.as_ref().map(|e| self.event_measurements(e.id));
+        let micro = &self.m.micro;
+        let o_send = (0..self.p)
+            .map(|i| send.as_ref().and_then(|s| s[i]).and_then(|e| per_msg(e.send_overhead_s, e.messages_sent)).unwrap_or(micro.send_overhead_s))
+            .collect();
+        let o_recv = (0..self.p)
+            .map(|i| {
+                recv.as_ref()
+                    .and_then(|s| s[i])
+                    .and_then(|e| per_msg(e.recv_overhead_s, e.messages_received))
+                    .unwrap_or(micro.recv_overhead_s)
+            })
+            .collect();
+        let bytes = send
+            .as_ref()
+            .map(|s| s.iter().flatten().filter_map(|e| per_msg(e.bytes_sent, e.messages_sent)).fold(0.0, f64::max))
+            .unwrap_or(0.0);
+        Ok(TileCost { stages, tiles, o_send, o_recv, bytes })
+    }
+
+    /// The measurements of event `id` on every node (None where the node did not record it).
+    fn event_measurements(&self, id: u32) -> Vec<Option<&'a EventMeasurement>> {
+        self.m.nodes.iter().map(|n| n.events.iter().find(|e| e.event == id)).collect()
+    }
+
+    fn comm(&self, event: &CommEvent) -> Result<CommCost, ModelError> {
+        let p = self.p;
+        let ev = self.event_measurements(event.id);
+        let micro = &self.m.micro;
+        let o_send: Vec<f64> =
+            ev.iter().map(|e| e.and_then(|e| per_msg(e.send_overhead_s, e.messages_sent)).unwrap_or(micro.send_overhead_s)).collect();
+        let o_recv: Vec<f64> = ev
+            .iter()
+            .map(|e| e.and_then(|e| per_msg(e.recv_overhead_s, e.messages_received)).unwrap_or(micro.recv_overhead_s))
+            .collect();
+        for (i, (s, r)) in o_send.iter().zip(&o_recv).enumerate() {
+            check(&format!("nodes[{i}].events[{}].send_overhead_s", event.id), *s)?;
+            check(&format!("nodes[{i}].events[{}].recv_overhead_s", event.id), *r)?;
+        }
+        let root = root_of(event).min(p - 1);
+        let msg_size: Vec<f64> = ev.iter().map(|e| e.and_then(|e| per_msg(e.bytes_sent, e.messages_sent)).unwrap_or(0.0)).collect();
+        let others_rows: f64 = (0..p).filter(|&i| i != root).map(|i| self.m.nodes[i].rows as f64).sum();
+        let (bytes, bytes_per_row) = match event.pattern {
+            Pattern::Gather | Pattern::AllGather => {
+                let sent: f64 = (0..p).filter(|&i| i != root).map(|i| ev[i].map(|e| e.bytes_sent).unwrap_or(0.0)).sum();
+                (vec![0.0; p], if others_rows > 0.0 { sent / others_rows } else { 0.0 })
+            }
+            Pattern::Scatter => {
+                let sent = ev[root].map(|e| e.bytes_sent).unwrap_or(0.0);
+                (vec![0.0; p], if others_rows > 0.0 { sent / others_rows } else { 0.0 })
+            }
+            Pattern::Barrier => (vec![0.0; p], 0.0),
+            _ => (msg_size, 0.0),
+        };
+        let (n_send, n_recv, recv_start, recv_edges) = self.peers(event, root, &ev);
+        let t_reduce = ev[root]
+            .map(|e| (e.total_s - e.send_overhead_s - e.recv_overhead_s - e.blocked_s).max(0.0))
+            .unwrap_or(0.0);
+        let msg_array = event.message.as_deref().and_then(|msg| self.message_array(msg));
+        Ok(CommCost {
+            pattern: event.pattern,
+            root,
+            o_send,
+            o_recv,
+            bytes,
+            bytes_per_row,
+            msg_array,
+            t_reduce,
+            n_send,
+            n_recv,
+            recv_start,
+            recv_edges,
+        })
+    }
+
+    /// Message counts per node and, for point-to-point patterns, the receive edges with the
+    /// positions `N_→(src, i)` and `N_→(i, src)` of Eq. 5.11.
+    fn peers(&self, event: &CommEvent, root: usize, ev: &[Option<&EventMeasurement>]) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<RecvEdge>) {
+        let p = self.p;
+        let others = (p - 1) as u32;
+        let star = |root_send: bool, root_recv: bool| -> (Vec<u32>, Vec<u32>) {
+            let mut n_send = vec![u32::from(root_recv); p];
+            let mut n_recv = vec![u32::from(root_send); p];
+            n_send[root] = if root_send { others } else { 0 };
+            n_recv[root] = if root_recv { others } else { 0 };
+            (n_send, n_recv)
+        };
+        let (n_send, n_recv) = match event.pattern {
+            Pattern::Reduction | Pattern::Barrier | Pattern::AllGather => star(true, true),
+            Pattern::Broadcast | Pattern::Scatter => star(true, false),
+            Pattern::Gather => star(false, true),
+            _ => {
+                let sends = self.send_lists(event, ev);
+                let mut recv_lists: Vec<Vec<RecvEdge>> = vec![Vec::new(); p];
+                for (src, list) in sends.iter().enumerate() {
+                    for (k, &dst) in list.iter().enumerate() {
+                        recv_lists[dst as usize].push(RecvEdge { src: src as u32, pos_at_sender: k as u32 + 1, pos_at_receiver: 0 });
+                    }
+                }
+                let mut recv_start = Vec::with_capacity(p + 1);
+                let mut recv_edges = Vec::new();
+                for (i, edges) in recv_lists.iter_mut().enumerate() {
+                    recv_start.push(recv_edges.len() as u32);
+                    for e in edges.iter_mut() {
+                        let own = &sends[i];
+                        e.pos_at_receiver =
+                            own.iter().position(|&d| d == e.src).map(|k| k as u32 + 1).unwrap_or(own.len() as u32);
+                    }
+                    recv_edges.extend_from_slice(edges);
+                }
+                recv_start.push(recv_edges.len() as u32);
+                let n_send = sends.iter().map(|s| s.len() as u32).collect();
+                let n_recv = recv_lists.iter().map(|r| r.len() as u32).collect();
+                return (n_send, n_recv, recv_start, recv_edges);
+            }
+        };
+        (n_send, n_recv, vec![0; p + 1], Vec::new())
+    }
+
+    /// Recipients of every node, in send order: measured peers, or else the structure's
+    /// symbolic participants (`rank - 1`, `rank + 1`, a literal rank, `all`).
+    fn send_lists(&self, event: &CommEvent, ev: &[Option<&EventMeasurement>]) -> Vec<Vec<u32>> {
+        let p = self.p;
+        let measured = ev.iter().any(|e| e.is_some_and(|e| !e.sent_to.is_empty()));
+        (0..p)
+            .map(|i| {
+                if measured {
+                    return ev[i].map(|e| e.sent_to.iter().copied().filter(|&d| (d as usize) < p && d as usize != i).collect()).unwrap_or_default();
+                }
+                let mut out = Vec::new();
+                for part in &event.participants {
+                    for d in symbolic_peers(part, i, p) {
+                        if d != i && !out.contains(&(d as u32)) {
+                            out.push(d as u32);
+                        }
+                    }
+                }
+                if event.pattern == Pattern::AllToAll && out.is_empty() {
+                    out = (0..p as u32).filter(|&d| d as usize != i).collect();
+                }
+                out
+            })
+            .collect()
+    }
+
+    /// The first distributed array named in a message expression (`&a[..]`, `a.row(0)`, ...).
+    fn message_array(&self, message: &str) -> Option<usize> {
+        message
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .find_map(|word| self.array_index.get(word).copied())
+    }
+}
+
+fn close_group(program: &mut [Step], at: usize) {
+    let len = program.len() - at - 1;
+    if let Step::Group { len: l, .. } = &mut program[at] {
+        *l = len;
+    }
+}
+
+/// Stages of a section with their tile loop id (None outside tiles).
+fn stages_of(section: &crate::format::Section) -> Vec<(&Stage, Option<u32>)> {
+    let mut out = Vec::new();
+    for item in &section.items {
+        match item {
+            SectionItem::Stage(s) => out.push((s, None)),
+            SectionItem::Tiles(t) => out.extend(t.stages.iter().map(|s| (s, Some(t.id)))),
+        }
+    }
+    out
+}
+
+fn find_stage(n: &NodeMeasurements, key: StageKey) -> Option<&crate::format::StageMeasurement> {
+    n.stages.iter().find(|s| s.key == key)
+}
+
+/// The root of a rooted collective: the first literal rank among the participants, else 0.
+fn root_of(event: &CommEvent) -> usize {
+    event.participants.iter().find_map(|p| p.trim().parse::<usize>().ok()).unwrap_or(0)
+}
+
+/// Peers of node `i` named by one symbolic participant expression.
+fn symbolic_peers(expr: &str, i: usize, p: usize) -> Vec<usize> {
+    let e: String = expr.chars().filter(|c| !c.is_whitespace()).collect();
+    if e == "all" {
+        return (0..p).collect();
+    }
+    if let Ok(r) = e.parse::<usize>() {
+        return if r < p { vec![r] } else { Vec::new() };
+    }
+    let offset = if let Some(k) = e.strip_prefix("rank-") {
+        k.parse::<i64>().ok().map(|k| -k)
+    } else if let Some(k) = e.strip_prefix("rank+") {
+        k.parse::<i64>().ok()
+    } else {
+        None
+    };
+    match offset {
+        Some(k) => {
+            let d = i as i64 + k;
+            if d >= 0 && (d as usize) < p {
+                vec![d as usize]
+            } else {
+                Vec::new()
+            }
+        }
+        None => Vec::new(),
+    }
+}
+
+fn per_msg(total: f64, count: f64) -> Option<f64> {
+    (count > 0.0 && total.is_finite() && total >= 0.0).then(|| total / count)
+}
+
+fn per_byte(seconds: f64, bytes: f64) -> Option<f64> {
+    (bytes > 0.0 && seconds > 0.0 && seconds.is_finite()).then(|| seconds / bytes)
+}
+
+/// `a / b` when both are positive and finite, else 1 (no adjustment).
+fn ratio(a: f64, b: f64) -> f64 {
+    if a > 0.0 && b > 0.0 && a.is_finite() && b.is_finite() {
+        a / b
+    } else {
+        1.0
+    }
+}
+
+fn check(field: &str, value: f64) -> Result<f64, ModelError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(ModelError::BadValue { field: field.to_string(), value })
+    }
+}

@@ -1,0 +1,100 @@
+//! What every communication pattern shares (seed §5.3.2): the send overhead `O_→(q)` (including
+//! reading an out-of-core message), the receive overhead `O_←(q)`, message sizes and the peers
+//! each node sends to and receives from.
+
+use super::out_of_core::OocState;
+use super::Model;
+use crate::format::Pattern;
+
+/// A receive edge of node `i` in a point-to-point pattern: a message from `src`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecvEdge {
+    pub src: u32,
+    /// `N_→(src, i)`: messages `src` has sent up to and including the one to `i`.
+    pub pos_at_sender: u32,
+    /// `N_→(i, src)`: messages `i` has sent up to and including the one to `src` (all of `i`'s
+    /// messages, `N_→(i, *)`, when `i` sends nothing to `src`).
+    pub pos_at_receiver: u32,
+}
+
+/// One communication event, compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct CommCost {
+    pub pattern: Pattern,
+    /// Root of rooted collectives (reduction, broadcast, gather, scatter, barrier, all-gather).
+    pub root: usize,
+    /// `O_S(q)` per message, per node (measured: time in send calls / messages sent).
+    pub o_send: Vec<f64>,
+    /// `O_←(q)` per message, per node.
+    pub o_recv: Vec<f64>,
+    /// Bytes of one message node `i` sends: `bytes[i] + bytes_per_row · rows` (the second term
+    /// for patterns whose messages carry the sender's rows: gather, all-gather; for scatter the
+    /// rows are the receiver's).
+    pub bytes: Vec<f64>,
+    pub bytes_per_row: f64,
+    /// The distributed array the message is read from, when known (`O_→` then includes reading
+    /// it from disk if the array is out of core on the sender).
+    pub msg_array: Option<usize>,
+    /// `T_r`: the root's computation of the reduced value, seconds.
+    pub t_reduce: f64,
+    /// `N_→(i, *)` and `N_←(i, *)` per node.
+    pub n_send: Vec<u32>,
+    pub n_recv: Vec<u32>,
+    /// Point-to-point patterns: receive edges of node `i` are
+    /// `recv_edges[recv_start[i]..recv_start[i + 1]]`.
+    pub recv_start: Vec<u32>,
+    pub recv_edges: Vec<RecvEdge>,
+}
+
+impl CommCost {
+    /// Bytes of the message node `i` (holding `rows` rows) sends.
+    pub fn msg_bytes(&self, i: usize, rows: u64) -> f64 {
+        self.bytes[i] + self.bytes_per_row * rows as f64
+    }
+
+    /// `O_→(q) = O_S(q) + (O_r + r(M_q) if q ∈ β)` (§5.3.2): node `i`'s overhead to send one
+    /// message of `bytes` bytes.
+    pub fn o_send(&self, model: &Model, i: usize, bytes: f64, state: &OocState) -> f64 {
+        let mut o = self.o_send[i];
+        if let Some(m) = self.msg_array {
+            if state.is_out_of_core(m) {
+                let memory = &model.memory[i];
+                o += memory.o_r + memory.read_per_byte[m] * bytes;
+            }
+        }
+        o
+    }
+
+    /// The communication part of the seed's `f_i(x_i)` (§4.2): overheads only, no blocking.
+    pub fn node_overheads(&self, model: &Model, i: usize, rows: u64, state: &OocState) -> f64 {
+        let bytes = match self.pattern {
+            // The root of a scatter sends rows of the receivers; charge its mean message.
+            Pattern::Scatter if i == self.root => {
+                self.bytes[i] + self.bytes_per_row * model.total_rows as f64 / (model.nodes.max(2) - 1) as f64
+            }
+            Pattern::AllGather if i == self.root => self.bytes[i] + self.bytes_per_row * model.total_rows as f64,
+            _ => self.msg_bytes(i, rows),
+        };
+        let overhead = f64::from(self.n_send[i]) * self.o_send(model, i, bytes, state)
+            + f64::from(self.n_recv[i]) * self.o_recv[i];
+        if self.pattern == Pattern::Reduction && i == self.root {
+            overhead + self.t_reduce
+        } else {
+            overhead
+        }
+    }
+
+    pub fn recv_edges(&self, i: usize) -> &[RecvEdge] {
+        &self.recv_edges[self.recv_start[i] as usize..self.recv_start[i + 1] as usize]
+    }
+}
+
+/// `N_→(root, i)`: position of `i` among the root's recipients when the root sends to every
+/// other node in rank order.
+pub(crate) fn star_position(root: usize, i: usize) -> f64 {
+    if i < root {
+        (i + 1) as f64
+    } else {
+        i as f64
+    }
+}

@@ -1,0 +1,96 @@
+//! Computation and I/O of stages (seed §5.3.1): `T_φ'`, `T_γ` and `T_τ`.
+
+use super::out_of_core::{self, ArrayCost, IoMode, NodeMemory, OocState, PieceCosts};
+
+/// One stage, compiled.
+#[derive(Debug, Clone)]
+pub(crate) struct StageCost {
+    /// Distributed stages scale with the node's rows; replicated ones are constant.
+    pub distributed: bool,
+    /// Per node, per pass of the stage's section: seconds per row (distributed) or seconds
+    /// (replicated), already adjusted to the target cluster's CPU power.
+    pub rate: Vec<f64>,
+    /// The out-of-core capable arrays this stage reads or writes.
+    pub io: Vec<StageIo>,
+}
+
+/// How one stage accesses one array when that array is out of core.
+#[derive(Debug, Clone)]
+pub(crate) struct StageIo {
+    pub array: usize,
+    pub mode: IoMode,
+    pub read: bool,
+    pub write: bool,
+    /// Fraction of the stage's computation that overlaps a prefetch (`T_A` per piece is this
+    /// fraction of the computation on one piece).
+    pub overlap: f64,
+}
+
+/// Computation and I/O seconds of a group of stages on one node.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Tau {
+    pub compute_s: f64,
+    pub io_s: f64,
+}
+
+impl Tau {
+    pub fn total(&self) -> f64 {
+        self.compute_s + self.io_s
+    }
+}
+
+impl StageCost {
+    /// `(T_φ)' = T_φ · W'/W` (§5.3.1) for a distributed stage (the rate is `T_φ / W`),
+    /// `T_φ` for a replicated one.
+    pub fn t_phi(&self, node: usize, rows: u64) -> f64 {
+        if self.distributed {
+            self.rate[node] * rows as f64
+        } else {
+            self.rate[node]
+        }
+    }
+
+    /// `T_γ = T_φ' + Σ_{m∈β} T_ψ(m)` (§5.3.1).
+    pub fn t_gamma(&self, arrays: &[ArrayCost], memory: &NodeMemory, node: usize, state: &OocState) -> Tau {
+        let t_phi = self.t_phi(node, state.rows);
+        let mut io_s = 0.0;
+        if state.mask != 0 {
+            let n_l = state.n_l as f64;
+            for io in &self.io {
+                if !state.is_out_of_core(io.array) {
+                    continue;
+                }
+                // M_ι(m) = M_β(m) / N_L(m), bytes (see `out_of_core::t_psi`).
+                let m_iota = state.rows as f64 * arrays[io.array].bytes_per_row / n_l;
+                let costs = PieceCosts {
+                    n_l,
+                    o_r: memory.o_r,
+                    o_w: memory.o_w,
+                    o_a: if io.mode == IoMode::Sync { 0.0 } else { memory.o_a },
+                    t_r: memory.read_per_byte[io.array] * m_iota,
+                    t_w: memory.write_per_byte[io.array] * m_iota,
+                    t_a: io.overlap * t_phi / n_l,
+                };
+                io_s += out_of_core::t_psi(io.mode, io.read, io.write, &costs);
+            }
+        }
+        Tau { compute_s: t_phi, io_s }
+    }
+}
+
+/// `T_τ = Σ_{k=1}^{N_γ} T_γ(k)` (§5.3.1): a node's computation and I/O in a group of stages.
+pub(crate) fn section_tau(
+    stages: &[StageCost],
+    arrays: &[ArrayCost],
+    memory: &NodeMemory,
+    node: usize,
+    state: &OocState,
+) -> Tau {
+    let mut tau = Tau::default();
+    for s in stages {
+        let g = s.t_gamma(arrays, memory, node, state);
+        tau.compute_s += g.compute_s;
+        tau.io_s += g.io_s;
+    }
+    tau
+}

@@ -1,0 +1,223 @@
+//! The MHETA execution-time model (seed §5.3): structure + measurements + cluster + candidate
+//! distribution → predicted seconds per iteration, with a per-node breakdown.
+//!
+//! The model is a pure function. Everything that does not depend on the candidate distribution
+//! (per-row compute rates, I/O modes and costs, message overheads, peers, the program's
+//! section/group layout) is compiled once into a [`Model`] by [`Model::new`]; evaluating a
+//! distribution with [`Model::predict_into`] then only walks that compiled form and allocates
+//! nothing once the [`Prediction`] buffers have their size.
+//!
+//! How one iteration is evaluated (seed §5.3.4): every node carries a clock. For each parallel
+//! section in program order the node's clock advances by its computation and I/O `T_τ`
+//! ([`compute`], [`out_of_core`]), then by its communication `T_Υ`, which depends on the other
+//! nodes' clocks through the pattern of the section's closing event ([`nearest_neighbor`],
+//! [`reduction`], [`collective`], [`pipeline`]). A node's send time in section k therefore
+//! includes all its earlier sections, which is exactly the seed's `T_→(i, i', k)`. Sections of a
+//! repeated group (a nested iteration) are replayed `trips` times. The iteration time is the
+//! largest clock: `T_I = max_i Σ_k T_σ(i, k)`.
+//!
+//! Equation numbers in comments refer to the seed (`000_1e602fdfab80303d.txt`, Ch. 5).
+
+mod build;
+mod collective;
+mod comm;
+mod compute;
+mod nearest_neighbor;
+mod out_of_core;
+mod pipeline;
+mod prediction;
+mod reduction;
+pub mod synthetic;
+
+use crate::format::Pattern;
+
+pub use prediction::{NodeBreakdown, Prediction};
+
+use comm::CommCost;
+use compute::StageCost;
+use out_of_core::{ArrayCost, NodeMemory};
+use pipeline::TileCost;
+
+/// Errors building a model or evaluating a distribution.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("structure has no solver named `{0}` (the measurements belong to it)")]
+    UnknownSolver(String),
+    #[error("structure has no solver")]
+    NoSolver,
+    #[error("measurements cover {measured} nodes but the cluster has {cluster}")]
+    NodeCount { measured: usize, cluster: usize },
+    #[error("measurements field `nodes[{index}].rank` is {rank}, expected {index}")]
+    RankOrder { index: usize, rank: u32 },
+    #[error("the model supports at most 64 distributed arrays, the measurements list {0}")]
+    TooManyArrays(usize),
+    #[error("measurements field `{field}` is {value}, expected a finite non-negative number")]
+    BadValue { field: String, value: f64 },
+    #[error("distribution has {actual} entries, the model has {expected} nodes")]
+    DistributionLength { expected: usize, actual: usize },
+    #[error("group {group}: nested groups are deeper than {max} levels")]
+    TooDeep { group: u32, max: usize },
+}
+
+/// One step of the compiled program, in source order.
+#[derive(Debug, Clone)]
+enum Step {
+    /// Run section `sections[index]`.
+    Section(usize),
+    /// Repeat the next `len` steps `trips` times (a nested iteration, DESIGN §3.4).
+    Group { trips: u32, len: usize },
+}
+
+/// One parallel section, compiled.
+#[derive(Debug, Clone)]
+struct SectionCost {
+    /// The structure's section id.
+    id: u32,
+    /// Stages outside tile loops, in order.
+    stages: Vec<StageCost>,
+    /// Pipelined tile loops, in order (each after the stages preceding it are summed: the
+    /// model runs all plain stages first, which is exact when tiles end the section).
+    tiles: Vec<TileCost>,
+    /// The closing communication event.
+    comm: Option<CommCost>,
+    /// Product of the trip counts of the groups enclosing this section.
+    multiplicity: f64,
+}
+
+/// Deepest nesting of repeated groups the evaluator handles.
+const MAX_GROUP_DEPTH: usize = 8;
+
+/// The MHETA model of one solver, compiled for one cluster.
+#[derive(Debug, Clone)]
+pub struct Model {
+    nodes: usize,
+    total_rows: u64,
+    program: Vec<Step>,
+    sections: Vec<SectionCost>,
+    arrays: Vec<ArrayCost>,
+    memory: Vec<NodeMemory>,
+    /// One-way latency per message and seconds per byte: `T_{i→i'}(q) = latency + bytes·per_byte`.
+    latency_s: f64,
+    per_byte_s: f64,
+}
+
+impl Model {
+    /// Number of nodes.
+    pub fn nodes(&self) -> usize {
+        self.nodes
+    }
+
+    /// Total rows S of the distributed dimension.
+    pub fn total_rows(&self) -> u64 {
+        self.total_rows
+    }
+
+    /// Predicts one iteration under the distribution `rows` (one count per node).
+    pub fn predict(&self, rows: &[u64]) -> Result<Prediction, ModelError> {
+        let mut out = Prediction::default();
+        self.predict_into(rows, &mut out)?;
+        Ok(out)
+    }
+
+    /// Predicts one iteration into `out`, reusing its buffers (no allocation once sized).
+    pub fn predict_into(&self, rows: &[u64], out: &mut Prediction) -> Result<(), ModelError> {
+        if rows.len() != self.nodes {
+            return Err(ModelError::DistributionLength { expected: self.nodes, actual: rows.len() });
+        }
+        out.reset(self.nodes, self.sections.iter().map(|s| s.id));
+        out.ooc.clear();
+        out.ooc.extend((0..self.nodes).map(|i| out_of_core::decide(&self.arrays, &self.memory[i], rows[i])));
+        self.run_steps(0, self.program.len(), rows, out, 0);
+        out.finish();
+        Ok(())
+    }
+
+    /// The seed's per-node cost `f_i(x_i) = g_i + h_i + r_i` (§4.2): computation, I/O and
+    /// communication overheads of node `node` holding `rows` rows, without blocked time (so it
+    /// depends on `rows` only). Monotone non-decreasing in `rows` whenever the out-of-core set
+    /// only grows with `rows` (always true with a single distributed array).
+    pub fn node_cost(&self, node: usize, rows: u64) -> f64 {
+        let state = out_of_core::decide(&self.arrays, &self.memory[node], rows);
+        let mut total = 0.0;
+        for s in &self.sections {
+            let mut t = compute::section_tau(&s.stages, &self.arrays, &self.memory[node], node, &state).total();
+            for tiles in &s.tiles {
+                t += tiles.node_cost(&self.arrays, &self.memory[node], node, self.nodes, &state);
+            }
+            if let Some(c) = &s.comm {
+                t += c.node_overheads(self, node, rows, &state);
+            }
+            total += s.multiplicity * t;
+        }
+        total
+    }
+
+    /// Runs steps `start..end` of the program.
+    fn run_steps(&self, start: usize, end: usize, rows: &[u64], out: &mut Prediction, depth: usize) {
+        let mut k = start;
+        while k < end {
+            match self.program[k] {
+                Step::Section(index) => {
+                    self.run_section(index, rows, out);
+                    k += 1;
+                }
+                Step::Group { trips, len } => {
+                    self.run_group(k + 1, k + 1 + len, trips, rows, out, depth);
+                    k += 1 + len;
+                }
+            }
+        }
+    }
+
+    /// Replays a repeated group `trips` times. When a pass starts from the same relative clock
+    /// offsets as the previous one, every later pass is identical, so the remaining passes are
+    /// added in one step (which keeps long inner loops cheap to evaluate).
+    fn run_group(&self, start: usize, end: usize, trips: u32, rows: &[u64], out: &mut Prediction, depth: usize) {
+        let depth = depth.min(MAX_GROUP_DEPTH - 1);
+        for pass in 0..trips {
+            out.snapshot(depth);
+            self.run_steps(start, end, rows, out, depth + 1);
+            if pass >= 1 && out.same_relative_start(depth) {
+                out.extrapolate(depth, f64::from(trips - pass - 1));
+                return;
+            }
+            out.keep_previous_start(depth);
+        }
+    }
+
+    /// One parallel section on every node: `T_σ(i) = T_τ(i) + T_Υ(i)`.
+    fn run_section(&self, index: usize, rows: &[u64], out: &mut Prediction) {
+        let section = &self.sections[index];
+        for i in 0..self.nodes {
+            out.section_start[i] = out.nodes[i].total_s;
+            // T_τ = Σ_k T_γ(k) (§5.3.1).
+            let tau = compute::section_tau(&section.stages, &self.arrays, &self.memory[i], i, &out.ooc[i]);
+            out.charge_work(i, tau.compute_s, tau.io_s);
+        }
+        for tiles in &section.tiles {
+            pipeline::run(self, tiles, rows, out);
+        }
+        if let Some(comm) = &section.comm {
+            match comm.pattern {
+                Pattern::NearestNeighbor | Pattern::PointToPoint | Pattern::AllToAll | Pattern::Pipeline => {
+                    nearest_neighbor::run(self, comm, rows, out)
+                }
+                Pattern::Reduction | Pattern::Barrier | Pattern::AllGather => reduction::run(self, comm, rows, out),
+                Pattern::Broadcast | Pattern::Scatter => collective::run_broadcast(self, comm, rows, out),
+                Pattern::Gather => collective::run_gather(self, comm, rows, out),
+            }
+        }
+        for i in 0..self.nodes {
+            let spent = out.nodes[i].total_s - out.section_start[i];
+            out.section_s[index * self.nodes + i] += spent;
+        }
+    }
+
+    /// `T_{i→i'}(q)`: network transfer time of a message of `bytes` bytes.
+    fn transfer(&self, bytes: f64) -> f64 {
+        self.latency_s + bytes * self.per_byte_s
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,196 @@
+//! Out-of-core arrays (seed §5.1, §5.3.1): which arrays stay in core on a node, how many
+//! in-core pieces the others are processed in, and what their I/O costs (Eq. 5.1, Eq. 5.2 and
+//! the unrolled-prefetch form of Fig. 5.7).
+//!
+//! The heuristic (§5.3.1: "arrays with smaller sizes or those that are accessed more frequently
+//! are preferred to be kept in core"): the distributed arrays are ranked once, at build time, by
+//! accesses per iteration per byte of row (most used per byte first; ties to the smaller row,
+//! then the name). For a node holding `W` rows, arrays are taken in that order and kept in core
+//! while their local array `W · bytes_per_row` fits in the memory still free; the rest form β.
+//! The memory left over is shared by the arrays of β row by row: the in-core local array (ICLA)
+//! holds `floor(free / Σ_{m∈β} bytes_per_row(m))` rows (at least one) of every out-of-core array,
+//! so all arrays of β are processed in the same number of pieces
+//! `N_L = ceil(M_β / M_ι) = ceil(W / icla_rows)`.
+
+/// A distributed array, as the model sees it. Arrays are stored in priority order.
+#[derive(Debug, Clone)]
+pub(crate) struct ArrayCost {
+    pub name: String,
+    pub bytes_per_row: f64,
+}
+
+/// The memory and disk of one node (measured, adjusted to the target cluster).
+#[derive(Debug, Clone)]
+pub(crate) struct NodeMemory {
+    /// Memory for distributed data: the node's memory minus replicated arrays, bytes.
+    pub memory_bytes: f64,
+    /// `O_r`, `O_w`, `O_A`: per-call read, write and asynchronous-issue overheads, seconds.
+    pub o_r: f64,
+    pub o_w: f64,
+    pub o_a: f64,
+    /// `r(m)`, `w(m)` per array (indexed like the model's arrays): seconds per byte.
+    pub read_per_byte: Vec<f64>,
+    pub write_per_byte: Vec<f64>,
+}
+
+/// Which arrays are out of core on one node for one distribution.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct OocState {
+    /// Bit `m` set: array `m` is in β.
+    pub mask: u64,
+    /// `N_L`: pieces each out-of-core array is processed in (0 when everything is in core).
+    pub n_l: u64,
+    /// Rows the node holds.
+    pub rows: u64,
+}
+
+impl OocState {
+    pub fn is_out_of_core(&self, array: usize) -> bool {
+        self.mask & (1 << array) != 0
+    }
+}
+
+/// Applies the heuristic to a node holding `rows` rows.
+pub(crate) fn decide(arrays: &[ArrayCost], memory: &NodeMemory, rows: u64) -> OocState {
+    let mut free = memory.memory_bytes;
+    let mut mask = 0u64;
+    let mut beta_bytes_per_row = 0.0;
+    for (m, a) in arrays.iter().enumerate() {
+        let size = rows as f64 * a.bytes_per_row;
+        if size <= free {
+            free -= size;
+        } else {
+            mask |= 1 << m;
+            beta_bytes_per_row += a.bytes_per_row;
+        }
+    }
+    if mask == 0 {
+        return OocState { mask, n_l: 0, rows };
+    }
+    let icla_rows = (free / beta_bytes_per_row).floor().max(1.0) as u64;
+    OocState { mask, n_l: rows.div_ceil(icla_rows), rows }
+}
+
+/// How a stage reads an out-of-core array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IoMode {
+    /// Synchronous reads (Eq. 5.1).
+    Sync,
+    /// Every piece prefetched (Eq. 5.2).
+    Prefetch,
+    /// The unrolled loop of Fig. 5.7: the first piece read synchronously, the rest prefetched.
+    Unrolled,
+}
+
+/// The per-piece quantities of `T_ψ(m)` for one array on one node.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PieceCosts {
+    /// `N_L(m)`.
+    pub n_l: f64,
+    /// `O_r`, `O_w`, `O_A`.
+    pub o_r: f64,
+    pub o_w: f64,
+    pub o_a: f64,
+    /// `T_r(m) = r(m) · M_ι(m)`; zero when the stage does not read `m`.
+    pub t_r: f64,
+    /// `T_w(m) = w(m) · M_ι(m)`; zero when the stage does not write `m` (read-only arrays).
+    pub t_w: f64,
+    /// `T_A`: computation overlapping one prefetch.
+    pub t_a: f64,
+}
+
+/// `T_ψ(m)`, the I/O time of an out-of-core array in one stage.
+///
+/// `M_ι(m)` is taken as the *effective* ICLA, `M_β(m) / N_L(m)` (the mean piece actually read;
+/// it equals the ICLA whenever the ICLA divides the local array), so `N_L · T_r` is the time to
+/// read the local array once rather than `N_L` full ICLAs.
+pub(crate) fn t_psi(mode: IoMode, read: bool, write: bool, c: &PieceCosts) -> f64 {
+    let o_r = if read { c.o_r } else { 0.0 };
+    // Eq. 5.1 note: a read-only array has O_w = T_w(m) = 0.
+    let (o_w, t_w) = if write { (c.o_w, c.t_w) } else { (0.0, 0.0) };
+    if !read {
+        return c.n_l * (o_w + t_w);
+    }
+    match mode {
+        // Eq. 5.1: T_ψ(m) = N_L(m) · [(O_r + T_r(m)) + (O_w + T_w(m))].
+        IoMode::Sync => c.n_l * ((o_r + c.t_r) + (o_w + t_w)),
+        // Eq. 5.2: T_ψ(m) = N_L(m) · [(O_r + O_A + T_s(m)) + (O_w + T_w(m))],
+        // T_s(m) = max(0, T_r(m) − T_A).
+        IoMode::Prefetch => c.n_l * ((o_r + c.o_a + t_s(c)) + (o_w + t_w)),
+        // Fig. 5.7: T_ψ(m) = [N_L(m) · (O_r + O_A + O_w + T_w(m))] + T_r(m) + [(N_L(m) − 1) · T_s(m)].
+        IoMode::Unrolled => c.n_l * (o_r + c.o_a + o_w + t_w) + c.t_r + (c.n_l - 1.0) * t_s(c),
+    }
+}
+
+/// `T_s(m) = max(0, T_r(m) − T_A)`: the effective (unmasked) read latency of a prefetch.
+fn t_s(c: &PieceCosts) -> f64 {
+    (c.t_r - c.t_a).max(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn memory(bytes: f64) -> NodeMemory {
+        NodeMemory {
+            memory_bytes: bytes,
+            o_r: 0.0,
+            o_w: 0.0,
+            o_a: 0.0,
+            read_per_byte: vec![0.0; 3],
+            write_per_byte: vec![0.0; 3],
+        }
+    }
+
+    fn arrays(bpr: &[f64]) -> Vec<ArrayCost> {
+        bpr.iter().enumerate().map(|(i, &b)| ArrayCost { name: format!("a{i}"), bytes_per_row: b }).collect()
+    }
+
+    #[test]
+    fn heuristic_keeps_high_priority_arrays_in_core() {
+        let a = arrays(&[8.0, 8.0]);
+        // 100 rows × 8 B = 800 B each; 1000 B of memory: the first stays in core, the second
+        // gets the 200 B left: ICLA = 25 rows, N_L = ceil(100 / 25) = 4.
+        let s = decide(&a, &memory(1000.0), 100);
+        assert_eq!(s, OocState { mask: 0b10, n_l: 4, rows: 100 });
+        // Both fit.
+        assert_eq!(decide(&a, &memory(1600.0), 100).mask, 0);
+        // Neither fits: 500 B shared by 16 B per row: ICLA 31 rows, N_L = ceil(100 / 31) = 4.
+        assert_eq!(decide(&a, &memory(500.0), 100), OocState { mask: 0b11, n_l: 4, rows: 100 });
+        // A lower-priority array that still fits stays in core (greedy by priority).
+        let b = arrays(&[100.0, 1.0]);
+        assert_eq!(decide(&b, &memory(500.0), 10).mask, 0b01);
+    }
+
+    fn costs() -> PieceCosts {
+        PieceCosts { n_l: 4.0, o_r: 0.01, o_w: 0.02, o_a: 0.005, t_r: 0.5, t_w: 0.7, t_a: 0.3 }
+    }
+
+    #[test]
+    fn eq_5_1_synchronous_io() {
+        // 4 · [(0.01 + 0.5) + (0.02 + 0.7)] = 4 · 1.23 = 4.92.
+        assert!((t_psi(IoMode::Sync, true, true, &costs()) - 4.92).abs() < 1e-12);
+        // Read-only: 4 · 0.51 = 2.04.
+        assert!((t_psi(IoMode::Sync, true, false, &costs()) - 2.04).abs() < 1e-12);
+        // Write-only: 4 · 0.72 = 2.88.
+        assert!((t_psi(IoMode::Sync, false, true, &costs()) - 2.88).abs() < 1e-12);
+    }
+
+    #[test]
+    fn eq_5_2_prefetch() {
+        // T_s = 0.5 − 0.3 = 0.2; 4 · [(0.01 + 0.005 + 0.2) + (0.02 + 0.7)] = 4 · 0.935 = 3.74.
+        assert!((t_psi(IoMode::Prefetch, true, true, &costs()) - 3.74).abs() < 1e-12);
+        // Fully masked: T_A ≥ T_r gives T_s = 0: 4 · (0.015 + 0.72) = 2.94.
+        let masked = PieceCosts { t_a: 0.9, ..costs() };
+        assert!((t_psi(IoMode::Prefetch, true, true, &masked) - 2.94).abs() < 1e-12);
+        // Without prefetching (O_A = 0, T_A = 0) Eq. 5.2 reduces to Eq. 5.1.
+        let plain = PieceCosts { o_a: 0.0, t_a: 0.0, ..costs() };
+        assert_eq!(t_psi(IoMode::Prefetch, true, true, &plain), t_psi(IoMode::Sync, true, true, &plain));
+    }
+
+    #[test]
+    fn fig_5_7_unrolled_prefetch() {
+        // 4 · (0.01 + 0.005 + 0.02 + 0.7) + 0.5 + 3 · 0.2 = 2.94 + 0.5 + 0.6 = 4.04.
+        assert!((t_psi(IoMode::Unrolled, true, true, &costs()) - 4.04).abs() < 1e-12);
+    }
+}

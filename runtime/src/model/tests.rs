@@ -1,0 +1,395 @@
+//! Hand-computed tests of the model equations (seed §5.3). Every expected number is worked out
+//! in the comment above it from the seed's equations, independently of the implementation.
+
+use super::*;
+use crate::format::*;
+
+const L: f64 = 0.1; // T_{i→i'}(q): latency only (per-byte cost 0).
+const OS: f64 = 0.01; // O_S(q)
+const OR: f64 = 0.02; // O_←(q)
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+/// A tiny structure + measurements builder for hand-made cases.
+struct Case {
+    sections: Vec<Section>,
+    groups: Vec<Group>,
+    variables: Vec<Variable>,
+    m: Measurements,
+    cluster: ClusterSpec,
+}
+
+impl Case {
+    fn new(rows: &[u64]) -> Case {
+        let node = NodeSpec { cpu: 1.0, memory_bytes: 1 << 40, disk_read_bps: 1e8, disk_write_bps: 1e8, disk_latency_s: 1e-3 };
+        let cluster = ClusterSpec { network: NetworkSpec { latency_s: L, bandwidth_bps: 0.0 }, nodes: vec![node; rows.len()] };
+        let nodes = rows
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| NodeMeasurements {
+                rank: i as u32,
+                rows: r,
+                iteration_s: 0.0,
+                read_overhead_s: 0.0,
+                write_overhead_s: 0.0,
+                async_overhead_s: 0.0,
+                read_per_byte_s: 0.0,
+                write_per_byte_s: 0.0,
+                stages: vec![],
+                io: vec![],
+                events: vec![],
+                tiles: vec![],
+                groups: vec![],
+            })
+            .collect();
+        let m = Measurements {
+            schema: MEASUREMENTS_SCHEMA.into(),
+            structure: StructureId { crate_name: "t".into(), solver: "t::solve".into(), digest: String::new() },
+            clock: "virtual".into(),
+            rows: rows.iter().sum(),
+            iterations: 1,
+            distribution: rows.to_vec(),
+            cluster: cluster.clone(),
+            arrays: vec![],
+            micro: Microbenchmarks { send_overhead_s: OS, recv_overhead_s: OR, latency_s: L, per_byte_s: 0.0 },
+            nodes,
+        };
+        Case {
+            sections: vec![],
+            groups: vec![],
+            variables: vec![Variable { name: "a".into(), class: VarClass::Distributed, elem_type: None, span: Span::default() }],
+            m,
+            cluster,
+        }
+    }
+
+    /// Adds a section with one stage over `a` (distributed) or `s` (replicated) whose measured
+    /// compute is `compute[i]` on node i, closed by `comm`.
+    fn section(&mut self, distributed: bool, compute: &[f64], comm: Option<(Pattern, &[&str])>, group: Option<u32>) -> &mut Self {
+        let id = self.sections.len() as u32;
+        let var = if distributed { "a" } else { "s" };
+        let st = stage(0, var);
+        let count = group.map(|g| self.trips(g)).unwrap_or(1.0);
+        for (i, n) in self.m.nodes.iter_mut().enumerate() {
+            n.stages.push(StageMeasurement { key: StageKey { section: id, tile: None, stage: 0 }, count, compute_s: compute[i] * count, io_s: 0.0 });
+        }
+        let comm = comm.map(|(pattern, parts)| self.event(pattern, parts, count));
+        self.sections.push(Section { id, items: vec![SectionItem::Stage(st)], comm, group });
+        self
+    }
+
+    fn trips(&self, g: u32) -> f64 {
+        self.m.nodes[0].groups.iter().find(|x| x.group == g).map(|x| x.trips).unwrap_or(1.0)
+    }
+
+    fn group(&mut self, id: u32, trips: f64) -> &mut Self {
+        self.groups.push(Group { id, span: Span::default(), trip_count: "n".into(), parent: None });
+        for n in &mut self.m.nodes {
+            n.groups.push(GroupMeasurement { group: id, trips });
+        }
+        self
+    }
+
+    /// An event whose measured per-message overheads are exactly OS and OR; peers from the
+    /// symbolic participants.
+    fn event(&mut self, pattern: Pattern, parts: &[&str], count: f64) -> CommEvent {
+        let id = self.sections.len() as u32 + 100;
+        for n in &mut self.m.nodes {
+            n.events.push(EventMeasurement {
+                event: id,
+                messages_sent: count,
+                messages_received: count,
+                bytes_sent: 0.0,
+                bytes_received: 0.0,
+                send_overhead_s: OS * count,
+                recv_overhead_s: OR * count,
+                blocked_s: 0.0,
+                total_s: (OS + OR) * count,
+                sent_to: vec![],
+                received_from: vec![],
+            });
+        }
+        CommEvent {
+            id,
+            pattern,
+            rule: EventRule::SingleCall,
+            calls: vec![],
+            participants: parts.iter().map(|s| s.to_string()).collect(),
+            message: Some("a".into()),
+            elem_type: None,
+            span: Span::default(),
+        }
+    }
+
+    fn model(&self) -> Model {
+        self.try_model().expect("model builds")
+    }
+
+    fn try_model(&self) -> Result<Model, ModelError> {
+        let structure = Structure {
+            schema: STRUCTURE_SCHEMA.into(),
+            crate_name: "t".into(),
+            solvers: vec![Solver {
+                name: "t::solve".into(),
+                span: Span::default(),
+                found_by: String::new(),
+                main_loop: MainLoop { span: Span::default(), kind: "for".into() },
+                variables: self.variables.clone(),
+                sections: self.sections.clone(),
+                groups: self.groups.clone(),
+                diagnostics: vec![],
+            }],
+            diagnostics: vec![],
+        };
+        Model::new(&structure, &self.m, &self.cluster)
+    }
+}
+
+fn stage(id: u32, var: &str) -> Stage {
+    Stage {
+        id,
+        kind: StageKind::Loop,
+        span: Span::default(),
+        loop_depth: 1,
+        reads: vec![var.into()],
+        writes: vec![],
+        representative: Some(var.into()),
+        io: vec![],
+        access: Access::Independent,
+        load: Load::Fixed,
+        affine: vec![],
+    }
+}
+
+#[test]
+fn stage_compute_scales_with_work_for_distributed_stages_only() {
+    // (T_φ)' = T_φ · W'/W: node 0 measured 1.0 s on 100 rows, node 1 2.0 s on 100 rows.
+    // Under (50, 150): 0.5 s and 3.0 s. A replicated stage keeps its 0.25 s.
+    let mut c = Case::new(&[100, 100]);
+    c.section(true, &[1.0, 2.0], None, None).section(false, &[0.25, 0.25], None, None);
+    let p = c.model().predict(&[50, 150]).unwrap();
+    assert!(close(p.nodes[0].compute_s, 0.75), "{p:?}");
+    assert!(close(p.nodes[1].compute_s, 3.25));
+    assert!(close(p.iteration_s, 3.25));
+    assert!(close(p.section_time(0, 1), 3.0));
+}
+
+#[test]
+fn eq_5_3_and_5_6_two_node_nearest_neighbor() {
+    // T_τ(0) = 1.0, T_τ(1) = 0.5.
+    // Eq. 5.3: T_w(1) = T_τ(0) + O_→ + T_{0→1} − [T_τ(1) + O_→] = 1.0 + 0.01 + 0.1 − 0.51 = 0.6;
+    //          T_w(0) = 0.5 + 0.01 + 0.1 − 1.01 < 0 → 0.
+    // Eq. 5.6: T_Υ(1) = 0.01 + 0.6 + 0.02 = 0.63 → 1.13; T_Υ(0) = 0.03 → 1.03.
+    let mut c = Case::new(&[10, 10]);
+    c.section(true, &[1.0, 0.5], Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])), None);
+    let p = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(p.nodes[0].total_s, 1.03), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 1.13));
+    assert!(close(p.nodes[1].blocked_s, 0.6));
+    assert!(close(p.nodes[0].blocked_s, 0.0));
+    assert!(close(p.nodes[1].overhead_s, OS + OR));
+}
+
+#[test]
+fn eq_5_11_and_5_12_three_node_chain() {
+    // Node 1 sends to 0 then 2 (N_→(1,0) = 1, N_→(1,2) = 2); nodes 0 and 2 send one message.
+    // T_τ = (1.0, 0.2, 0.6).
+    // Node 0: T_w = T_→(1,0) + L − T_→(0,1) = (0.2 + 0.01) + 0.1 − (1.0 + 0.01) < 0 → 0.
+    // Node 1: from 0: (1.0 + 0.01) + 0.1 − (0.2 + 0.01) = 0.9; from 2: (0.6 + 0.01) + 0.1 − (0.2 + 0.02) = 0.49.
+    //         T_w = 0.9; T_Υ = 2·0.01 + 0.9 + 2·0.02 = 0.96 → 1.16.
+    // Node 2: from 1: (0.2 + 0.02) + 0.1 − (0.6 + 0.01) < 0 → 0; T_Υ = 0.03 → 0.63.
+    let mut c = Case::new(&[10, 10, 10]);
+    c.section(true, &[1.0, 0.2, 0.6], Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])), None);
+    let p = c.model().predict(&[10, 10, 10]).unwrap();
+    assert!(close(p.nodes[0].total_s, 1.03), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 1.16));
+    assert!(close(p.nodes[1].blocked_s, 0.9));
+    assert!(close(p.nodes[2].total_s, 0.63));
+}
+
+#[test]
+fn eq_5_7_to_5_9_two_node_reduction_both_cases() {
+    // Root slower (Fig. 5.8 top): T_τ = (1.0, 0.5).
+    // Eq. 5.7: T_w(0) = max(0, 0.5 + 0.01 + 0.1 − 1.0) = 0; T_Υ(0) = 0 + 0.02 + 0 + 0.01 = 0.03 → 1.03.
+    // Eq. 5.8: T_α(1) = 1.0 + 0.03 + 0.1 = 1.13.
+    // Eq. 5.9: T_Υ(1) = 0.01 + [1.13 − 0.51] + 0.02 = 0.65 → 1.15.
+    let mut c = Case::new(&[10, 10]);
+    c.section(true, &[1.0, 0.5], Some((Pattern::Reduction, &["0"])), None);
+    let p = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(p.nodes[0].total_s, 1.03), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 1.15));
+    assert!(close(p.nodes[1].blocked_s, 0.62));
+    // Root faster (Fig. 5.8 bottom): T_τ = (0.5, 1.0).
+    // T_w(0) = 1.0 + 0.01 + 0.1 − 0.5 = 0.61; T_Υ(0) = 0.61 + 0.02 + 0.01 = 0.64 → 1.14.
+    // T_α(1) = 0.5 + 0.64 + 0.1 = 1.24; T_Υ(1) = 0.01 + (1.24 − 1.01) + 0.02 = 0.26 → 1.26.
+    let mut c = Case::new(&[10, 10]);
+    c.section(true, &[0.5, 1.0], Some((Pattern::Reduction, &["0"])), None);
+    let p = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(p.nodes[0].total_s, 1.14), "{p:?}");
+    assert!(close(p.nodes[0].blocked_s, 0.61));
+    assert!(close(p.nodes[1].total_s, 1.26));
+}
+
+#[test]
+fn reduction_compute_t_r_is_measured_on_the_root() {
+    // The root's event took 0.05 s more than its overheads: T_r = 0.05.
+    // T_τ = (1.0, 0.5): T_Υ(0) = 0.02 + 0.05 + 0.01 = 0.08 → 1.08; T_α(1) = 1.0 + 0.08 + 0.1 = 1.18;
+    // T_Υ(1) = 0.01 + (1.18 − 0.51) + 0.02 = 0.70 → 1.20.
+    let mut c = Case::new(&[10, 10]);
+    c.section(true, &[1.0, 0.5], Some((Pattern::Reduction, &["0"])), None);
+    c.m.nodes[0].events[0].total_s += 0.05;
+    let p = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(p.nodes[0].total_s, 1.08), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 1.20));
+}
+
+#[test]
+fn multi_node_reduction_orders_the_roots_sends() {
+    // Three nodes, T_τ = (1.0, 0.5, 0.5): T_w(0) = 0; root: 2·0.02 receives + 2·0.01 sends
+    // → 1.06. T_α(1) = 1.0 + 0.04 + 1·0.01 + 0.1 = 1.15 → T_Υ(1) = 0.01 + (1.15 − 0.51) + 0.02 → 1.17.
+    // T_α(2) = 1.0 + 0.04 + 2·0.01 + 0.1 = 1.16 → 1.18.
+    let mut c = Case::new(&[10, 10, 10]);
+    c.section(true, &[1.0, 0.5, 0.5], Some((Pattern::Reduction, &["0"])), None);
+    let p = c.model().predict(&[10, 10, 10]).unwrap();
+    assert!(close(p.nodes[0].total_s, 1.06), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 1.17));
+    assert!(close(p.nodes[2].total_s, 1.18));
+}
+
+#[test]
+fn sections_chain_as_per_node_clocks_section_5_3_4() {
+    // Section 0 as in the Eq. 5.3 test ends at T_σ = (1.03, 1.13). Section 1: T_τ = (0.2, 0.1),
+    // so T_→(i, 0, 1) = Σ_{j<1} T_σ(i, j) + T_τ(i, 1) + O_→: node 1 sends at 1.13 + 0.1 + 0.01 = 1.24.
+    // Root (clock 1.23): T_w(0) = 1.24 + 0.1 − 1.23 = 0.11; T_Υ(0) = 0.11 + 0.02 + 0.01 = 0.14 → 1.37.
+    // T_α(1) = 1.23 + 0.14 + 0.1 = 1.47; T_Υ(1) = 0.01 + (1.47 − 1.24) + 0.02 = 0.26 → 1.49.
+    let mut c = Case::new(&[10, 10]);
+    c.section(true, &[1.0, 0.5], Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])), None)
+        .section(true, &[0.2, 0.1], Some((Pattern::Reduction, &["0"])), None);
+    let p = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(p.nodes[0].total_s, 1.37), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 1.49));
+    assert!(close(p.iteration_s, 1.49));
+    assert!(close(p.section_time(1, 1), 1.49 - 1.13));
+}
+
+#[test]
+fn broadcast_and_gather() {
+    // Broadcast from 0, T_τ = (1.0, 0.5, 2.0): node 1 gets it at 1.0 + 0.01 + 0.1 = 1.11, blocked
+    // 0.61 → 1.13; node 2 at 1.0 + 0.02 + 0.1 = 1.12 < 2.0, not blocked → 2.02; root → 1.02.
+    let mut c = Case::new(&[10, 10, 10]);
+    c.section(true, &[1.0, 0.5, 2.0], Some((Pattern::Broadcast, &["0"])), None);
+    let p = c.model().predict(&[10, 10, 10]).unwrap();
+    assert!(close(p.nodes[0].total_s, 1.02), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 1.13));
+    assert!(close(p.nodes[2].total_s, 2.02));
+    // Gather to 0, same T_τ: senders pay O_→ and go on: 0.51, 2.01. The root waits for the last
+    // arrival 2.0 + 0.01 + 0.1 = 2.11, then processes two messages: 2.11 + 0.04 = 2.15.
+    let mut c = Case::new(&[10, 10, 10]);
+    c.section(true, &[1.0, 0.5, 2.0], Some((Pattern::Gather, &["0"])), None);
+    let p = c.model().predict(&[10, 10, 10]).unwrap();
+    assert!(close(p.nodes[0].total_s, 2.15), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 0.51));
+    assert!(close(p.nodes[2].total_s, 2.01));
+}
+
+#[test]
+fn repeated_groups_replay_and_extrapolate_exactly() {
+    // A group of one nearest-neighbour section repeated 40 times must equal the same section
+    // written out 40 times (the extrapolation after the clocks settle is exact).
+    let mut grouped = Case::new(&[10, 10, 10]);
+    grouped.group(0, 40.0).section(true, &[0.3, 0.2, 0.5], Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])), Some(0));
+    grouped.section(true, &[0.1, 0.1, 0.1], Some((Pattern::Reduction, &["0"])), None);
+    let mut unrolled = Case::new(&[10, 10, 10]);
+    for _ in 0..40 {
+        unrolled.section(true, &[0.3, 0.2, 0.5], Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])), None);
+    }
+    unrolled.section(true, &[0.1, 0.1, 0.1], Some((Pattern::Reduction, &["0"])), None);
+    let rows = [12, 5, 13];
+    let a = grouped.model().predict(&rows).unwrap();
+    let b = unrolled.model().predict(&rows).unwrap();
+    assert!((a.iteration_s - b.iteration_s).abs() < 1e-9 * b.iteration_s, "{} vs {}", a.iteration_s, b.iteration_s);
+    for i in 0..3 {
+        assert!((a.nodes[i].blocked_s - b.nodes[i].blocked_s).abs() < 1e-9);
+        assert!((a.nodes[i].compute_s - b.nodes[i].compute_s).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn pipeline_eq_5_4_5_5_and_5_10() {
+    // Two nodes, 3 tiles; per tile T_τ(0, j) = 0.2, T_τ(1, j) = 0.1; O_→ = 0.01, O_← = 0.02, T = 0.1.
+    // Node 0 (Eq. 5.4, never blocks): T_p(0, j) = (j + 1)·0.21 → 0.21, 0.42, 0.63.
+    // Node 1: j=0: T_w = 0.21 + 0.1 − 0 = 0.31, T_p = 0.31 + 0.02 + 0.1 = 0.43;
+    //         j=1 (Eq. 5.5): 0.42 + 0.1 − 0.43 = 0.09, T_p = 0.64; j=2: 0.73 − 0.64 = 0.09, T_p = 0.85.
+    // Eq. 5.10: T_Υ(1) = 0.31 + 0.09 + 0.09 + 3·0.02 = 0.55.
+    let mut c = Case::new(&[10, 10]);
+    let recv = c.event(Pattern::Pipeline, &["rank - 1"], 3.0);
+    let mut send = c.event(Pattern::Pipeline, &["rank + 1"], 3.0);
+    send.id += 1;
+    for n in &mut c.m.nodes {
+        let mut e = n.events[1].clone();
+        e.event = send.id;
+        n.events.push(e);
+        n.tiles.push(TileMeasurement { section: 0, tile: 0, count: 3.0 });
+    }
+    for (i, compute) in [0.6, 0.3].into_iter().enumerate() {
+        c.m.nodes[i].stages.push(StageMeasurement { key: StageKey { section: 0, tile: Some(0), stage: 0 }, count: 3.0, compute_s: compute, io_s: 0.0 });
+    }
+    let tiles = TileLoop { id: 0, span: Span::default(), recv: Some(recv), send: Some(send), stages: vec![stage(0, "a")] };
+    c.sections.push(Section { id: 0, items: vec![SectionItem::Tiles(tiles)], comm: None, group: None });
+    let p = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(p.nodes[0].total_s, 0.63), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 0.85));
+    assert!(close(p.nodes[1].blocked_s + p.nodes[1].overhead_s, 0.55));
+    assert!(close(p.nodes[0].blocked_s, 0.0));
+}
+
+#[test]
+fn out_of_core_stage_and_message_through_the_model() {
+    // One distributed array `a` of 100 B per row, read and written by the stage (Eq. 5.1) and
+    // sent in a nearest-neighbour message of 100 B. Node 1 has 5000 B of memory and holds 100
+    // rows (10000 B): out of core, ICLA 50 rows, N_L = 2, M_ι = 5000 B.
+    // O_r = O_w = 0.001, r = w = 1e-6 s/B: T_ψ = 2 · [(0.001 + 0.005) + (0.001 + 0.005)] = 0.024.
+    // O_→(q) = O_S + O_r + r · 100 = 0.01 + 0.001 + 0.0001 = 0.0111 (§5.3.2).
+    let mut c = Case::new(&[100, 100]);
+    c.m.arrays.push(ArrayInfo { name: "a".into(), bytes_per_row: 100, distributed: true, read_only: false });
+    c.cluster.nodes[1].memory_bytes = 5000;
+    c.m.cluster = c.cluster.clone();
+    for n in &mut c.m.nodes {
+        n.read_overhead_s = 0.001;
+        n.write_overhead_s = 0.001;
+        n.read_per_byte_s = 1e-6;
+        n.write_per_byte_s = 1e-6;
+    }
+    c.section(true, &[1.0, 1.0], Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])), None);
+    if let SectionItem::Stage(s) = &mut c.sections[0].items[0] {
+        s.io = vec![
+            IoOp { op: IoKind::Read, var: "a".into(), span: Span::default() },
+            IoOp { op: IoKind::Write, var: "a".into(), span: Span::default() },
+        ];
+    }
+    for n in &mut c.m.nodes {
+        n.events[0].bytes_sent = 100.0;
+    }
+    let model = c.model();
+    let p = model.predict(&[100, 100]).unwrap();
+    assert!(close(p.nodes[0].io_s, 0.0), "{p:?}");
+    assert!(close(p.nodes[1].io_s, 0.024));
+    assert!(close(p.nodes[1].overhead_s, 0.0111 + OR));
+    // f_1(100) = T_φ + T_ψ + O_→ + O_← (no blocking).
+    assert!(close(model.node_cost(1, 100), 1.0 + 0.024 + 0.0111 + OR));
+    // In core at 50 rows: f_1(50) = 0.5 + 0.01 + 0.02.
+    assert!(close(model.node_cost(1, 50), 0.5 + OS + OR));
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let mut c = Case::new(&[10, 10]);
+    c.section(true, &[1.0, 0.5], None, None);
+    assert_eq!(c.model().predict(&[20]).unwrap_err(), ModelError::DistributionLength { expected: 2, actual: 1 });
+    c.m.nodes[1].stages[0].compute_s = f64::NAN;
+    assert!(matches!(c.try_model(), Err(ModelError::BadValue { ref field, .. }) if field.contains("nodes[1]")));
+    c.m.nodes.pop();
+    assert_eq!(c.try_model().unwrap_err(), ModelError::NodeCount { measured: 1, cluster: 2 });
+}

@@ -1,0 +1,423 @@
+//! [`OocArray`]: a node's local block of a row-distributed 2-D array, in core or out of core.
+//!
+//! The array has `rows` local rows of `row_len` elements, processed in blocks of ICLA rows
+//! (seed §5.1): block `i` holds rows `i·icla .. min((i+1)·icla, rows)`; the last block may be
+//! shorter. An in-core array is one block held in memory; an out-of-core one lives in its
+//! directory of the node's store, one block file per block (see `block_file`), and a block
+//! never written reads as zeros.
+//!
+//! Every disk operation is charged the emulated disk's cost (`DiskModel`): the real operation's
+//! shortfall is passed to `clock::charge`, and the operation is recorded with `hooks::record_io`
+//! as `(var, op, payload bytes, begin, end)` on the rank's clock. Prefetching records two
+//! operations: `Prefetch` over the issue (in an instrumented run, the whole synchronous read),
+//! and `Wait` with zero bytes over the interval from the prefetch's return to the entry into
+//! `wait` — the overlapped computation T_A of seed Fig. 5.5/5.6.
+
+use std::cell::OnceCell;
+use std::path::PathBuf;
+
+use super::block_file::{read_block_file, write_block_file, BlockShape, WriteFault, HEADER_BYTES};
+use super::element::{decode, encode, Element};
+use super::policy::Placement;
+use super::prefetch::{Job, Worker};
+use super::store::{ArraySpec, NodeStore};
+use super::OocError;
+use crate::clock;
+use crate::cluster::DiskModel;
+use crate::hooks::{self, IoKind, VarId};
+
+/// Counts and times of an array's disk operations (all since creation).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct IoStats {
+    pub reads: u64,
+    pub writes: u64,
+    pub prefetches: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Seconds charged to the clock by disk emulation.
+    pub charged_s: f64,
+}
+
+/// A prefetch between `prefetch_block` and `wait`.
+enum Pending {
+    /// The block is in `ahead` already (instrumented run, or an in-core array).
+    Ready { block: usize, issued_end: f64 },
+    /// The worker is reading it; its emulated read completes at `done_at` on the rank's clock.
+    InFlight {
+        block: usize,
+        issued_end: f64,
+        done_at: f64,
+    },
+}
+
+/// A node's local part of a distributed array, out-of-core capable.
+pub struct OocArray<T: Element> {
+    store: NodeStore,
+    spec: ArraySpec,
+    dir: PathBuf,
+    slot: Option<usize>,
+    placement: OnceCell<Placement>,
+    var: Option<VarId>,
+    /// The ICLA buffer (out of core), or the whole array (in core, allocated on first use).
+    current: Vec<T>,
+    /// The buffer a prefetch fills.
+    ahead: Vec<T>,
+    bytes: Vec<u8>,
+    file_bytes: Vec<u8>,
+    pending: Option<Pending>,
+    worker: Option<Worker<T>>,
+    stats: IoStats,
+    fault: Option<WriteFault>,
+}
+
+impl<T: Element> OocArray<T> {
+    /// Create (or reopen: existing blocks are kept) an array in `store`.
+    pub fn new(store: &NodeStore, spec: ArraySpec) -> Result<OocArray<T>, OocError> {
+        let row_bytes = spec.row_len as u64 * T::SIZE as u64;
+        let (dir, slot) = store.register(&spec, row_bytes)?;
+        std::fs::create_dir_all(&dir).map_err(|source| OocError::Io {
+            action: "create array directory",
+            path: dir.clone(),
+            source,
+        })?;
+        remove_leftover_temps(&dir)?;
+        let placement = OnceCell::new();
+        if let Some(fixed) = spec.placement {
+            let _ = placement.set(fixed);
+        }
+        let var = spec.record.then(|| hooks::register_var(&spec.name));
+        Ok(OocArray {
+            store: store.clone(),
+            spec,
+            dir,
+            slot,
+            placement,
+            var,
+            current: Vec::new(),
+            ahead: Vec::new(),
+            bytes: Vec::new(),
+            file_bytes: Vec::new(),
+            pending: None,
+            worker: None,
+            stats: IoStats::default(),
+            fault: None,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// Local rows.
+    pub fn rows(&self) -> u64 {
+        self.spec.rows
+    }
+
+    /// Elements per row.
+    pub fn row_len(&self) -> usize {
+        self.spec.row_len
+    }
+
+    /// In core, or out of core with its ICLA size (decided on first use; see `NodeStore`).
+    pub fn placement(&self) -> Placement {
+        *self.placement.get_or_init(|| match self.slot {
+            Some(slot) => self.store.placement(slot),
+            None => Placement::InCore,
+        })
+    }
+
+    pub fn is_out_of_core(&self) -> bool {
+        matches!(self.placement(), Placement::OutOfCore { .. })
+    }
+
+    /// Rows per block (the ICLA size; all rows when in core).
+    pub fn block_rows(&self) -> u64 {
+        self.placement().block_rows(self.spec.rows)
+    }
+
+    /// Number of blocks, N_L (zero for an array without rows).
+    pub fn num_blocks(&self) -> usize {
+        self.placement().blocks(self.spec.rows) as usize
+    }
+
+    /// The local rows block `i` covers.
+    pub fn block_range(&self, i: usize) -> std::ops::Range<u64> {
+        let per = self.block_rows();
+        let start = (i as u64 * per).min(self.spec.rows);
+        start..(start + per).min(self.spec.rows)
+    }
+
+    /// Elements in block `i`.
+    pub fn block_len(&self, i: usize) -> usize {
+        let range = self.block_range(i);
+        (range.end - range.start) as usize * self.spec.row_len
+    }
+
+    pub fn stats(&self) -> IoStats {
+        self.stats
+    }
+
+    /// Read block `i`; the slice lives until the next operation on the array.
+    pub fn read_block(&mut self, i: usize) -> Result<&[T], OocError> {
+        self.check_block(i)?;
+        let len = self.block_len(i);
+        if !self.is_out_of_core() {
+            return Ok(&self.in_core_data()[..len]);
+        }
+        let mut buffer = std::mem::take(&mut self.current);
+        let result = self.read_sync(i, &mut buffer, IoKind::Read);
+        self.current = buffer;
+        result?;
+        Ok(&self.current[..len])
+    }
+
+    /// Read block `i` into `out`, which must hold exactly `block_len(i)` elements.
+    pub fn read_block_into(&mut self, i: usize, out: &mut [T]) -> Result<(), OocError> {
+        self.check_len(i, out.len())?;
+        let block = self.read_block(i)?;
+        out.copy_from_slice(block);
+        Ok(())
+    }
+
+    /// Write block `i` (exactly `block_len(i)` elements); durable and atomic when out of core.
+    pub fn write_block(&mut self, i: usize, values: &[T]) -> Result<(), OocError> {
+        self.check_len(i, values.len())?;
+        if !self.is_out_of_core() {
+            self.in_core_data()[..values.len()].copy_from_slice(values);
+            return Ok(());
+        }
+        let shape = self.shape(i);
+        let path = self.block_path(i);
+        let begin = clock::now();
+        encode(values, &mut self.bytes);
+        write_block_file(
+            &path,
+            shape,
+            &self.bytes,
+            &mut self.file_bytes,
+            self.fault.take(),
+        )?;
+        let bytes = shape.payload_bytes() as u64;
+        self.emulate(self.disk().write_seconds(bytes), begin);
+        self.record(IoKind::Write, bytes, begin);
+        self.stats.writes += 1;
+        self.stats.bytes_written += bytes;
+        Ok(())
+    }
+
+    /// Start reading block `i` in the background; `wait` returns it. In an instrumented run
+    /// this is a synchronous read (seed Fig. 5.6).
+    pub fn prefetch_block(&mut self, i: usize) -> Result<(), OocError> {
+        self.check_block(i)?;
+        if let Some(Pending::Ready { block, .. } | Pending::InFlight { block, .. }) = self.pending {
+            return Err(OocError::PrefetchPending {
+                array: self.spec.name.clone(),
+                block: i,
+                pending: block,
+            });
+        }
+        if !self.is_out_of_core() {
+            self.pending = Some(Pending::Ready {
+                block: i,
+                issued_end: clock::now(),
+            });
+            return Ok(());
+        }
+        if self.store.config().instrumented {
+            let mut ahead = std::mem::take(&mut self.ahead);
+            let result = self.read_sync(i, &mut ahead, IoKind::Prefetch);
+            self.ahead = ahead;
+            result?;
+            self.pending = Some(Pending::Ready {
+                block: i,
+                issued_end: clock::now(),
+            });
+            return Ok(());
+        }
+        let begin = clock::now();
+        if self.worker.is_none() {
+            self.worker = Some(Worker::spawn(&self.spec.name)?);
+        }
+        let job = Job {
+            path: self.block_path(i),
+            shape: self.shape(i),
+            buffer: std::mem::take(&mut self.ahead),
+        };
+        let bytes = job.shape.payload_bytes() as u64;
+        let done_at = begin + self.disk().read_seconds(bytes);
+        if let Some(worker) = self.worker.as_mut() {
+            worker.submit(job, &self.spec.name)?;
+        }
+        self.record(IoKind::Prefetch, bytes, begin);
+        self.stats.prefetches += 1;
+        self.stats.bytes_read += bytes;
+        self.pending = Some(Pending::InFlight {
+            block: i,
+            issued_end: clock::now(),
+            done_at,
+        });
+        Ok(())
+    }
+
+    /// Wait for the pending prefetch and return its block. A no-op wait in an instrumented run.
+    pub fn wait(&mut self) -> Result<&[T], OocError> {
+        let entry = clock::now();
+        let Some(pending) = self.pending.take() else {
+            return Err(OocError::NoPrefetch {
+                array: self.spec.name.clone(),
+            });
+        };
+        let (block, issued_end) = match pending {
+            Pending::Ready { block, issued_end } => (block, issued_end),
+            Pending::InFlight {
+                block,
+                issued_end,
+                done_at,
+            } => {
+                let worker = self
+                    .worker
+                    .as_mut()
+                    .ok_or_else(|| OocError::PrefetchThread {
+                        array: self.spec.name.clone(),
+                    })?;
+                let (buffer, result) = worker.finish(&self.spec.name)?;
+                self.ahead = buffer;
+                result?;
+                // The emulated read completes at `done_at`; charge what the real one fell short.
+                let short = DiskModel::shortfall(done_at, clock::now());
+                clock::charge(short);
+                self.stats.charged_s += short;
+                (block, issued_end)
+            }
+        };
+        // T_A: from the prefetch's return to the entry into wait.
+        if let Some(var) = self.var {
+            hooks::record_io(var, IoKind::Wait, 0, issued_end, entry);
+        }
+        let len = self.block_len(block);
+        if !self.is_out_of_core() {
+            return Ok(&self.in_core_data()[..len]);
+        }
+        std::mem::swap(&mut self.current, &mut self.ahead);
+        Ok(&self.current[..len])
+    }
+
+    /// When the prefetch in flight has really finished, the rank-clock time at which the
+    /// emulated read completes (for the microbenchmarks); `None` while it is still running.
+    pub(crate) fn prefetch_done_at(&mut self) -> Option<f64> {
+        match self.pending {
+            Some(Pending::InFlight { done_at, .. }) => {
+                self.worker.as_mut()?.poll().then_some(done_at)
+            }
+            Some(Pending::Ready { .. }) => Some(clock::now()),
+            None => None,
+        }
+    }
+
+    /// Make the next block write fail part-way (crash-safety tests only).
+    #[doc(hidden)]
+    pub fn inject_write_fault(&mut self, fault: WriteFault) {
+        self.fault = Some(fault);
+    }
+
+    /// The file holding block `i` (for tests and error reports).
+    pub fn block_path(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("{i}.blk"))
+    }
+
+    fn read_sync(&mut self, i: usize, buffer: &mut Vec<T>, kind: IoKind) -> Result<(), OocError> {
+        let shape = self.shape(i);
+        let path = self.block_path(i);
+        let begin = clock::now();
+        read_block_file(&path, shape, &mut self.file_bytes)?;
+        buffer.resize(self.block_len(i), T::default());
+        decode(&self.file_bytes[HEADER_BYTES..], buffer);
+        let bytes = shape.payload_bytes() as u64;
+        self.emulate(self.disk().read_seconds(bytes), begin);
+        self.record(kind, bytes, begin);
+        match kind {
+            IoKind::Prefetch => self.stats.prefetches += 1,
+            _ => self.stats.reads += 1,
+        }
+        self.stats.bytes_read += bytes;
+        Ok(())
+    }
+
+    /// Charge the emulated disk's shortfall for an operation that began at `begin`.
+    fn emulate(&mut self, cost_s: f64, begin: f64) {
+        let short = DiskModel::shortfall(cost_s, clock::now() - begin);
+        clock::charge(short);
+        self.stats.charged_s += short;
+    }
+
+    fn record(&self, kind: IoKind, bytes: u64, begin: f64) {
+        if let Some(var) = self.var {
+            hooks::record_io(var, kind, bytes, begin, clock::now());
+        }
+    }
+
+    fn disk(&self) -> DiskModel {
+        self.store.config().disk
+    }
+
+    fn shape(&self, i: usize) -> BlockShape {
+        let range = self.block_range(i);
+        BlockShape {
+            elem_size: T::SIZE as u32,
+            rows: range.end - range.start,
+            row_len: self.spec.row_len as u64,
+        }
+    }
+
+    fn in_core_data(&mut self) -> &mut [T] {
+        let len = self.spec.rows as usize * self.spec.row_len;
+        if self.current.len() != len {
+            self.current.resize(len, T::default());
+        }
+        &mut self.current
+    }
+
+    fn check_block(&self, i: usize) -> Result<(), OocError> {
+        let blocks = self.num_blocks();
+        if i >= blocks {
+            return Err(OocError::BlockOutOfRange {
+                array: self.spec.name.clone(),
+                block: i,
+                blocks,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_len(&self, i: usize, got: usize) -> Result<(), OocError> {
+        self.check_block(i)?;
+        let expected = self.block_len(i);
+        if got != expected {
+            return Err(OocError::WrongLength {
+                array: self.spec.name.clone(),
+                block: i,
+                expected,
+                got,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Remove `*.tmp` files a crash left in an array directory.
+fn remove_leftover_temps(dir: &std::path::Path) -> Result<(), OocError> {
+    let io = |action: &'static str, path: PathBuf| {
+        move |source| OocError::Io {
+            action,
+            path,
+            source,
+        }
+    };
+    for entry in std::fs::read_dir(dir).map_err(io("list", dir.to_path_buf()))? {
+        let path = entry.map_err(io("list", dir.to_path_buf()))?.path();
+        if path.extension().is_some_and(|e| e == "tmp") {
+            std::fs::remove_file(&path).map_err(io("remove leftover", path.clone()))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,286 @@
+//! `cluster.toml` parsing (DESIGN §5): the contract format, units, and one error test per kind
+//! of mistake, each checking that the message names the file, the line and column, and the
+//! field.
+
+use std::path::Path;
+
+use mheta_runtime::cluster::ClusterError;
+use mheta_runtime::format::ClusterSpec;
+
+const PATH: &str = "conf/cluster.toml";
+
+const VALID: &str = r#"
+[network]
+latency = "50us"          # one-way, per message
+bandwidth = "1GB/s"
+
+[[node]]
+count = 2
+cpu = 0.5
+memory = "48MiB"
+disk_read = "200MB/s"
+disk_write = "150MB/s"
+disk_latency = "2ms"
+
+[[node]]
+cpu = 1
+memory = "1GB"
+disk_read = "1GiB/s"
+disk_write = "500MB/s"
+disk_latency = "0s"
+"#;
+
+fn parse(text: &str) -> Result<ClusterSpec, ClusterError> {
+    ClusterSpec::from_toml_str(text, Path::new(PATH))
+}
+
+/// Parse `text`, expect an error, and return (line, column, field, message, display).
+fn error(text: &str) -> (usize, usize, Option<String>, String, String) {
+    let err = parse(text).expect_err("the file should be rejected");
+    let display = err.to_string();
+    match err {
+        ClusterError::Invalid {
+            path,
+            line,
+            column,
+            field,
+            message,
+        } => {
+            assert_eq!(path, Path::new(PATH));
+            assert!(
+                display.starts_with(&format!("{PATH}:{line}:{column}: ")),
+                "{display}"
+            );
+            (line, column, field, message, display)
+        }
+        other => panic!("unexpected error kind: {other}"),
+    }
+}
+
+/// Replace one line of the valid file.
+fn with(old: &str, new: &str) -> String {
+    assert!(VALID.contains(old), "fixture has no `{old}`");
+    VALID.replacen(old, new, 1)
+}
+
+#[test]
+fn the_design_example_expands_one_node_per_rank_in_si_units() {
+    let cluster = parse(VALID).unwrap();
+    assert_eq!(cluster.network.latency_s, 50e-6);
+    assert_eq!(cluster.network.bandwidth_bps, 1e9);
+    assert_eq!(cluster.nodes.len(), 3);
+    let slow = cluster.nodes[0];
+    assert_eq!(cluster.nodes[1], slow);
+    assert_eq!(slow.cpu, 0.5);
+    assert_eq!(slow.memory_bytes, 48 * 1024 * 1024);
+    assert_eq!(slow.disk_read_bps, 200e6);
+    assert_eq!(slow.disk_write_bps, 150e6);
+    assert_eq!(slow.disk_latency_s, 2e-3);
+    let fast = cluster.nodes[2];
+    assert_eq!(fast.cpu, 1.0);
+    assert_eq!(fast.memory_bytes, 1_000_000_000);
+    assert_eq!(fast.disk_read_bps, 1073741824.0);
+    assert_eq!(fast.disk_latency_s, 0.0);
+}
+
+#[test]
+fn load_reads_the_file_and_names_it_when_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cluster.toml");
+    std::fs::write(&path, VALID).unwrap();
+    assert_eq!(ClusterSpec::load(&path).unwrap(), parse(VALID).unwrap());
+
+    let missing = dir.path().join("nope.toml");
+    let err = ClusterSpec::load(&missing).unwrap_err();
+    assert!(matches!(err, ClusterError::Read { .. }));
+    assert!(err.to_string().contains("nope.toml"), "{err}");
+}
+
+#[test]
+fn this_machine_is_p_unbounded_copies_and_survives_json() {
+    let cluster = ClusterSpec::this_machine(4);
+    assert_eq!(cluster.nodes.len(), 4);
+    assert!(cluster
+        .nodes
+        .iter()
+        .all(|n| n.cpu == 1.0 && n.memory_bytes == u64::MAX));
+    let json = serde_json::to_string(&cluster).unwrap();
+    let back: ClusterSpec = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, cluster);
+}
+
+#[test]
+fn messages_read_well() {
+    let (_, _, _, _, display) = error(&with("memory = \"48MiB\"", "memory = \"48Mb\""));
+    assert_eq!(
+        display,
+        "conf/cluster.toml:9:10: field `node.memory`: unknown size unit `Mb` in \"48Mb\"; expected \
+         one of B, KB, MB, GB, TB, KiB, MiB, GiB, TiB (bits are not accepted: write bytes, e.g. \
+         125MB/s for 1Gbit/s)"
+    );
+}
+
+#[test]
+fn syntax_error_points_at_the_line() {
+    let (line, _, _, message, _) = error(&with("cpu = 0.5", "cpu = = 0.5"));
+    assert_eq!(line, 8);
+    assert!(!message.is_empty());
+}
+
+#[test]
+fn unknown_field_is_named() {
+    let (line, column, field, message, _) = error(&with("cpu = 0.5", "cpus = 0.5"));
+    assert_eq!((line, column), (8, 1));
+    assert_eq!(field.as_deref(), Some("cpus"));
+    assert!(message.contains("unknown field"), "{message}");
+
+    let (line, _, field, _, _) = error(&with("[network]", "[network]\nlatncy = \"1us\""));
+    assert_eq!(line, 3);
+    assert_eq!(field.as_deref(), Some("latncy"));
+
+    let (_, _, field, _, _) = error(&format!("{VALID}\n[disk]\nx = 1\n"));
+    assert_eq!(field.as_deref(), Some("disk"));
+}
+
+#[test]
+fn missing_field_is_named() {
+    let (line, _, field, message, display) = error(&with("disk_write = \"150MB/s\"\n", ""));
+    assert_eq!(field.as_deref(), Some("disk_write"));
+    assert!(message.contains("missing field"), "{message}");
+    assert!(display.contains("disk_write"), "{display}");
+    // The error points into the first [[node]] table.
+    assert!((6..=12).contains(&line), "line {line}");
+
+    let no_network = with(
+        "[network]\nlatency = \"50us\"          # one-way, per message\nbandwidth = \"1GB/s\"\n",
+        "",
+    );
+    let (_, _, field, _, _) = error(&no_network);
+    assert_eq!(field.as_deref(), Some("network"));
+}
+
+#[test]
+fn no_nodes_is_an_error() {
+    let (_, _, field, message, _) = error("[network]\nlatency = \"1us\"\nbandwidth = \"1GB/s\"\n");
+    assert_eq!(field.as_deref(), Some("node"));
+    assert!(message.contains("[[node]]"), "{message}");
+}
+
+#[test]
+fn wrong_units_are_located_and_named() {
+    let cases = [
+        (
+            "latency = \"50us\"",
+            "latency = \"50 furlongs\"",
+            3,
+            "network.latency",
+            "unknown time unit",
+        ),
+        (
+            "bandwidth = \"1GB/s\"",
+            "bandwidth = \"1Gb/s\"",
+            4,
+            "network.bandwidth",
+            "bits",
+        ),
+        (
+            "memory = \"48MiB\"",
+            "memory = \"48Mi\"",
+            9,
+            "node.memory",
+            "unknown size unit",
+        ),
+        (
+            "disk_read = \"200MB/s\"",
+            "disk_read = \"200MB\"",
+            10,
+            "node.disk_read",
+            "per second",
+        ),
+        (
+            "disk_latency = \"2ms\"",
+            "disk_latency = \"2\"",
+            12,
+            "node.disk_latency",
+            "no unit",
+        ),
+    ];
+    for (old, new, want_line, want_field, want_message) in cases {
+        let (line, column, field, message, display) = error(&with(old, new));
+        assert_eq!(line, want_line, "{display}");
+        let key_len = new.find('=').unwrap() + 2;
+        assert_eq!(column, key_len + 1, "column of the value: {display}");
+        assert_eq!(field.as_deref(), Some(want_field), "{display}");
+        assert!(message.contains(want_message), "{display}");
+        assert!(
+            display.contains(&format!("field `{want_field}`")),
+            "{display}"
+        );
+    }
+}
+
+#[test]
+fn wrong_types_are_named() {
+    let (line, _, field, message, _) = error(&with("memory = \"48MiB\"", "memory = 48"));
+    assert_eq!((line, field.as_deref()), (9, Some("node.memory")));
+    assert!(message.contains("quoted string with a unit"), "{message}");
+
+    let (_, _, field, message, _) = error(&with("cpu = 0.5", "cpu = \"fast\""));
+    assert_eq!(field.as_deref(), Some("node.cpu"));
+    assert!(message.contains("relative CPU power"), "{message}");
+
+    let (_, _, field, message, _) = error(&with("count = 2", "count = 2.5"));
+    assert_eq!(field.as_deref(), Some("node.count"));
+    assert!(message.contains("whole number"), "{message}");
+}
+
+#[test]
+fn zero_and_negative_values_are_rejected() {
+    let cases = [
+        ("cpu = 0.5", "cpu = 0", "node.cpu", "positive"),
+        ("cpu = 0.5", "cpu = -1.5", "node.cpu", "positive"),
+        ("count = 2", "count = 0", "node.count", "between 1 and"),
+        ("count = 2", "count = -3", "node.count", "between 1 and"),
+        (
+            "memory = \"48MiB\"",
+            "memory = \"0B\"",
+            "node.memory",
+            "at least one byte",
+        ),
+        (
+            "disk_write = \"150MB/s\"",
+            "disk_write = \"0MB/s\"",
+            "node.disk_write",
+            "positive",
+        ),
+        (
+            "disk_read = \"200MB/s\"",
+            "disk_read = \"-5MB/s\"",
+            "node.disk_read",
+            "positive",
+        ),
+        (
+            "disk_latency = \"2ms\"",
+            "disk_latency = \"-2ms\"",
+            "node.disk_latency",
+            "negative",
+        ),
+        (
+            "latency = \"50us\"",
+            "latency = \"-1us\"",
+            "network.latency",
+            "negative",
+        ),
+    ];
+    for (old, new, want_field, want_message) in cases {
+        let (_, _, field, message, display) = error(&with(old, new));
+        assert_eq!(field.as_deref(), Some(want_field), "{display}");
+        assert!(message.contains(want_message), "{display}");
+    }
+}
+
+#[test]
+fn huge_counts_are_rejected_not_allocated() {
+    let (_, _, field, _, _) = error(&with("count = 2", "count = 1000000000000"));
+    assert_eq!(field.as_deref(), Some("node.count"));
+}

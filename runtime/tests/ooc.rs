@@ -1,0 +1,488 @@
+//! Out-of-core arrays (DESIGN §5, seed §5.1, §5.2.2): round trips, placement from the memory
+//! budget, prefetch (real and instrumented), crash safety, errors naming files, disk emulation.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use mheta_runtime::cluster::DiskModel;
+use mheta_runtime::ooc::{
+    plan, ArrayDemand, ArraySpec, NodeStore, OocArray, OocError, Placement, StoreConfig, WriteFault,
+};
+
+fn store(dir: &Path, memory_bytes: u64, disk: DiskModel, instrumented: bool) -> NodeStore {
+    NodeStore::open(StoreConfig {
+        dir: dir.to_path_buf(),
+        memory_bytes,
+        disk,
+        instrumented,
+    })
+    .unwrap()
+}
+
+fn plain(dir: &Path) -> NodeStore {
+    store(dir, u64::MAX, DiskModel::unthrottled(), false)
+}
+
+fn slow_disk(latency_s: f64) -> DiskModel {
+    DiskModel {
+        latency_s,
+        read_bps: f64::INFINITY,
+        write_bps: f64::INFINITY,
+    }
+}
+
+fn fixed<T: mheta_runtime::ooc::Element>(
+    store: &NodeStore,
+    name: &str,
+    rows: u64,
+    row_len: usize,
+    p: Placement,
+) -> OocArray<T> {
+    OocArray::new(store, ArraySpec::new(name, rows, row_len).with_placement(p)).unwrap()
+}
+
+/// Row `r` of the test pattern: element `c` is `r * 1000 + c`.
+fn pattern(range: std::ops::Range<u64>, row_len: usize) -> Vec<f64> {
+    range
+        .flat_map(|r| (0..row_len).map(move |c| (r * 1000 + c as u64) as f64))
+        .collect()
+}
+
+fn write_all(array: &mut OocArray<f64>) {
+    for i in 0..array.num_blocks() {
+        let values = pattern(array.block_range(i), array.row_len());
+        array.write_block(i, &values).unwrap();
+    }
+}
+
+fn check_all(array: &mut OocArray<f64>) {
+    for i in 0..array.num_blocks() {
+        let expected = pattern(array.block_range(i), array.row_len());
+        assert_eq!(array.read_block(i).unwrap(), &expected[..], "block {i}");
+        let mut out = vec![0.0; array.block_len(i)];
+        array.read_block_into(i, &mut out).unwrap();
+        assert_eq!(out, expected);
+    }
+}
+
+#[test]
+fn out_of_core_round_trip_for_several_block_sizes_and_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    for icla_rows in [1, 3, 4, 9, 10] {
+        let sub = dir.path().join(format!("icla{icla_rows}"));
+        let placement = Placement::OutOfCore { icla_rows };
+        {
+            let s = plain(&sub);
+            let mut a = fixed::<f64>(&s, "A", 10, 7, placement);
+            assert_eq!(a.num_blocks(), 10usize.div_ceil(icla_rows as usize));
+            let last = a.num_blocks() - 1;
+            assert_eq!(
+                a.block_range(last).end,
+                10,
+                "the last block ends at the last row"
+            );
+            assert_eq!(
+                a.block_len(last),
+                (10 - last * icla_rows as usize).min(icla_rows as usize) * 7
+            );
+            write_all(&mut a);
+            check_all(&mut a);
+            assert_eq!(a.stats().writes, a.num_blocks() as u64);
+        }
+        // A new store over the same directory sees the same data.
+        let s = plain(&sub);
+        let mut a = fixed::<f64>(&s, "A", 10, 7, placement);
+        check_all(&mut a);
+    }
+}
+
+#[test]
+fn in_core_round_trip_does_no_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = plain(dir.path());
+    let mut a = fixed::<f64>(&s, "A", 5, 3, Placement::InCore);
+    assert_eq!(a.num_blocks(), 1);
+    assert_eq!(a.read_block(0).unwrap(), &[0.0; 15][..]);
+    write_all(&mut a);
+    check_all(&mut a);
+    assert_eq!(a.stats(), Default::default());
+    assert!(!a.block_path(0).exists());
+}
+
+#[test]
+fn other_element_types_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = plain(dir.path());
+    let mut a = fixed::<i32>(&s, "ints", 3, 2, Placement::OutOfCore { icla_rows: 2 });
+    a.write_block(1, &[-7, i32::MAX]).unwrap();
+    assert_eq!(a.read_block(1).unwrap(), &[-7, i32::MAX]);
+    assert_eq!(
+        a.read_block(0).unwrap(),
+        &[0; 4],
+        "a block never written reads as zeros"
+    );
+    let mut b = fixed::<u8>(&s, "bytes", 1, 3, Placement::OutOfCore { icla_rows: 1 });
+    b.write_block(0, &[1, 2, 255]).unwrap();
+    assert_eq!(b.read_block(0).unwrap(), &[1, 2, 255]);
+}
+
+#[test]
+fn zero_rows_and_bad_arguments_are_errors_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = plain(dir.path());
+    let mut empty = OocArray::<f64>::new(&s, ArraySpec::new("empty", 0, 4)).unwrap();
+    assert_eq!(empty.num_blocks(), 0);
+    assert!(matches!(
+        empty.read_block(0),
+        Err(OocError::BlockOutOfRange { blocks: 0, .. })
+    ));
+    assert!(matches!(
+        empty.prefetch_block(0),
+        Err(OocError::BlockOutOfRange { .. })
+    ));
+
+    let mut a = fixed::<f64>(&s, "A", 4, 2, Placement::OutOfCore { icla_rows: 3 });
+    let err = a.write_block(1, &[1.0; 6]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            OocError::WrongLength {
+                expected: 2,
+                got: 6,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(matches!(a.wait(), Err(OocError::NoPrefetch { .. })));
+    a.prefetch_block(0).unwrap();
+    let err = a.prefetch_block(1).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            OocError::PrefetchPending {
+                block: 1,
+                pending: 0,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    a.wait().unwrap();
+
+    let err = OocArray::<f64>::new(&s, ArraySpec::new("A", 1, 1))
+        .err()
+        .unwrap();
+    assert!(matches!(err, OocError::DuplicateArray { .. }), "{err}");
+}
+
+#[test]
+fn placement_follows_the_shared_budget_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    // 10 rows of 4 f64 (32 B/row, 320 B) and 10 rows of 8 f64 (64 B/row, 640 B); 700 B.
+    let s = store(dir.path(), 700, DiskModel::unthrottled(), false);
+    let small = OocArray::<f64>::new(&s, ArraySpec::new("small", 10, 4)).unwrap();
+    let large = OocArray::<f64>::new(&s, ArraySpec::new("large", 10, 8)).unwrap();
+    let expected = plan(
+        700,
+        &[
+            ArrayDemand {
+                rows: 10,
+                row_bytes: 32,
+                uses: 1,
+            },
+            ArrayDemand {
+                rows: 10,
+                row_bytes: 64,
+                uses: 1,
+            },
+        ],
+    );
+    // By hand: small in core (320 + one 64 B row <= 700), large gets 380 B = 5 rows.
+    assert_eq!(
+        expected,
+        vec![Placement::InCore, Placement::OutOfCore { icla_rows: 5 }]
+    );
+    assert_eq!(large.placement(), expected[1]);
+    assert_eq!(small.placement(), expected[0]);
+    assert_eq!(large.num_blocks(), 2);
+
+    // Created after the plan was made: placed in what is left (60 B = 1 row of 32 B).
+    let late = OocArray::<f64>::new(&s, ArraySpec::new("late", 10, 4)).unwrap();
+    assert_eq!(late.placement(), Placement::OutOfCore { icla_rows: 1 });
+}
+
+#[test]
+fn instrumented_runs_force_in_core_arrays_through_two_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), u64::MAX, DiskModel::unthrottled(), true);
+    let mut a = OocArray::<f64>::new(&s, ArraySpec::new("A", 9, 2)).unwrap();
+    assert_eq!(a.placement(), Placement::OutOfCore { icla_rows: 5 });
+    assert_eq!(a.num_blocks(), 2);
+    write_all(&mut a);
+    check_all(&mut a);
+    assert_eq!(a.stats().writes, 2);
+    // `check_all` reads each block twice (read_block and read_block_into).
+    assert_eq!(a.stats().reads, 4);
+}
+
+/// The unrolled prefetch loop of seed Fig. 5.7, with `compute` between prefetch and wait.
+/// Returns the sum of all elements read.
+fn prefetch_loop(a: &mut OocArray<f64>, compute: impl Fn()) -> f64 {
+    let mut sum: f64 = a.read_block(0).unwrap().iter().sum();
+    for i in 1..a.num_blocks() {
+        a.prefetch_block(i).unwrap();
+        compute();
+        sum += a.wait().unwrap().iter().sum::<f64>();
+    }
+    sum
+}
+
+fn sync_loop(a: &mut OocArray<f64>, compute: impl Fn()) -> f64 {
+    let mut sum = 0.0;
+    for i in 0..a.num_blocks() {
+        sum += a.read_block(i).unwrap().iter().sum::<f64>();
+        compute();
+    }
+    sum
+}
+
+#[test]
+fn prefetch_returns_the_right_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    for instrumented in [false, true] {
+        let s = store(
+            &dir.path().join(format!("{instrumented}")),
+            u64::MAX,
+            DiskModel::unthrottled(),
+            instrumented,
+        );
+        let mut a = fixed::<f64>(&s, "A", 11, 3, Placement::OutOfCore { icla_rows: 2 });
+        write_all(&mut a);
+        let expected: f64 = pattern(0..11, 3).iter().sum();
+        assert_eq!(prefetch_loop(&mut a, || {}), expected);
+        for i in [5, 0, 3] {
+            a.prefetch_block(i).unwrap();
+            let want = pattern(a.block_range(i), 3);
+            assert_eq!(a.wait().unwrap(), &want[..]);
+        }
+        assert_eq!(a.stats().prefetches, 5 + 3);
+    }
+}
+
+#[test]
+fn prefetch_overlaps_computation_with_the_read() {
+    let latency = 0.02;
+    let compute = || std::thread::sleep(Duration::from_secs_f64(latency));
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), u64::MAX, slow_disk(latency), false);
+    let mut a = fixed::<f64>(&s, "A", 6, 4, Placement::OutOfCore { icla_rows: 1 });
+    write_all(&mut a);
+
+    let before = a.stats().charged_s;
+    let start = Instant::now();
+    let sync_sum = sync_loop(&mut a, compute);
+    let sync_s = start.elapsed().as_secs_f64();
+    let sync_charged = a.stats().charged_s - before;
+
+    let before = a.stats().charged_s;
+    let start = Instant::now();
+    let prefetch_sum = prefetch_loop(&mut a, compute);
+    let prefetch_s = start.elapsed().as_secs_f64();
+    let prefetch_charged = a.stats().charged_s - before;
+
+    assert_eq!(sync_sum, prefetch_sum);
+    // Synchronous: 6 × (read + compute) ≈ 12 latencies; prefetching hides 5 of the 6 reads
+    // behind computation: ≈ 7 latencies.
+    let ratio = prefetch_s / sync_s;
+    assert!(
+        ratio < 0.8,
+        "prefetch {prefetch_s:.3}s vs sync {sync_s:.3}s (ratio {ratio:.2})"
+    );
+    // Only the first read (synchronous) still waits for the emulated disk.
+    assert!(
+        prefetch_charged < 0.5 * sync_charged,
+        "charged {prefetch_charged} vs {sync_charged}"
+    );
+}
+
+#[test]
+fn instrumented_prefetch_is_a_synchronous_read_and_wait_a_no_op() {
+    let latency = 0.02;
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), u64::MAX, slow_disk(latency), true);
+    let mut a = fixed::<f64>(&s, "A", 2, 4, Placement::OutOfCore { icla_rows: 1 });
+    write_all(&mut a);
+    let start = Instant::now();
+    a.prefetch_block(1).unwrap();
+    let issue_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let block = a.wait().unwrap().to_vec();
+    let wait_s = start.elapsed().as_secs_f64();
+    assert_eq!(block, pattern(1..2, 4));
+    // The issue carried the whole emulated read; the wait had nothing left to do.
+    assert!(issue_s >= 0.95 * latency, "issue took {issue_s}");
+    assert!(wait_s < 0.25 * latency, "wait took {wait_s}");
+}
+
+#[test]
+fn failed_write_midway_leaves_the_old_block_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = pattern(0..2, 5);
+    {
+        let s = plain(dir.path());
+        let mut a = fixed::<f64>(&s, "A", 4, 5, Placement::OutOfCore { icla_rows: 2 });
+        a.write_block(0, &old).unwrap();
+        let file_len = std::fs::metadata(a.block_path(0)).unwrap().len() as usize;
+        a.inject_write_fault(WriteFault::FailAfter(file_len / 2));
+        let err = a.write_block(0, &[9.0; 10]).unwrap_err();
+        assert!(matches!(err, OocError::InjectedFault { .. }), "{err}");
+        let temp = dir.path().join("A").join("0.blk.tmp");
+        assert_eq!(
+            std::fs::metadata(&temp).unwrap().len() as usize,
+            file_len / 2,
+            "half a block was written"
+        );
+        assert_eq!(a.read_block(0).unwrap(), &old[..]);
+    }
+    let s = plain(dir.path());
+    let mut a = fixed::<f64>(&s, "A", 4, 5, Placement::OutOfCore { icla_rows: 2 });
+    assert_eq!(a.read_block(0).unwrap(), &old[..]);
+    assert!(
+        !dir.path().join("A").join("0.blk.tmp").exists(),
+        "the leftover is cleaned on reopen"
+    );
+}
+
+const CRASH_ENV: &str = "MHETA_OOC_CRASH_DIR";
+
+/// Child half of `process_killed_midway_leaves_the_old_block_intact`: does nothing unless the
+/// parent set the environment variable.
+#[test]
+fn crash_child() {
+    let Ok(dir) = std::env::var(CRASH_ENV) else {
+        return;
+    };
+    let s = plain(Path::new(&dir));
+    let mut a = fixed::<f64>(&s, "A", 4, 5, Placement::OutOfCore { icla_rows: 2 });
+    a.inject_write_fault(WriteFault::AbortAfter(60));
+    let _ = a.write_block(0, &[9.0; 10]);
+    unreachable!("the write aborts the process");
+}
+
+#[test]
+fn process_killed_midway_leaves_the_old_block_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = pattern(0..2, 5);
+    {
+        let s = plain(dir.path());
+        let mut a = fixed::<f64>(&s, "A", 4, 5, Placement::OutOfCore { icla_rows: 2 });
+        a.write_block(0, &old).unwrap();
+    }
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash_child", "--test-threads=1"])
+        .env(CRASH_ENV, dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!status.success(), "the child should have aborted");
+    assert!(
+        dir.path().join("A").join("0.blk.tmp").exists(),
+        "the child died mid-write"
+    );
+    let s = plain(dir.path());
+    let mut a = fixed::<f64>(&s, "A", 4, 5, Placement::OutOfCore { icla_rows: 2 });
+    assert_eq!(a.read_block(0).unwrap(), &old[..]);
+}
+
+#[test]
+fn io_errors_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // A store directory under a regular file cannot be created.
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, b"x").unwrap();
+    let bad = file.join("rank0");
+    let err = NodeStore::open(StoreConfig {
+        dir: bad.clone(),
+        memory_bytes: 1,
+        disk: DiskModel::unthrottled(),
+        instrumented: false,
+    })
+    .unwrap_err();
+    assert!(
+        err.to_string().contains(&bad.display().to_string()),
+        "{err}"
+    );
+
+    // A write whose temporary file cannot be created (a directory is in the way).
+    let s = plain(&dir.path().join("store"));
+    let mut a = fixed::<f64>(&s, "A", 2, 1, Placement::OutOfCore { icla_rows: 1 });
+    let temp = dir.path().join("store/A/1.blk.tmp");
+    std::fs::create_dir(&temp).unwrap();
+    let err = a.write_block(1, &[1.0]).unwrap_err();
+    assert!(matches!(err, OocError::Io { .. }), "{err}");
+    assert!(
+        err.to_string().contains(&temp.display().to_string()),
+        "{err}"
+    );
+
+    // A truncated block is reported as corrupt, with its file.
+    a.write_block(0, &[1.0]).unwrap();
+    let path = a.block_path(0);
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
+    let err = a.read_block(0).unwrap_err();
+    assert!(matches!(err, OocError::Corrupt { .. }), "{err}");
+    assert!(
+        err.to_string().contains(&path.display().to_string()),
+        "{err}"
+    );
+    // The same error reaches the caller through a background prefetch.
+    a.prefetch_block(0).unwrap();
+    let err = a.wait().unwrap_err();
+    assert!(
+        err.to_string().contains(&path.display().to_string()),
+        "{err}"
+    );
+}
+
+#[test]
+fn disk_emulation_charges_latency_plus_transfer() {
+    // 4 ms per call and 1 MB/s: a block of 125 f64 (1000 B) costs 4 ms + 1 ms = 5 ms.
+    let disk = DiskModel {
+        latency_s: 4e-3,
+        read_bps: 1e6,
+        write_bps: 0.5e6,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), u64::MAX, disk, false);
+    let mut a = fixed::<f64>(&s, "A", 2, 125, Placement::OutOfCore { icla_rows: 1 });
+    for (op, cost) in [("write", 6e-3), ("read", 5e-3)] {
+        let before = a.stats().charged_s;
+        let start = Instant::now();
+        match op {
+            "write" => a.write_block(0, &[1.0; 125]).unwrap(),
+            _ => a.read_block(0).map(|_| ()).unwrap(),
+        }
+        let took = start.elapsed().as_secs_f64();
+        let charged = a.stats().charged_s - before;
+        // The call lasts at least the emulated cost; the charge is what the real I/O fell short.
+        assert!(took >= cost, "{op} took {took}s, emulated cost {cost}s");
+        assert!(
+            charged > 0.0 && charged <= cost,
+            "{op} charged {charged}s of {cost}s"
+        );
+        assert!(took - charged >= 0.0);
+    }
+
+    let s = plain(&dir.path().join("fast"));
+    let mut fast = fixed::<f64>(&s, "A", 2, 125, Placement::OutOfCore { icla_rows: 1 });
+    fast.write_block(0, &[1.0; 125]).unwrap();
+    fast.read_block(0).unwrap();
+    assert_eq!(
+        fast.stats().charged_s,
+        0.0,
+        "an unthrottled disk is never charged"
+    );
+}
