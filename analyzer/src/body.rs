@@ -12,6 +12,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use syn::spanned::Spanned;
 
+use mheta_runtime::format::Pattern;
+
 use crate::binding::{pattern_idents, type_value, Env, Text};
 use crate::catalogue::ValueKind;
 use crate::diagnostics::{Diagnostic, Diagnostics, Loc};
@@ -27,6 +29,16 @@ const ITER_CLOSURE_METHODS: &[&str] = &[
     "for_each", "map", "filter", "filter_map", "flat_map", "fold", "try_for_each", "try_fold", "any", "all", "position",
     "find", "find_map", "inspect", "map_while", "scan", "take_while", "skip_while", "reduce", "for_each_init",
     "for_each_with", "max_by", "min_by", "max_by_key", "min_by_key", "sum_by",
+];
+
+/// Iterator methods that consume the whole iteration (the chain is a loop even without closures).
+const CONSUMING_METHODS: &[&str] = &["sum", "product", "count", "max", "min", "collect", "fold", "for_each", "last"];
+
+/// Methods that start an iteration over data.
+const ITER_SOURCES: &[&str] = &[
+    "iter", "iter_mut", "into_iter", "par_iter", "par_iter_mut", "into_par_iter", "chunks", "chunks_mut", "windows",
+    "par_chunks", "par_chunks_mut", "chunks_exact", "chunks_exact_mut", "lines", "bytes", "chars", "keys", "values",
+    "drain",
 ];
 
 /// A variable declared in a solver (arrays and vectors).
@@ -48,6 +60,8 @@ pub struct Facts {
     pub variables: Vec<VarDecl>,
     /// Glue `let`s: name → initialiser as written (for participants such as `left = rank - 1`).
     pub glue_defs: HashMap<String, String>,
+    /// Local closures whose bodies are glue (`let lo = |k| k * n;`).
+    pub glue_closures: BTreeSet<String>,
     pub diags: Diagnostics,
 }
 
@@ -62,7 +76,7 @@ pub fn communicating_functions(program: &Program) -> Vec<bool> {
         let mut b = Builder::new(program, f, &none, &mut facts, vec![i], None);
         let nodes = b.block(&f.block);
         callees[i] = b.called.clone();
-        direct[i] = nodes.iter().any(Node::has_comm);
+        direct[i] = nodes.iter().any(Node::has_comm) || is_comm_attr(f) || program.config.is_comm_function(&f.path);
     }
     let mut comm = direct;
     loop {
@@ -172,9 +186,15 @@ impl<'p, 'f> Builder<'p, 'f> {
         }
     }
 
-    fn scan(&mut self, e: Option<&syn::Expr>, bound: &[String], loc: Loc) -> Stmt {
+    fn scan(&self, e: Option<&syn::Expr>, bound: &[String], loc: Loc) -> Stmt {
         let user_comm = |e: &syn::Expr| self.nested_user_comm(e);
-        let scanner = Scanner { env: &self.env, text: self.text, config: &self.program.config, user_comm: &user_comm };
+        let scanner = Scanner {
+            env: &self.env,
+            text: self.text,
+            config: &self.program.config,
+            user_comm: &user_comm,
+            glue_closures: &self.facts.glue_closures,
+        };
         scanner.scan(e, bound, loc)
     }
 
@@ -193,15 +213,28 @@ impl<'p, 'f> Builder<'p, 'f> {
             (syn::Pat::Tuple(pt), Some(syn::Expr::Tuple(t))) if pt.elems.len() == t.elems.len() => t.elems.iter().map(Some).collect(),
             _ => vec![init; names.len()],
         };
+        let mut binds_comm = false;
         for (name, part) in names.iter().zip(parts) {
             let value = annotated.clone().or_else(|| part.and_then(|e| self.env.value_of(e, &self.text)));
+            binds_comm |= value.is_some();
             self.env.bind(name, value);
             if let Some(e) = part {
                 self.note_facts(name, e, loc, l);
             }
         }
         match init {
-            Some(e) => self.expr(e, &names, loc, out),
+            Some(e) => {
+                let before = out.len();
+                self.expr(e, &names, loc, out);
+                // Binding a communicator (`let up = comm.process_at_rank(r)`) is glue.
+                if binds_comm && out.len() == before + 1 {
+                    if let Some(Node::Stmt(s)) = out.last_mut() {
+                        if s.calls.is_empty() {
+                            s.glue = true;
+                        }
+                    }
+                }
+            }
             None => out.push(Node::Stmt(self.scan(None, &names, loc))),
         }
     }
@@ -231,7 +264,12 @@ impl<'p, 'f> Builder<'p, 'f> {
         } else if partition_marker && !m.methods.iter().any(|x| x == "rank") {
             self.facts.dist_sizes.insert(name.to_string());
         }
-        if is_glue(e) {
+        if let syn::Expr::Closure(c) = e {
+            let glue = crate::scan::Glue { closures: &self.facts.glue_closures };
+            if glue.expr(&c.body) {
+                self.facts.glue_closures.insert(name.to_string());
+            }
+        } else if is_glue(e) {
             self.facts.glue_defs.insert(name.to_string(), self.text.of(e));
         }
     }
@@ -340,6 +378,15 @@ impl<'p, 'f> Builder<'p, 'f> {
     }
 
     fn match_expr(&mut self, m: &syn::ExprMatch, bound: &[String], loc: Loc) -> Node {
+        // `match rank { r if r == last => .. }`: the arm's binding is the rank.
+        if let syn::Expr::Path(p) = &*m.expr {
+            if p.path.get_ident().is_some_and(|i| self.facts.rank_vars.contains(&i.to_string())) {
+                for arm in &m.arms {
+                    let names = pattern_idents(&arm.pat);
+                    self.facts.rank_vars.extend(names);
+                }
+            }
+        }
         let mut arms = Vec::new();
         for arm in &m.arms {
             let mut nodes = Vec::new();
@@ -369,10 +416,14 @@ impl<'p, 'f> Builder<'p, 'f> {
         let mut closures = Vec::new();
         let mut cur = e;
         let mut is_iter = false;
+        let mut consumes = false;
+        let mut from_source = false;
         loop {
             match cur {
                 syn::Expr::MethodCall(m) => {
                     let name = m.method.to_string();
+                    consumes |= CONSUMING_METHODS.contains(&name.as_str());
+                    from_source |= ITER_SOURCES.contains(&name.as_str());
                     for a in &m.args {
                         if let syn::Expr::Closure(c) = a {
                             if ITER_CLOSURE_METHODS.contains(&name.as_str()) {
@@ -388,7 +439,8 @@ impl<'p, 'f> Builder<'p, 'f> {
                 _ => break,
             }
         }
-        if !is_iter {
+        // `v.iter().sum()` is a loop too; a glue chain over a range of ranks is not.
+        if !(is_iter || consumes && from_source) || is_glue(e) {
             return None;
         }
         closures.reverse();
@@ -559,12 +611,37 @@ impl<'p, 'f> Builder<'p, 'f> {
         let nodes = child.block(&f.block);
         let path = f.path.clone();
         let rule2 = is_comm_attr(f) || program.config.is_comm_function(&path);
-        if !nodes.iter().any(Node::has_comm) {
+        if !rule2 && !nodes.iter().any(Node::has_comm) {
             return None;
         }
         if rule2 || nodes.iter().all(Node::only_comm_and_glue) {
             let hint = program.config.comm_pattern(&path);
-            Some(Expansion::Event(collect_calls(&nodes, &path, hint), path))
+            let mut calls = collect_calls(&nodes, &path, hint);
+            if calls.is_empty() {
+                // A communication function over a transport no catalogue knows (mheta.toml).
+                calls.push(CallSite {
+                    api: path.clone(),
+                    kind: match hint {
+                        Some(
+                            p @ (Pattern::Reduction
+                            | Pattern::Broadcast
+                            | Pattern::Barrier
+                            | Pattern::Gather
+                            | Pattern::Scatter
+                            | Pattern::AllGather
+                            | Pattern::AllToAll),
+                        ) => crate::catalogue::CallKind::Collective(p),
+                        _ => crate::catalogue::CallKind::Exchange,
+                    },
+                    peer: None,
+                    message: None,
+                    elem_type: None,
+                    loc: Loc::of(f.file, f.sig.ident.span()),
+                    pattern_hint: hint,
+                    ranges: vec![],
+                });
+            }
+            Some(Expansion::Event(calls, path))
         } else {
             Some(Expansion::Inline(nodes))
         }

@@ -171,7 +171,7 @@ fn representative(reads: &[String], writes: &[String], classes: &BTreeMap<String
     };
     let mut best: Option<&String> = None;
     for v in pool {
-        if best.is_none_or(|b| score(v) > score(b)) {
+        if best.map_or(true, |b| score(v) > score(b)) {
             best = Some(v);
         }
     }

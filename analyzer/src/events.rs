@@ -5,10 +5,10 @@
 //! 2. **function boundaries** — a call of a communication-only function is one event;
 //! 3. **single call** — otherwise the call statement (with its rank guard) is the event.
 //!
-//! Glue attaches to its neighbour: glue before an event belongs to it; glue before a stage loop
-//! joins that loop's stage; remaining glue after an event belongs to that event (unpacking).
-//! Adjacent events with nothing but glue between them merge when compatible (point-to-point with
-//! point-to-point, or the same collective). Each event then gets a pattern and symbolic
+//! Glue directly before an event belongs to it, unless an implicit stage is open (a statement
+//! just before the glue): then the glue is part of that stage, as the automaton would record it.
+//! Other glue stays a statement. Adjacent events with nothing but glue between them merge when
+//! compatible (point-to-point with point-to-point, or the same collective). Each event then gets a pattern and symbolic
 //! participants.
 
 use mheta_runtime::format::{EventRule, Pattern};
@@ -113,54 +113,23 @@ fn attach_glue(items: Vec<Item>) -> Vec<Item> {
         while i < items.len() && is_glue_item(&items[i]) {
             i += 1;
         }
-        let run: Vec<&Node> = items[start..i].iter().filter_map(|it| if let Item::Node(n) = it { Some(n) } else { None }).collect();
-        match items.get(i) {
-            Some(Item::Event(_)) => {
-                // Belongs to the next event: widen that event's span when it is pushed.
-                let first = run.first().and_then(|n| n.loc());
-                if let (Some(Item::Event(mut e)), Some(first)) = (items.get(i).cloned(), first) {
+        // An open implicit stage (a statement just before the glue) keeps recording the glue;
+        // otherwise glue directly before an event belongs to that event.
+        let stage_open = matches!(out.last(), Some(Item::Node(Node::Stmt(_))));
+        let first = items[start..i].iter().find_map(|it| if let Item::Node(n) = it { n.loc() } else { None });
+        match (items.get(i), stage_open) {
+            (Some(Item::Event(e)), false) => {
+                let mut e = e.clone();
+                if let Some(first) = first {
                     e.loc = first.to(e.loc);
-                    out.push(Item::Event(e));
-                    i += 1;
                 }
-            }
-            Some(Item::Node(Node::Loop(l))) if !l.body.iter().any(Node::has_comm) => {
-                let mut l = l.clone();
-                for n in &run {
-                    fold_effects(n, &mut l.header);
-                }
-                out.push(Item::Node(Node::Loop(l)));
+                out.push(Item::Event(e));
                 i += 1;
             }
-            _ => match out.last_mut() {
-                Some(Item::Event(e)) => {
-                    if let Some(last) = run.last().and_then(|n| n.loc()) {
-                        e.loc = e.loc.to(last);
-                    }
-                }
-                _ => out.extend(run.into_iter().cloned().map(Item::Node)),
-            },
+            _ => out.extend(items[start..i].iter().cloned()),
         }
     }
     out
-}
-
-/// Adds a glue node's reads and writes to a loop header.
-fn fold_effects(node: &Node, header: &mut Stmt) {
-    match node {
-        Node::Stmt(s) => {
-            header.reads.extend(s.reads.iter().cloned());
-            header.writes.extend(s.writes.iter().cloned());
-        }
-        Node::Loop(l) => {
-            fold_effects(&Node::Stmt(l.header.clone()), header);
-            l.body.iter().for_each(|n| fold_effects(n, header));
-        }
-        Node::Branch(b) => {
-            fold_effects(&Node::Stmt(b.cond.clone()), header);
-            b.arms.iter().flatten().for_each(|n| fold_effects(n, header));
-        }
-    }
 }
 
 /// The single collective pattern of an event, or `None` for point-to-point-only events.

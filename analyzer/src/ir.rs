@@ -137,8 +137,9 @@ impl Node {
         }
     }
 
+    /// Glue is a statement: loops (over data) and branches holding loops never are.
     pub fn is_glue(&self) -> bool {
-        !self.has_comm() && self.only_comm_and_glue()
+        matches!(self, Node::Stmt(s) if s.glue && s.calls.is_empty())
     }
 
     pub fn loc(&self) -> Option<Loc> {

@@ -102,8 +102,19 @@ impl Lowered {
                 self.tokens.push(Token::Comm(self.events.len() - 1));
             }
             Item::Node(Node::Stmt(s)) => self.stmt(s),
-            Item::Node(Node::Loop(lp)) => {
-                let has_comm = lp.body.iter().any(Node::has_comm);
+            Item::Node(Node::Loop(mut lp)) => {
+                // Communication in a loop header (`while { all_reduce(..); worst > tol } {..}`)
+                // cannot be lifted: the loop stays a stage loop and the automaton reports it.
+                let header_comm = !lp.header.calls.is_empty();
+                let header_event = header_comm.then(|| {
+                    let draft = match events::form(vec![Node::Stmt(lp.header.clone())]).pop() {
+                        Some(Item::Event(d)) => d,
+                        _ => unreachable_event(&lp.header),
+                    };
+                    lp.header.calls.clear();
+                    draft
+                });
+                let has_comm = !header_comm && lp.body.iter().any(Node::has_comm);
                 let body_items = events::form(lp.body);
                 let role = match (ctx, has_comm) {
                     (Context::Sections, true) => {
@@ -138,6 +149,9 @@ impl Lowered {
                     role,
                 });
                 self.tokens.push(Token::LoopStart(id));
+                if let Some(draft) = header_event {
+                    self.item(Item::Event(draft), Context::StageLoop, facts);
+                }
                 let inner = match role {
                     LoopRole::Nested => Context::Sections,
                     LoopRole::Tile => Context::Tile,
@@ -152,9 +166,9 @@ impl Lowered {
                 let has_comm = b.arms.iter().flatten().any(Node::has_comm);
                 if has_comm {
                     self.diags.push(
-                        Diagnostic::warning("branch mixes communication and computation", Some(b.loc))
-                            .with_label("its arms are analysed one after the other")
-                            .with_note("a branch that only communicates (with glue) is one event; move the computation out of it for a precise structure"),
+                        Diagnostic::error("communication the lowering cannot lift: this branch mixes communication and computation", Some(b.loc))
+                            .with_label("an arm of this branch both computes and communicates")
+                            .with_note("a branch that only communicates (with glue) is one event; move the computation out of the branch, before or after it"),
                     );
                 }
                 if !b.cond.glue {
@@ -210,6 +224,18 @@ impl Lowered {
             }
             Token::IterEnd => "IterEnd".into(),
         }
+    }
+}
+
+/// An event for a header whose calls did not form one (cannot happen: a statement with calls
+/// always forms an event); kept total so lowering never panics.
+fn unreachable_event(header: &Stmt) -> EventDraft {
+    EventDraft {
+        rule: mheta_runtime::format::EventRule::SingleCall,
+        calls: header.calls.clone(),
+        loc: header.loc.unwrap_or(Loc { file: 0, start: (0, 0), end: (0, 0) }),
+        ranges: vec![],
+        computes: None,
     }
 }
 

@@ -6,6 +6,8 @@
 //! (`vec![0; n]`), binding a receive target (`let mut sum = 0.0`), swapping buffer handles,
 //! and control flow (`break`, `if done { break }`) over such values.
 
+use std::collections::BTreeSet;
+
 use syn::visit::{self, Visit};
 
 use crate::binding::{Env, Text};
@@ -29,7 +31,8 @@ const GLUE_METHODS: &[&str] = &[
     "div_ceil", "start", "end", "is_some", "is_none", "is_ok", "is_err", "ok", "into", "try_into", "get", "first",
     "last", "iter", "into_iter", "filter", "map", "rev", "step_by", "collect", "count", "chain", "take", "skip",
     "enumerate", "contains", "global_rows", "local_rows", "iterations", "partition", "rows_of", "blocks", "source_rank",
-    "tag", "split_at", "split_at_mut", "swap", "to_string", "is_finite", "is_nan", "eq", "ne", "lt", "gt",
+    "tag", "split_at", "split_at_mut", "to_string", "is_finite", "is_nan", "eq", "ne", "lt", "gt", "process_at_rank",
+    "any_process", "this_process", "world", "comm", "cloned", "copied",
 ];
 
 /// Methods that mutate their receiver.
@@ -47,6 +50,8 @@ pub struct Scanner<'a> {
     /// Resolves a user function call to communication calls it makes when it is a
     /// communication function (rule 2): `Some(calls)`, or `None` when it does not communicate.
     pub user_comm: &'a dyn Fn(&syn::Expr) -> Option<Vec<CallSite>>,
+    /// Local closures whose bodies are glue (`let lo = |k| k * n;`): calling them is glue.
+    pub glue_closures: &'a BTreeSet<String>,
 }
 
 impl Scanner<'_> {
@@ -61,8 +66,9 @@ impl Scanner<'_> {
             push_unique(&mut v.out.declares, b);
         }
         let mut out = v.out;
-        out.glue = out.calls.is_empty() && out.io.is_empty() && expr.is_none_or(is_glue);
-        out.computes = !out.calls.is_empty() && expr.is_some_and(computes_besides_comm);
+        let glue = Glue { closures: self.glue_closures };
+        out.glue = out.calls.is_empty() && out.io.is_empty() && expr.map_or(true, |e| glue.expr(e));
+        out.computes = !out.calls.is_empty() && expr.is_some_and(|e| computes_besides_comm(e, &glue));
         out
     }
 }
@@ -260,77 +266,122 @@ pub fn macro_args(m: &syn::Macro) -> Vec<syn::Expr> {
         .unwrap_or_default()
 }
 
-/// Whether an expression is glue (see the module documentation).
+/// Whether an expression is glue (see the module documentation), with no local closures known.
 pub fn is_glue(e: &syn::Expr) -> bool {
-    use syn::Expr::*;
-    match e {
-        Lit(_) | Path(_) | Break(_) | Continue(_) | Range(_) => match e {
-            Range(r) => r.start.as_deref().is_none_or(is_glue) && r.end.as_deref().is_none_or(is_glue),
-            Break(b) => b.expr.as_deref().is_none_or(is_glue),
-            _ => true,
-        },
-        Return(r) => r.expr.as_deref().is_none_or(is_glue),
-        Paren(p) => is_glue(&p.expr),
-        Group(g) => is_glue(&g.expr),
-        Unary(u) => is_glue(&u.expr),
-        Binary(b) => is_glue(&b.left) && is_glue(&b.right),
-        Cast(c) => is_glue(&c.expr),
-        Field(f) => is_glue(&f.base),
-        Index(i) => is_glue(&i.expr) && is_glue(&i.index),
-        Reference(r) => is_glue(&r.expr),
-        Tuple(t) => t.elems.iter().all(is_glue),
-        Array(a) => a.elems.iter().all(is_glue),
-        Repeat(r) => is_glue(&r.expr) && is_glue(&r.len),
-        Try(t) => is_glue(&t.expr),
-        Let(l) => is_glue(&l.expr),
-        Assign(a) => matches!(&*a.left, Path(_) | Field(_)) && is_glue(&a.right),
-        If(i) => {
-            is_glue(&i.cond)
-                && block_is_glue(&i.then_branch)
-                && i.else_branch.as_ref().is_none_or(|(_, e)| is_glue(e))
+    Glue { closures: &BTreeSet::new() }.expr(e)
+}
+
+/// The glue predicate, knowing which local closures are glue.
+pub struct Glue<'a> {
+    pub closures: &'a BTreeSet<String>,
+}
+
+impl Glue<'_> {
+    pub fn expr(&self, e: &syn::Expr) -> bool {
+        use syn::Expr::*;
+        let g = |e: &syn::Expr| self.expr(e);
+        match e {
+            Lit(_) | Path(_) | Continue(_) => true,
+            Range(r) => r.start.as_deref().map_or(true, g) && r.end.as_deref().map_or(true, g),
+            Break(b) => b.expr.as_deref().map_or(true, g),
+            Return(r) => r.expr.as_deref().map_or(true, g),
+            Paren(p) => g(&p.expr),
+            Group(x) => g(&x.expr),
+            Unary(u) => g(&u.expr),
+            Binary(b) if is_compound(&b.op) => matches!(&*b.left, Path(_) | Field(_)) && g(&b.right),
+            Binary(b) => g(&b.left) && g(&b.right),
+            Cast(c) => g(&c.expr),
+            Field(f) => g(&f.base),
+            // Slicing a buffer is glue; reading an element of data is not.
+            Index(i) => matches!(&*i.index, Range(_)) && g(&i.expr) && g(&i.index),
+            Reference(r) => g(&r.expr),
+            Tuple(t) => t.elems.iter().all(g),
+            Array(a) => a.elems.iter().all(g),
+            Repeat(r) => g(&r.expr) && g(&r.len),
+            Try(t) => g(&t.expr),
+            Let(l) => g(&l.expr),
+            Assign(a) => match &*a.left {
+                Path(_) | Field(_) => g(&a.right),
+                // Unpacking a received value into its slot: a plain move, no arithmetic.
+                Index(i) => {
+                    matches!(&*a.right, Path(_) | Lit(_) | Field(_)) && g(&i.expr) && index_is_simple(&i.index, self)
+                }
+                _ => false,
+            },
+            If(i) => {
+                g(&i.cond) && self.block(&i.then_branch) && i.else_branch.as_ref().map_or(true, |(_, e)| g(e))
+            }
+            Match(m) => g(&m.expr) && m.arms.iter().all(|a| g(&a.body)),
+            Block(b) => self.block(&b.block),
+            Closure(c) => g(&c.body),
+            Macro(m) => {
+                let name = m.mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
+                matches!(name.as_str(), "vec" | "assert" | "assert_eq" | "assert_ne" | "debug_assert" | "debug_assert_eq")
+                    && macro_args(&m.mac).iter().all(g)
+            }
+            MethodCall(m) => {
+                let name = m.method.to_string();
+                // Iterating is glue only over a range (ranks, tags), never over data.
+                let iterates = matches!(name.as_str(), "iter" | "into_iter" | "iter_mut");
+                let over_range = matches!(strip_parens(&m.receiver), Range(_));
+                GLUE_METHODS.contains(&name.as_str())
+                    && (!iterates || over_range)
+                    && g(&m.receiver)
+                    && m.args.iter().all(g)
+            }
+            Call(c) => {
+                let Path(p) = &*c.func else { return false };
+                let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                let last = segs.last().map(String::as_str).unwrap_or("");
+                let constructor = last.starts_with(char::is_uppercase);
+                let parent = if segs.len() >= 2 { segs[segs.len() - 2].as_str() } else { "" };
+                let type_assoc = parent.starts_with(char::is_uppercase)
+                    || matches!(parent, "usize" | "u32" | "i32" | "i64" | "u64" | "f64" | "f32");
+                let closure = segs.len() == 1 && self.closures.contains(last);
+                (constructor || type_assoc || closure) && c.args.iter().all(g)
+            }
+            _ => false,
         }
-        Match(m) => is_glue(&m.expr) && m.arms.iter().all(|a| is_glue(&a.body)),
-        Block(b) => block_is_glue(&b.block),
-        Closure(c) => is_glue(&c.body),
-        Macro(m) => {
-            let name = m.mac.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
-            matches!(name.as_str(), "vec" | "assert" | "assert_eq" | "assert_ne" | "debug_assert" | "debug_assert_eq")
-                && macro_args(&m.mac).iter().all(is_glue)
-        }
-        MethodCall(m) => {
-            let name = m.method.to_string();
-            GLUE_METHODS.contains(&name.as_str()) && is_glue(&m.receiver) && m.args.iter().all(is_glue)
-        }
-        Call(c) => {
-            let Path(p) = &*c.func else { return false };
-            let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
-            let last = segs.last().map(String::as_str).unwrap_or("");
-            let constructor = last.starts_with(char::is_uppercase);
-            let type_assoc = segs.len() >= 2 && segs[segs.len() - 2].starts_with(char::is_uppercase)
-                || segs.len() >= 2 && matches!(segs[segs.len() - 2].as_str(), "usize" | "u32" | "i32" | "i64" | "u64" | "f64" | "f32");
-            let handles = matches!(last, "swap" | "replace" | "take") && segs.iter().any(|s| s == "mem");
-            (constructor || type_assoc || handles) && c.args.iter().all(is_glue)
-        }
-        _ => false,
+    }
+
+    fn block(&self, b: &syn::Block) -> bool {
+        b.stmts.iter().all(|s| match s {
+            syn::Stmt::Local(l) => l.init.as_ref().map_or(true, |i| self.expr(&i.expr)),
+            syn::Stmt::Expr(e, _) => self.expr(e),
+            syn::Stmt::Macro(m) => self.expr(&syn::Expr::Macro(syn::ExprMacro { attrs: vec![], mac: m.mac.clone() })),
+            syn::Stmt::Item(_) => true,
+        })
     }
 }
 
-fn block_is_glue(b: &syn::Block) -> bool {
-    b.stmts.iter().all(|s| match s {
-        syn::Stmt::Local(l) => l.init.as_ref().is_none_or(|i| is_glue(&i.expr)),
-        syn::Stmt::Expr(e, _) => is_glue(e),
-        syn::Stmt::Macro(m) => is_glue(&syn::Expr::Macro(syn::ExprMacro { attrs: vec![], mac: m.mac.clone() })),
-        syn::Stmt::Item(_) => true,
-    })
+fn is_compound(op: &syn::BinOp) -> bool {
+    use syn::BinOp::*;
+    matches!(
+        op,
+        AddAssign(_) | SubAssign(_) | MulAssign(_) | DivAssign(_) | RemAssign(_) | BitXorAssign(_) | BitAndAssign(_)
+            | BitOrAssign(_) | ShlAssign(_) | ShrAssign(_)
+    )
+}
+
+/// An index that is itself envelope arithmetic (`status.source_rank() as usize`, `k`).
+fn index_is_simple(e: &syn::Expr, glue: &Glue<'_>) -> bool {
+    glue.expr(e)
+}
+
+fn strip_parens(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Paren(p) => strip_parens(&p.expr),
+        other => other,
+    }
 }
 
 /// Whether a communication statement also computes in its arguments (a call that is neither
 /// glue nor communication, e.g. `all_reduce_into(&dot(&r, &r), ..)`).
-fn computes_besides_comm(e: &syn::Expr) -> bool {
-    struct Finder(bool);
-    impl<'ast> Visit<'ast> for Finder {
+fn computes_besides_comm(e: &syn::Expr, glue: &Glue<'_>) -> bool {
+    struct Finder<'g, 'a>(bool, &'g Glue<'a>);
+    impl<'ast> Visit<'ast> for Finder<'_, '_> {
         fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
-            if !is_glue(&syn::Expr::Call(c.clone())) {
+            if !self.1.expr(&syn::Expr::Call(c.clone())) {
                 let is_op = matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.iter().any(|s| s.ident == "SystemOperation" || s.ident == "ReduceOp"));
                 let is_comm_free = matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.last().is_some_and(|s| catalogue::free_function(&s.ident.to_string()).is_some()));
                 if !is_op && !is_comm_free {
@@ -348,7 +399,7 @@ fn computes_besides_comm(e: &syn::Expr) -> bool {
         }
         fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
     }
-    let mut f = Finder(false);
+    let mut f = Finder(false, glue);
     f.visit_expr(e);
     f.0
 }
@@ -368,8 +419,9 @@ mod tests {
         assert!(glue("vec![0.0f64; n]"));
         assert!(glue("&mut buf[lo..hi]"));
         assert!(glue("world.size() as usize - 1"));
-        assert!(glue("std::mem::swap(&mut a, &mut b)"));
         assert!(glue("if global.sqrt() < tol { break }"));
+        assert!(glue("results[status.source_rank() as usize] = value"));
+        assert!(glue("u[1..n].to_vec()"));
         assert!(glue("(0..size).filter(|&r| r != rank).collect::<Vec<_>>()"));
     }
 
@@ -380,5 +432,9 @@ mod tests {
         assert!(!glue("b[i] = 0.5 * a[i]"));
         assert!(!glue("a.fill(0.0)"));
         assert!(!glue("println!(\"{}\", x)"));
+        assert!(!glue("std::mem::swap(&mut a, &mut b)"));
+        assert!(!glue("u[i * n + j] += omega * r"));
+        assert!(!glue("v[0]"));
+        assert!(!glue("a.iter().map(|x| 2.0 * x).collect::<Vec<_>>()"));
     }
 }

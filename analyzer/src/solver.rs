@@ -42,17 +42,23 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
         return out;
     }
     let mut candidates = Vec::new();
-    let mut callees = std::collections::BTreeSet::new();
+    let mut callees: Vec<(usize, std::collections::BTreeSet<usize>)> = Vec::new();
     for (i, _) in program.functions.iter().enumerate().filter(|(i, _)| comm_fns.get(*i) == Some(&true)) {
         let mut facts = Facts::default();
         let (nodes, called) = body::build_function(program, i, comm_fns, &mut facts);
-        let comm_only = nodes.iter().all(Node::only_comm_and_glue) || body::is_comm_attr(&program.functions[i]);
-        if !comm_only && main_loop(&nodes).is_some() {
+        let f = &program.functions[i];
+        let comm_only = nodes.iter().all(Node::only_comm_and_glue) || body::is_comm_attr(f);
+        // The loop must be the function's own, not one inlined from a callee.
+        let body = Loc::of(f.file, syn::spanned::Spanned::span(&f.block));
+        let own = main_loop(&nodes).is_some_and(|l| l.loc.file == body.file && l.loc.start >= body.start && l.loc.end <= body.end);
+        if !comm_only && own {
             candidates.push(i);
+            callees.push((i, called));
         }
-        callees.extend(called);
     }
-    candidates.into_iter().filter(|i| !callees.contains(i)).map(|i| (i, "heuristic")).collect()
+    // A candidate called by another candidate is a helper of that solver.
+    let called_by_candidate = |i: usize| callees.iter().any(|(c, set)| *c != i && set.contains(&i));
+    candidates.iter().copied().filter(|&i| !called_by_candidate(i)).map(|i| (i, "heuristic")).collect()
 }
 
 /// The main iterative loop: the one marked `#[mheta::iterate]`, else the outermost loop that

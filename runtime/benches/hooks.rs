@@ -13,7 +13,11 @@ use mheta_runtime::clock::{self, ClockMode};
 use mheta_runtime::format::StageKey;
 use mheta_runtime::hooks::{self, HookConfig};
 
-const KEY: StageKey = StageKey { section: 1, tile: None, stage: 2 };
+const KEY: StageKey = StageKey {
+    section: 1,
+    tile: None,
+    stage: 2,
+};
 /// Records are cleared after this many guard pairs (outside the timed region), so the enabled
 /// case measures the steady state of a preallocated buffer.
 const BATCH: u64 = 4096;
@@ -48,7 +52,10 @@ fn timed(iters: u64, mut f: impl FnMut(), mut between: impl FnMut()) -> Duration
 
 fn with_hooks<R>(f: impl FnOnce() -> R) -> R {
     clock::install(ClockMode::Wall, 1.0);
-    hooks::install(HookConfig { instrument: true, slowdown: false });
+    hooks::install(HookConfig {
+        instrument: true,
+        slowdown: false,
+    });
     hooks::set_recording(true);
     let r = f();
     hooks::uninstall();
@@ -71,10 +78,14 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("guard_pair");
     g.bench_function("disabled", |b| b.iter(disabled_pair));
     g.bench_function("enabled", |b| {
-        b.iter_custom(|iters| with_hooks(|| timed(iters, disabled_pair, || drop(hooks::take_records()))))
+        b.iter_custom(|iters| {
+            with_hooks(|| timed(iters, disabled_pair, || drop(hooks::take_records())))
+        })
     });
     g.bench_function("raw_instant_now_pair", |b| b.iter(raw_instant_pair));
-    g.bench_function("tracing_span_enter_exit", |b| b.iter_custom(|iters| with_tracing(|| timed(iters, tracing_pair, || ()))));
+    g.bench_function("tracing_span_enter_exit", |b| {
+        b.iter_custom(|iters| with_tracing(|| timed(iters, tracing_pair, || ())))
+    });
     g.finish();
 }
 
@@ -82,7 +93,9 @@ criterion_group!(benches, bench);
 
 /// Median nanoseconds per pair over `rounds` batches of `n`.
 fn median_ns(rounds: usize, n: u64, mut run: impl FnMut(u64) -> Duration) -> f64 {
-    let mut xs: Vec<f64> = (0..rounds).map(|_| run(n).as_nanos() as f64 / n as f64).collect();
+    let mut xs: Vec<f64> = (0..rounds)
+        .map(|_| run(n).as_nanos() as f64 / n as f64)
+        .collect();
     xs.sort_by(f64::total_cmp);
     xs[xs.len() / 2]
 }
@@ -90,11 +103,19 @@ fn median_ns(rounds: usize, n: u64, mut run: impl FnMut(u64) -> Duration) -> f64
 fn print_ratios() {
     let (rounds, n) = (31, 200_000);
     let disabled = median_ns(rounds, n, |n| timed(n, disabled_pair, || ()));
-    let enabled = with_hooks(|| median_ns(rounds, n, |n| timed(n, disabled_pair, || drop(hooks::take_records()))));
+    let enabled = with_hooks(|| {
+        median_ns(rounds, n, |n| {
+            timed(n, disabled_pair, || drop(hooks::take_records()))
+        })
+    });
     let raw = median_ns(rounds, n, |n| {
-        timed(n, || {
-            raw_instant_pair();
-        }, || ())
+        timed(
+            n,
+            || {
+                raw_instant_pair();
+            },
+            || (),
+        )
     });
     let tracing = with_tracing(|| median_ns(rounds, n, |n| timed(n, tracing_pair, || ())));
     println!("\nmedian ns per pair ({rounds} rounds of {n}):");
@@ -102,7 +123,12 @@ fn print_ratios() {
     println!("  guard enabled           {enabled:8.2} ns");
     println!("  raw Instant::now pair   {raw:8.2} ns");
     println!("  tracing span enter/exit {tracing:8.2} ns");
-    println!("ratios: enabled/raw = {:.2}, enabled/tracing = {:.2}, disabled/raw = {:.3}", enabled / raw, enabled / tracing, disabled / raw);
+    println!(
+        "ratios: enabled/raw = {:.2}, enabled/tracing = {:.2}, disabled/raw = {:.3}",
+        enabled / raw,
+        enabled / tracing,
+        disabled / raw
+    );
 }
 
 fn main() {

@@ -60,7 +60,10 @@ impl FromStr for DistributionSpec {
             "in-core" => DistributionSpec::InCore,
             "in-core-balanced" => DistributionSpec::InCoreBalanced,
             "" => return Err("empty distribution".into()),
-            _ if t.chars().all(|c| c.is_ascii_digit() || c == ',' || c.is_whitespace()) => {
+            _ if t
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == ',' || c.is_whitespace()) =>
+            {
                 DistributionSpec::Rows(t.parse::<Distribution>().map_err(|e| e.to_string())?.rows)
             }
             _ => DistributionSpec::File(PathBuf::from(t)),
@@ -85,21 +88,37 @@ impl DistributionSpec {
 /// Read explicit row counts from a distribution file.
 pub fn read_distribution_file(path: &Path) -> Result<Vec<u64>, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let fail = |message: String| Error::DistributionFile { path: path.to_path_buf(), message };
+    let fail = |message: String| Error::DistributionFile {
+        path: path.to_path_buf(),
+        message,
+    };
     let trimmed = text.trim();
     if trimmed.starts_with('[') || trimmed.starts_with('{') {
         let value: serde_json::Value = serde_json::from_str(trimmed)
             .map_err(|e| fail(format!("line {}, column {}: {e}", e.line(), e.column())))?;
-        let rows = if value.is_array() { &value } else { &value["rows"] };
-        return serde_json::from_value::<Vec<u64>>(rows.clone())
-            .map_err(|e| fail(format!("expected an array of row counts (or an object with `rows`): {e}")));
+        let rows = if value.is_array() {
+            &value
+        } else {
+            &value["rows"]
+        };
+        return serde_json::from_value::<Vec<u64>>(rows.clone()).map_err(|e| {
+            fail(format!(
+                "expected an array of row counts (or an object with `rows`): {e}"
+            ))
+        });
     }
     let mut rows = Vec::new();
     for (line_no, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("");
-        for entry in line.split(|c: char| c == ',' || c.is_whitespace()).filter(|e| !e.is_empty()) {
+        for entry in line
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|e| !e.is_empty())
+        {
             rows.push(entry.parse::<u64>().map_err(|e| {
-                fail(format!("line {}: `{entry}` is not a row count: {e}", line_no + 1))
+                fail(format!(
+                    "line {}: `{entry}` is not a row count: {e}",
+                    line_no + 1
+                ))
             })?);
         }
     }
@@ -193,7 +212,9 @@ impl Args {
 
     /// Where the measurements go when instrumented.
     pub fn measurements_path(&self) -> PathBuf {
-        self.measurements.clone().unwrap_or_else(|| PathBuf::from("measurements.json"))
+        self.measurements
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("measurements.json"))
     }
 }
 
@@ -204,9 +225,28 @@ mod tests {
     #[test]
     fn parses_every_flag() {
         let a = Args::try_parse_from([
-            "p", "--ranks", "3", "--cluster", "c.toml", "--distribution", "1, 2,3", "--rows", "6",
-            "--iterations", "4", "--instrument", "--measurements", "m.json", "--trace", "t.json",
-            "--clock", "virtual", "--emit-structure", "s.json", "--backend", "threads",
+            "p",
+            "--ranks",
+            "3",
+            "--cluster",
+            "c.toml",
+            "--distribution",
+            "1, 2,3",
+            "--rows",
+            "6",
+            "--iterations",
+            "4",
+            "--instrument",
+            "--measurements",
+            "m.json",
+            "--trace",
+            "t.json",
+            "--clock",
+            "virtual",
+            "--emit-structure",
+            "s.json",
+            "--backend",
+            "threads",
         ])
         .unwrap();
         assert_eq!(a.ranks, Some(3));
@@ -219,9 +259,15 @@ mod tests {
 
     #[test]
     fn distribution_spec_forms() {
-        assert_eq!("in-core-balanced".parse(), Ok(DistributionSpec::InCoreBalanced));
+        assert_eq!(
+            "in-core-balanced".parse(),
+            Ok(DistributionSpec::InCoreBalanced)
+        );
         assert_eq!("7".parse(), Ok(DistributionSpec::Rows(vec![7])));
-        assert_eq!("dist.txt".parse(), Ok(DistributionSpec::File("dist.txt".into())));
+        assert_eq!(
+            "dist.txt".parse(),
+            Ok(DistributionSpec::File("dist.txt".into()))
+        );
         assert!("1,,2".parse::<DistributionSpec>().is_err());
         assert!(Args::try_parse_from(["p", "--clock", "sundial"]).is_err());
     }
@@ -238,6 +284,9 @@ mod tests {
         let bad = dir.path().join("bad.txt");
         std::fs::write(&bad, "1\n2 x\n").unwrap();
         let err = read_distribution_file(&bad).unwrap_err().to_string();
-        assert!(err.contains("bad.txt") && err.contains("line 2") && err.contains("`x`"), "{err}");
+        assert!(
+            err.contains("bad.txt") && err.contains("line 2") && err.contains("`x`"),
+            "{err}"
+        );
     }
 }

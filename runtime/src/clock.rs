@@ -72,7 +72,10 @@ fn epoch() -> Instant {
 
 /// Seconds of CPU time the calling thread has used.
 pub fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid, writable timespec and CLOCK_THREAD_CPUTIME_ID is supported on
     // every platform this crate builds for (Linux, macOS, the BSDs).
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
@@ -92,7 +95,13 @@ pub fn install(mode: ClockMode, cpu: f64) {
     };
     epoch();
     MODE.with(|m| m.set(code));
-    POWER.with(|p| p.set(if cpu.is_finite() && cpu > 0.0 { cpu } else { 1.0 }));
+    POWER.with(|p| {
+        p.set(if cpu.is_finite() && cpu > 0.0 {
+            cpu
+        } else {
+            1.0
+        })
+    });
     reset();
 }
 
@@ -190,7 +199,9 @@ impl ComputeMark {
     /// Start a compute region, or `None` when no slowdown applies to this thread.
     pub fn start() -> Option<ComputeMark> {
         if MODE.with(Cell::get) == WALL && POWER.with(Cell::get) < 1.0 {
-            Some(ComputeMark { cpu_s: thread_cpu_s() })
+            Some(ComputeMark {
+                cpu_s: thread_cpu_s(),
+            })
         } else {
             None
         }
@@ -242,7 +253,10 @@ mod tests {
             let cpu = thread_cpu_s() - cpu0;
             let virt = now() - t0;
             // Four times slower: 4 × the CPU used, give or take the reads themselves.
-            assert!((virt - 4.0 * cpu).abs() < 0.004, "virtual {virt} vs cpu {cpu}");
+            assert!(
+                (virt - 4.0 * cpu).abs() < 0.004,
+                "virtual {virt} vs cpu {cpu}"
+            );
             std::hint::black_box(x);
         })
         .join()

@@ -38,7 +38,12 @@ pub struct Context {
 
 impl Context {
     pub(crate) fn new(rank: usize, comm: Box<dyn Comm>, settings: Arc<RunSettings>) -> Context {
-        Context { rank, comm, settings, store: std::sync::OnceLock::new() }
+        Context {
+            rank,
+            comm,
+            settings,
+            store: std::sync::OnceLock::new(),
+        }
     }
 
     /// This rank, `0..size()`.
@@ -75,7 +80,12 @@ impl Context {
     /// distribution's range; for other lengths the distribution's boundaries are scaled
     /// proportionally (`floor(boundary × n / S)`), so the ranks' ranges still tile `0..n`.
     pub fn partition(&self, n: usize) -> Range<usize> {
-        partition_of(&self.settings.distribution, self.settings.rows, self.rank, n)
+        partition_of(
+            &self.settings.distribution,
+            self.settings.rows,
+            self.rank,
+            n,
+        )
     }
 
     /// The length of [`partition`](Self::partition)`(n)`.
@@ -118,14 +128,20 @@ impl Context {
         if let Some(s) = self.store.get() {
             return Ok(s);
         }
-        let config = StoreConfig::for_node(self.scratch_dir(), self.node(), self.settings.instrument);
+        let config =
+            StoreConfig::for_node(self.scratch_dir(), self.node(), self.settings.instrument);
         let store = NodeStore::open(config)?;
         Ok(self.store.get_or_init(|| store))
     }
 
     /// An out-of-core capable array of `rows` local rows of `row_len` elements, placed in core
     /// or on disk according to this node's memory budget.
-    pub fn array<T: ooc::Element>(&self, name: &str, rows: u64, row_len: usize) -> Result<OocArray<T>, OocError> {
+    pub fn array<T: ooc::Element>(
+        &self,
+        name: &str,
+        rows: u64,
+        row_len: usize,
+    ) -> Result<OocArray<T>, OocError> {
         hooks::register_array(name, (row_len * std::mem::size_of::<T>()) as u64, true);
         OocArray::new(self.store()?, ArraySpec::new(name, rows, row_len))
     }

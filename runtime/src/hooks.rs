@@ -114,10 +114,18 @@ pub fn install(config: HookConfig) {
         *r = Some(Recorder {
             config,
             recording: false,
-            records: Vec::with_capacity(if config.instrument { PREALLOCATED_RECORDS } else { 0 }),
+            records: Vec::with_capacity(if config.instrument {
+                PREALLOCATED_RECORDS
+            } else {
+                0
+            }),
             seq: 0,
             stage: None,
-            last_stage: StageKey { section: 0, tile: None, stage: 0 },
+            last_stage: StageKey {
+                section: 0,
+                tile: None,
+                stage: 0,
+            },
             event: NONE,
             arrays: Vec::new(),
             calibration: None,
@@ -144,7 +152,11 @@ pub fn uninstall() -> RankRecords {
     RECORDER.with(|r| match r.borrow_mut().take() {
         Some(rec) => {
             ACTIVE.fetch_sub(1, Ordering::SeqCst);
-            RankRecords { records: rec.records, arrays: rec.arrays, calibration: rec.calibration }
+            RankRecords {
+                records: rec.records,
+                arrays: rec.arrays,
+                calibration: rec.calibration,
+            }
         }
         None => RankRecords::default(),
     })
@@ -172,7 +184,9 @@ fn var_table() -> &'static Mutex<Vec<String>> {
 /// Intern a variable (array) name. Ids are process-wide, so every rank gets the same id for the
 /// same name.
 pub fn register_var(name: &str) -> VarId {
-    let mut vars = var_table().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut vars = var_table()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let id = match vars.iter().position(|v| v == name) {
         Some(i) => i,
         None => {
@@ -185,7 +199,9 @@ pub fn register_var(name: &str) -> VarId {
 
 /// The name of an interned variable.
 pub fn var_name(var: VarId) -> Option<String> {
-    let vars = var_table().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let vars = var_table()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     vars.get(var.0 as usize).cloned()
 }
 
@@ -197,7 +213,12 @@ pub fn register_array(name: &str, bytes_per_row: u64, distributed: bool) {
     }
     with_recorder(|r| {
         if r.config.instrument && !r.arrays.iter().any(|a| a.name == name) {
-            r.arrays.push(ArrayInfo { name: name.to_string(), bytes_per_row, distributed, read_only: false });
+            r.arrays.push(ArrayInfo {
+                name: name.to_string(),
+                bytes_per_row,
+                distributed,
+                read_only: false,
+            });
         }
     });
 }
@@ -256,7 +277,9 @@ pub fn comm_begin() -> CommStart {
 /// Record a communication call that began at `start`.
 #[inline]
 pub fn comm_end(start: CommStart, call: CallKind, peer: Option<usize>, traffic: &Traffic) {
-    let Some((begin_s, open)) = start.0 else { return };
+    let Some((begin_s, open)) = start.0 else {
+        return;
+    };
     let end_s = clock::now();
     with_recorder(|r| {
         let (key, in_stage) = r.context_key();

@@ -53,7 +53,12 @@ struct RankOutcome<R> {
 
 impl<'a> Launch<'a> {
     pub fn new(args: &'a Args) -> Launch<'a> {
-        Launch { args, structure: None, bytes_per_row: None, microbenchmarks: true }
+        Launch {
+            args,
+            structure: None,
+            bytes_per_row: None,
+            microbenchmarks: true,
+        }
     }
 
     /// Skip the start-up network and disk microbenchmarks of instrumented runs (their figures
@@ -95,13 +100,17 @@ impl<'a> Launch<'a> {
             (None, None, None) => 1,
         };
         if size == 0 || size > MAX_THREAD_RANKS {
-            return Err(Error::Args(format!("--ranks must be in 1..={MAX_THREAD_RANKS}, got {size}")));
+            return Err(Error::Args(format!(
+                "--ranks must be in 1..={MAX_THREAD_RANKS}, got {size}"
+            )));
         }
         let cluster = match cluster {
             Some(c) if c.nodes.len() != size => {
                 return Err(Error::Args(format!(
                     "--ranks {size} but cluster file {} describes {} nodes",
-                    a.cluster.as_ref().map_or(String::new(), |p| p.display().to_string()),
+                    a.cluster
+                        .as_ref()
+                        .map_or(String::new(), |p| p.display().to_string()),
                     c.nodes.len()
                 )))
             }
@@ -112,7 +121,10 @@ impl<'a> Launch<'a> {
             (Some(s), _) => s,
             (None, Some(r)) => r.iter().sum(),
             (None, None) => {
-                return Err(Error::Args(format!("--rows is required with --distribution {}", a.distribution.name())))
+                return Err(Error::Args(format!(
+                    "--rows is required with --distribution {}",
+                    a.distribution.name()
+                )))
             }
         };
         let bytes_per_row = || {
@@ -127,14 +139,18 @@ impl<'a> Launch<'a> {
             DistributionSpec::Block => Distribution::block(rows, size)?,
             DistributionSpec::Balanced => Distribution::balanced(rows, &cluster)?,
             DistributionSpec::InCore => Distribution::in_core(rows, bytes_per_row()?, &cluster)?,
-            DistributionSpec::InCoreBalanced => Distribution::in_core_balanced(rows, bytes_per_row()?, &cluster)?,
+            DistributionSpec::InCoreBalanced => {
+                Distribution::in_core_balanced(rows, bytes_per_row()?, &cluster)?
+            }
             DistributionSpec::Rows(_) | DistributionSpec::File(_) => {
                 Distribution::new(explicit.clone().expect("explicit rows were read"))
             }
         };
         dist.validate(rows, size)?;
         if a.clock.is_virtual() && a.backend != Backend::Threads {
-            return Err(Error::Args("--clock virtual and charged need --backend threads".into()));
+            return Err(Error::Args(
+                "--clock virtual and charged need --backend threads".into(),
+            ));
         }
         Ok(RunSettings {
             size,
@@ -158,23 +174,30 @@ impl<'a> Launch<'a> {
     {
         let settings = self.settings()?;
         if let Some(path) = &self.args.emit_structure {
-            let (structure, _) = self
-                .structure
-                .as_ref()
-                .ok_or_else(|| Error::Args("--emit-structure: this program embeds no structure".into()))?;
-            let json = serde_json::to_vec_pretty(structure).map_err(|e| Error::Args(e.to_string()))?;
+            let (structure, _) = self.structure.as_ref().ok_or_else(|| {
+                Error::Args("--emit-structure: this program embeds no structure".into())
+            })?;
+            let json =
+                serde_json::to_vec_pretty(structure).map_err(|e| Error::Args(e.to_string()))?;
             write_atomic(path, &json)?;
         }
         let (results, records, micro) = self.run_settings(settings.clone(), f)?;
         if settings.instrument {
             let id = match &self.structure {
-                Some((s, solver)) => {
-                    StructureId { crate_name: s.crate_name.clone(), solver: solver.clone(), digest: s.digest() }
-                }
-                None => StructureId { crate_name: String::new(), solver: String::new(), digest: String::new() },
+                Some((s, solver)) => StructureId {
+                    crate_name: s.crate_name.clone(),
+                    solver: solver.clone(),
+                    digest: s.digest(),
+                },
+                None => StructureId {
+                    crate_name: String::new(),
+                    solver: String::new(),
+                    digest: String::new(),
+                },
             };
             let m = measure::aggregate(&settings, id, micro, &records)?;
-            let json = serde_json::to_vec_pretty(&m).map_err(|e| Error::Measurements(e.to_string()))?;
+            let json =
+                serde_json::to_vec_pretty(&m).map_err(|e| Error::Measurements(e.to_string()))?;
             write_atomic(&self.args.measurements_path(), &json)?;
             if let Some(path) = &self.args.trace {
                 let json = serde_json::to_vec(&measure::chrome_trace(&records))
@@ -187,7 +210,10 @@ impl<'a> Launch<'a> {
 
     /// Run `f` on every rank and hand back the results, every rank's records and rank 0's
     /// network microbenchmarks, writing nothing.
-    pub fn run_collect<R, E, F>(self, f: F) -> Result<(Vec<R>, Vec<RankRecords>, Microbenchmarks), Error>
+    pub fn run_collect<R, E, F>(
+        self,
+        f: F,
+    ) -> Result<(Vec<R>, Vec<RankRecords>, Microbenchmarks), Error>
     where
         F: Fn(&Context) -> Result<R, E> + Sync,
         R: Send,
@@ -236,13 +262,19 @@ impl<'a> Launch<'a> {
         });
 
         if let Some(failure) = world.failure() {
-            return Err(Error::RankFailed { rank: failure.rank, message: failure.message });
+            return Err(Error::RankFailed {
+                rank: failure.rank,
+                message: failure.message,
+            });
         }
         let mut results = Vec::with_capacity(outcomes.len());
         let mut records = Vec::with_capacity(outcomes.len());
         let mut micro = Microbenchmarks::default();
         for (rank, o) in outcomes.into_iter().enumerate() {
-            let o = o.ok_or_else(|| Error::RankFailed { rank, message: "the rank's thread died".into() })?;
+            let o = o.ok_or_else(|| Error::RankFailed {
+                rank,
+                message: "the rank's thread died".into(),
+            })?;
             if rank == 0 {
                 micro = o.micro;
             }
@@ -267,14 +299,22 @@ where
     let node = settings.cluster.nodes[rank];
     let instrument = settings.instrument;
     clock::install(settings.clock, node.cpu);
-    hooks::install(HookConfig { instrument, slowdown: settings.clock == ClockMode::Wall && node.cpu < 1.0 });
+    hooks::install(HookConfig {
+        instrument,
+        slowdown: settings.clock == ClockMode::Wall && node.cpu < 1.0,
+    });
     let ctx = Context::new(rank, Box::new(world.comm(rank)), Arc::clone(&settings));
     let mut micro = Microbenchmarks::default();
     let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<R, String> {
         if instrument && benchmarks {
-            micro = micro::network(ctx.comm(), &settings.cluster.network).map_err(|e| e.to_string())?;
-            let disk = ooc::measure_disk(&ctx.scratch_dir(), DiskModel::of(&node), &Default::default())
-                .map_err(|e| format!("disk microbenchmark: {e}"))?;
+            micro =
+                micro::network(ctx.comm(), &settings.cluster.network).map_err(|e| e.to_string())?;
+            let disk = ooc::measure_disk(
+                &ctx.scratch_dir(),
+                DiskModel::of(&node),
+                &Default::default(),
+            )
+            .map_err(|e| format!("disk microbenchmark: {e}"))?;
             hooks::set_io_calibration(IoCalibration {
                 read_overhead_s: disk.read_overhead_s,
                 write_overhead_s: disk.write_overhead_s,
@@ -307,7 +347,11 @@ where
     world.finish(rank);
     let records = hooks::uninstall();
     clock::uninstall();
-    RankOutcome { result, records, micro }
+    RankOutcome {
+        result,
+        records,
+        micro,
+    }
 }
 
 /// An error and its sources, `outer: inner: innermost`.
@@ -346,7 +390,10 @@ impl Scratch {
             Some(p) => (p, false),
             None => {
                 let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-                (std::env::temp_dir().join(format!("mheta-run-{}-{n}", std::process::id())), true)
+                (
+                    std::env::temp_dir().join(format!("mheta-run-{}-{n}", std::process::id())),
+                    true,
+                )
             }
         };
         std::fs::create_dir_all(&path).map_err(|e| Error::io(&path, e))?;

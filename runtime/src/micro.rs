@@ -101,7 +101,11 @@ fn self_benchmark(comm: &dyn Comm, spec: &NetworkSpec) -> Result<Microbenchmarks
         send_overhead_s: median(&mut sends),
         recv_overhead_s: median(&mut recvs),
         latency_s: spec.latency_s,
-        per_byte_s: if bw.is_finite() && bw > 0.0 && bw < f64::MAX { 1.0 / bw } else { 0.0 },
+        per_byte_s: if bw.is_finite() && bw > 0.0 && bw < f64::MAX {
+            1.0 / bw
+        } else {
+            0.0
+        },
     })
 }
 

@@ -72,8 +72,15 @@ where
     R: Send,
     E: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let args = Args { instrument: true, measurements: None, trace: None, ..args.clone() };
-    let (results, records, _) = Launch::new(&args).without_microbenchmarks().run_collect(f)?;
+    let args = Args {
+        instrument: true,
+        measurements: None,
+        trace: None,
+        ..args.clone()
+    };
+    let (results, records, _) = Launch::new(&args)
+        .without_microbenchmarks()
+        .run_collect(f)?;
     let ranks = records
         .into_iter()
         .enumerate()
@@ -116,7 +123,11 @@ impl RankRecording {
             for b in &self.records[i + 1..] {
                 let disjoint = a.close < b.open || b.close < a.open;
                 if !(disjoint || a.is_inside(b) || b.is_inside(a)) {
-                    return Err(format!("`{}` and `{}` overlap without nesting", label(a), label(b)));
+                    return Err(format!(
+                        "`{}` and `{}` overlap without nesting",
+                        label(a),
+                        label(b)
+                    ));
                 }
             }
         }
@@ -133,8 +144,12 @@ impl RankRecording {
         let Some(it) = self.of_kind(RecordKind::Iteration).find(|r| r.id == index) else {
             return String::new();
         };
-        let inside: Vec<Record> =
-            self.records.iter().filter(|r| r.open == it.open || r.is_inside(it)).copied().collect();
+        let inside: Vec<Record> = self
+            .records
+            .iter()
+            .filter(|r| r.open == it.open || r.is_inside(it))
+            .copied()
+            .collect();
         outline(&inside)
     }
 }
@@ -173,7 +188,8 @@ pub fn label(r: &Record) -> String {
         }
         RecordKind::Comm => {
             let call = CallKind::from_code(r.aux).map_or("comm", CallKind::name);
-            if r.peer == NONE || matches!(CallKind::from_code(r.aux), Some(c) if !c.is_send() && c != CallKind::Receive)
+            if r.peer == NONE
+                || matches!(CallKind::from_code(r.aux), Some(c) if !c.is_send() && c != CallKind::Receive)
             {
                 call.to_string()
             } else {

@@ -6,7 +6,12 @@ use mheta_runtime::{launch, Args, ClockMode};
 use proptest::prelude::*;
 
 fn args(ranks: usize) -> Args {
-    Args { ranks: Some(ranks), rows: Some(ranks as u64), clock: ClockMode::Charged, ..Args::default() }
+    Args {
+        ranks: Some(ranks),
+        rows: Some(ranks as u64),
+        clock: ClockMode::Charged,
+        ..Args::default()
+    }
 }
 
 /// Rank `r`'s `n` values: distinct per rank and position, exactly representable.
@@ -77,14 +82,28 @@ fn point_to_point_ring_with_tags_and_immediates() {
 fn argument_errors_are_reported() {
     launch(&args(2), |ctx| {
         let c = ctx.comm();
-        assert_eq!(c.send(2, &[1.0]), Err(CommError::InvalidRank { rank: 2, size: 2 }));
-        assert_eq!(c.send_with_tag(0, -1, &[1.0]), Err(CommError::InvalidTag(-1)));
+        assert_eq!(
+            c.send(2, &[1.0]),
+            Err(CommError::InvalidRank { rank: 2, size: 2 })
+        );
+        assert_eq!(
+            c.send_with_tag(0, -1, &[1.0]),
+            Err(CommError::InvalidTag(-1))
+        );
         if ctx.rank() == 0 {
             c.send(1, &[1.0, 2.0])?;
         } else {
             let mut one = [0.0];
             let err = c.receive_into(0, &mut one).unwrap_err();
-            assert_eq!(err, CommError::SizeMismatch { from: 0, tag: 0, expected: 8, got: 16 });
+            assert_eq!(
+                err,
+                CommError::SizeMismatch {
+                    from: 0,
+                    tag: 0,
+                    expected: 8,
+                    got: 16
+                }
+            );
         }
         let err = c.all_to_all(&[1.0, 2.0, 3.0], &mut [0.0; 3]).unwrap_err();
         assert!(err.to_string().contains("all_to_all"), "{err}");
@@ -100,7 +119,11 @@ fn check_collectives(p: usize, n: usize) {
         c.barrier()?;
         for root in [0, p - 1, p / 2] {
             // broadcast
-            let mut b = if me == root { data(root, n) } else { vec![0.0; n] };
+            let mut b = if me == root {
+                data(root, n)
+            } else {
+                vec![0.0; n]
+            };
             c.broadcast(root, &mut b)?;
             assert_eq!(b, data(root, n));
             // reduce, every operator
@@ -120,7 +143,11 @@ fn check_collectives(p: usize, n: usize) {
             let whole: Vec<f64> = (0..p).flat_map(|r| data(r, n)).collect();
             let nothing: Vec<f64> = Vec::new();
             let mut part = vec![0.0; n];
-            c.scatter(root, if me == root { &whole[..] } else { &nothing[..] }, &mut part)?;
+            c.scatter(
+                root,
+                if me == root { &whole[..] } else { &nothing[..] },
+                &mut part,
+            )?;
             assert_eq!(part, data(me, n));
             // varcount: rank r contributes (r + n) % 3 elements
             let counts: Vec<usize> = (0..p).map(|r| (r + n) % 3).collect();
@@ -132,7 +159,12 @@ fn check_collectives(p: usize, n: usize) {
                 assert_eq!(gv, all);
             }
             let mut sv = vec![0.0; counts[me]];
-            c.scatter_varcount(root, if me == root { &all[..] } else { &nothing[..] }, &counts, &mut sv)?;
+            c.scatter_varcount(
+                root,
+                if me == root { &all[..] } else { &nothing[..] },
+                &counts,
+                &mut sv,
+            )?;
             assert_eq!(sv, mine);
         }
         for op in [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max, ReduceOp::Prod] {
@@ -140,28 +172,49 @@ fn check_collectives(p: usize, n: usize) {
             c.all_reduce(&data(me, n), &mut out, op)?;
             assert_eq!(out, fold(p, n, op));
         }
-        assert_eq!(c.all_reduce_value(me as i32, ReduceOp::Sum)?, (0..p as i32).sum::<i32>());
-        assert_eq!(c.all_reduce_value(me as u64 + 1, ReduceOp::Prod)?, (1..=p as u64).product::<u64>());
-        assert_eq!(c.all_reduce_value(me as f32, ReduceOp::Max)?, (p - 1) as f32);
+        assert_eq!(
+            c.all_reduce_value(me as i32, ReduceOp::Sum)?,
+            (0..p as i32).sum::<i32>()
+        );
+        assert_eq!(
+            c.all_reduce_value(me as u64 + 1, ReduceOp::Prod)?,
+            (1..=p as u64).product::<u64>()
+        );
+        assert_eq!(
+            c.all_reduce_value(me as f32, ReduceOp::Max)?,
+            (p - 1) as f32
+        );
         let mut ag = vec![0.0; n * p];
         c.all_gather(&data(me, n), &mut ag)?;
         assert_eq!(ag, (0..p).flat_map(|r| data(r, n)).collect::<Vec<_>>());
         let counts: Vec<usize> = (0..p).map(|r| (r * 2 + n) % 4).collect();
         let mut agv = vec![0.0; counts.iter().sum()];
         c.all_gather_varcount(&data(me, counts[me]), &mut agv, &counts)?;
-        assert_eq!(agv, (0..p).flat_map(|r| data(r, counts[r])).collect::<Vec<_>>());
+        assert_eq!(
+            agv,
+            (0..p).flat_map(|r| data(r, counts[r])).collect::<Vec<_>>()
+        );
         // all_to_all: block q of rank r's send is data(r * 10 + q, n)
         let send: Vec<f64> = (0..p).flat_map(|q| data(me * 10 + q, n)).collect();
         let mut recv = vec![0.0; n * p];
         c.all_to_all(&send, &mut recv)?;
-        assert_eq!(recv, (0..p).flat_map(|r| data(r * 10 + me, n)).collect::<Vec<_>>());
+        assert_eq!(
+            recv,
+            (0..p)
+                .flat_map(|r| data(r * 10 + me, n))
+                .collect::<Vec<_>>()
+        );
         // varcount: rank r sends (r + q) % 3 elements to q
         let sc: Vec<usize> = (0..p).map(|q| (me + q) % 3).collect();
         let rc: Vec<usize> = (0..p).map(|r| (r + me) % 3).collect();
-        let send: Vec<i16> = (0..p).flat_map(|q| (0..sc[q]).map(move |i| (me * 50 + q * 5 + i) as i16)).collect();
+        let send: Vec<i16> = (0..p)
+            .flat_map(|q| (0..sc[q]).map(move |i| (me * 50 + q * 5 + i) as i16))
+            .collect();
         let mut recv = vec![0i16; rc.iter().sum()];
         c.all_to_all_varcount(&send, &sc, &mut recv, &rc)?;
-        let expect: Vec<i16> = (0..p).flat_map(|r| (0..rc[r]).map(move |i| (r * 50 + me * 5 + i) as i16)).collect();
+        let expect: Vec<i16> = (0..p)
+            .flat_map(|r| (0..rc[r]).map(move |i| (r * 50 + me * 5 + i) as i16))
+            .collect();
         assert_eq!(recv, expect);
         c.barrier()?;
         Ok::<_, CommError>(())
@@ -185,7 +238,13 @@ fn integer_and_byte_reductions() {
         let me = ctx.rank() as u8;
         let mut out = [0u8; 2];
         c.all_reduce(&[me.wrapping_mul(100), me], &mut out, ReduceOp::Sum)?;
-        assert_eq!(out, [(0..5u8).fold(0u8, |a, r| a.wrapping_add(r.wrapping_mul(100))), 10]);
+        assert_eq!(
+            out,
+            [
+                (0..5u8).fold(0u8, |a, r| a.wrapping_add(r.wrapping_mul(100))),
+                10
+            ]
+        );
         let mut m = [0i64];
         c.all_reduce(&[-(ctx.rank() as i64)], &mut m, ReduceOp::Min)?;
         assert_eq!(m, [-4]);

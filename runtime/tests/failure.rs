@@ -7,14 +7,21 @@ use mheta_runtime::comm::{CommError, CommExt};
 use mheta_runtime::{launch, Args, Error};
 
 fn args(ranks: usize) -> Args {
-    Args { ranks: Some(ranks), rows: Some(ranks as u64), ..Args::default() }
+    Args {
+        ranks: Some(ranks),
+        rows: Some(ranks as u64),
+        ..Args::default()
+    }
 }
 
 #[test]
 fn a_panicking_rank_ends_the_run_and_wakes_blocked_ranks() {
     let dir = tempfile::tempdir().unwrap();
     let measurements = dir.path().join("m.json");
-    let a = Args { measurements: Some(measurements.clone()), ..args(4) };
+    let a = Args {
+        measurements: Some(measurements.clone()),
+        ..args(4)
+    };
     let start = Instant::now();
     let err = launch(&a, |ctx| {
         let c = ctx.comm();
@@ -31,7 +38,11 @@ fn a_panicking_rank_ends_the_run_and_wakes_blocked_ranks() {
         Ok::<_, CommError>(())
     })
     .unwrap_err();
-    assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        start.elapsed()
+    );
     match &err {
         Error::RankFailed { rank, message } => {
             assert_eq!(*rank, 2);
@@ -41,7 +52,11 @@ fn a_panicking_rank_ends_the_run_and_wakes_blocked_ranks() {
     }
     assert!(err.to_string().starts_with("rank 2 failed"), "{err}");
     assert!(!measurements.exists(), "no partial measurements file");
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no temporary file either");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no temporary file either"
+    );
 }
 
 #[test]
@@ -56,7 +71,12 @@ fn an_error_returned_by_a_rank_is_reported_with_its_sources() {
     })
     .unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("rank 1") && text.contains("loading the matrix") && text.contains("input.dat missing"), "{text}");
+    assert!(
+        text.contains("rank 1")
+            && text.contains("loading the matrix")
+            && text.contains("input.dat missing"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -69,21 +89,53 @@ fn waiting_on_a_finished_rank_is_an_error_not_a_deadlock() {
     })
     .unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("rank 1") && text.contains("rank 0 finished"), "{text}");
+    assert!(
+        text.contains("rank 1") && text.contains("rank 0 finished"),
+        "{text}"
+    );
 }
 
 #[test]
 fn bad_arguments_are_clear_errors() {
-    let bad_sum = Args { rows: Some(10), distribution: "3,3,3".parse().unwrap(), ..Args::default() };
-    let err = launch(&bad_sum, |_| Ok::<_, CommError>(())).unwrap_err().to_string();
-    assert!(err.contains("sum to 9") && err.contains("expected 10"), "{err}");
-    let mpi = Args { backend: mheta_runtime::Backend::Mpi, ..args(2) };
-    let err = launch(&mpi, |_| Ok::<_, CommError>(())).unwrap_err().to_string();
+    let bad_sum = Args {
+        rows: Some(10),
+        distribution: "3,3,3".parse().unwrap(),
+        ..Args::default()
+    };
+    let err = launch(&bad_sum, |_| Ok::<_, CommError>(()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("sum to 9") && err.contains("expected 10"),
+        "{err}"
+    );
+    let mpi = Args {
+        backend: mheta_runtime::Backend::Mpi,
+        ..args(2)
+    };
+    let err = launch(&mpi, |_| Ok::<_, CommError>(()))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("mpi"), "{err}");
-    let no_rows = Args { ranks: Some(2), ..Args::default() };
-    let err = launch(&no_rows, |_| Ok::<_, CommError>(())).unwrap_err().to_string();
+    let no_rows = Args {
+        ranks: Some(2),
+        ..Args::default()
+    };
+    let err = launch(&no_rows, |_| Ok::<_, CommError>(()))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("--rows"), "{err}");
-    let wrong_len = Args { ranks: Some(3), rows: Some(4), distribution: "2,2".parse().unwrap(), ..Args::default() };
-    let err = launch(&wrong_len, |_| Ok::<_, CommError>(())).unwrap_err().to_string();
-    assert!(err.contains("2 entries") && err.contains("3 nodes"), "{err}");
+    let wrong_len = Args {
+        ranks: Some(3),
+        rows: Some(4),
+        distribution: "2,2".parse().unwrap(),
+        ..Args::default()
+    };
+    let err = launch(&wrong_len, |_| Ok::<_, CommError>(()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("2 entries") && err.contains("3 nodes"),
+        "{err}"
+    );
 }

@@ -35,7 +35,11 @@ fn sequential() -> (Vec<f64>, f64) {
                 step(left, u[i], right)
             })
             .collect();
-        residual = new.iter().zip(&u).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        residual = new
+            .iter()
+            .zip(&u)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
         u = new;
     }
     (u, residual)
@@ -45,7 +49,10 @@ fn sequential() -> (Vec<f64>, f64) {
 fn neighbours(ctx: &Context) -> (Option<usize>, Option<usize>) {
     let d = ctx.distribution();
     let me = ctx.rank();
-    ((0..me).rev().find(|&r| d[r] > 0), (me + 1..d.len()).find(|&r| d[r] > 0))
+    (
+        (0..me).rev().find(|&r| d[r] > 0),
+        (me + 1..d.len()).find(|&r| d[r] > 0),
+    )
 }
 
 /// The solver: returns this rank's rows and the final residual.
@@ -53,7 +60,11 @@ fn solve(ctx: &Context) -> Result<(Vec<f64>, f64), CommError> {
     let c = ctx.comm();
     let range = ctx.partition(ROWS as usize);
     let mut u: Vec<f64> = range.clone().map(initial).collect();
-    let (lower, upper) = if u.is_empty() { (None, None) } else { neighbours(ctx) };
+    let (lower, upper) = if u.is_empty() {
+        (None, None)
+    } else {
+        neighbours(ctx)
+    };
     let cpu = ctx.node().cpu;
     let mut halo = [0.0f64; 2];
     let exchange = |u: &[f64], halo: &mut [f64; 2]| -> Result<(), CommError> {
@@ -79,7 +90,11 @@ fn solve(ctx: &Context) -> Result<(Vec<f64>, f64), CommError> {
         {
             let _section = hooks::section(0);
             {
-                let _stage = hooks::stage(StageKey { section: 0, tile: None, stage: 0 });
+                let _stage = hooks::stage(StageKey {
+                    section: 0,
+                    tile: None,
+                    stage: 0,
+                });
                 for i in 0..u.len() {
                     let left = if i == 0 { halo[0] } else { u[i - 1] };
                     let right = if i + 1 == u.len() { halo[1] } else { u[i + 1] };
@@ -93,9 +108,16 @@ fn solve(ctx: &Context) -> Result<(Vec<f64>, f64), CommError> {
         }
         let _section = hooks::section(1);
         let local = {
-            let _stage = hooks::stage(StageKey { section: 1, tile: None, stage: 0 });
+            let _stage = hooks::stage(StageKey {
+                section: 1,
+                tile: None,
+                stage: 0,
+            });
             clock::charge(u.len() as f64 * RESIDUAL_S / cpu);
-            new.iter().zip(&u).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max)
+            new.iter()
+                .zip(&u)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max)
         };
         let _event = hooks::event(1);
         residual = c.all_reduce_value(local, ReduceOp::Max)?;
@@ -129,10 +151,26 @@ fn check_measurements(m: &Measurements, args_rows: &[u64], cpus: &[f64]) {
         let rows = args_rows[rank] as f64;
         assert_eq!(node.rank as usize, rank);
         assert_eq!(node.rows, args_rows[rank]);
-        let stage = |section| node.stages.iter().find(|s| s.key == StageKey { section, tile: None, stage: 0 }).unwrap();
+        let stage = |section| {
+            node.stages
+                .iter()
+                .find(|s| {
+                    s.key
+                        == StageKey {
+                            section,
+                            tile: None,
+                            stage: 0,
+                        }
+                })
+                .unwrap()
+        };
         assert_eq!(stage(0).count, 1.0);
         if m.clock == "charged" {
-            assert!(close(stage(0).compute_s, rows * STENCIL_S / cpus[rank]), "rank {rank}: {:?}", stage(0));
+            assert!(
+                close(stage(0).compute_s, rows * STENCIL_S / cpus[rank]),
+                "rank {rank}: {:?}",
+                stage(0)
+            );
             assert!(close(stage(1).compute_s, rows * RESIDUAL_S / cpus[rank]));
         }
         assert_eq!(stage(0).io_s, 0.0);
@@ -143,11 +181,14 @@ fn check_measurements(m: &Measurements, args_rows: &[u64], cpus: &[f64]) {
         let pos = holders.iter().position(|&r| r == rank);
         let expected: Vec<u32> = match pos {
             None => vec![],
-            Some(p) => [p.checked_sub(1).map(|q| holders[q]), holders.get(p + 1).copied()]
-                .into_iter()
-                .flatten()
-                .map(|r| r as u32)
-                .collect(),
+            Some(p) => [
+                p.checked_sub(1).map(|q| holders[q]),
+                holders.get(p + 1).copied(),
+            ]
+            .into_iter()
+            .flatten()
+            .map(|r| r as u32)
+            .collect(),
         };
         let halo = event(0);
         assert_eq!(halo.sent_to, expected, "rank {rank}");
@@ -157,10 +198,22 @@ fn check_measurements(m: &Measurements, args_rows: &[u64], cpus: &[f64]) {
         assert!(halo.total_s >= halo.blocked_s);
         // Residual all-reduce through rank 0.
         let reduce = event(1);
-        let others: Vec<u32> = (0..args_rows.len() as u32).filter(|&r| r as usize != rank).collect();
+        let others: Vec<u32> = (0..args_rows.len() as u32)
+            .filter(|&r| r as usize != rank)
+            .collect();
         let hub = if rank == 0 { others.clone() } else { vec![0] };
-        assert_eq!(reduce.sent_to, if args_rows.len() > 1 { hub.clone() } else { vec![] });
-        assert_eq!(reduce.received_from, if args_rows.len() > 1 { hub } else { vec![] });
+        assert_eq!(
+            reduce.sent_to,
+            if args_rows.len() > 1 {
+                hub.clone()
+            } else {
+                vec![]
+            }
+        );
+        assert_eq!(
+            reduce.received_from,
+            if args_rows.len() > 1 { hub } else { vec![] }
+        );
     }
 }
 
@@ -170,11 +223,26 @@ fn heat_solver_under_distributions_and_clusters() {
     let homogeneous = common::cluster_file(dir.path(), "50us", "1GB/s", &[(4, 1.0, "1GiB")]);
     let hetero_dir = dir.path().join("hetero");
     std::fs::create_dir(&hetero_dir).unwrap();
-    let hetero = common::cluster_file(&hetero_dir, "1ms", "100MB/s", &[(2, 1.0, "1GiB"), (2, 0.5, "64MiB")]);
+    let hetero = common::cluster_file(
+        &hetero_dir,
+        "1ms",
+        "100MB/s",
+        &[(2, 1.0, "1GiB"), (2, 0.5, "64MiB")],
+    );
     let cases: Vec<(&std::path::Path, &str, Vec<u64>, Vec<f64>)> = vec![
         (&homogeneous, "block", vec![15, 15, 15, 15], vec![1.0; 4]),
-        (&hetero, "balanced", vec![20, 20, 10, 10], vec![1.0, 1.0, 0.5, 0.5]),
-        (&hetero, "0,25,0,35", vec![0, 25, 0, 35], vec![1.0, 1.0, 0.5, 0.5]),
+        (
+            &hetero,
+            "balanced",
+            vec![20, 20, 10, 10],
+            vec![1.0, 1.0, 0.5, 0.5],
+        ),
+        (
+            &hetero,
+            "0,25,0,35",
+            vec![0, 25, 0, 35],
+            vec![1.0, 1.0, 0.5, 0.5],
+        ),
     ];
     for (cluster, dist, rows, cpus) in cases {
         let measurements = dir.path().join("m.json");
@@ -191,11 +259,20 @@ fn heat_solver_under_distributions_and_clusters() {
             ..Args::default()
         };
         run(&args);
-        let m: Measurements = serde_json::from_slice(&std::fs::read(&measurements).unwrap()).unwrap();
+        let m: Measurements =
+            serde_json::from_slice(&std::fs::read(&measurements).unwrap()).unwrap();
         check_measurements(&m, &rows, &cpus);
         let latency = m.cluster.network.latency_s;
-        assert!(close(m.micro.latency_s, latency), "{:?} vs {latency}", m.micro);
-        assert!(close(m.micro.per_byte_s, 1.0 / m.cluster.network.bandwidth_bps), "{:?}", m.micro);
+        assert!(
+            close(m.micro.latency_s, latency),
+            "{:?} vs {latency}",
+            m.micro
+        );
+        assert!(
+            close(m.micro.per_byte_s, 1.0 / m.cluster.network.bandwidth_bps),
+            "{:?}",
+            m.micro
+        );
         let t: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
         assert!(t["traceEvents"].as_array().unwrap().len() > 4 * ITERS as usize * 5);
     }
@@ -204,7 +281,12 @@ fn heat_solver_under_distributions_and_clusters() {
 #[test]
 fn heat_solver_on_wall_and_virtual_clocks() {
     let dir = tempfile::tempdir().unwrap();
-    let cluster = common::cluster_file(dir.path(), "10us", "1GB/s", &[(1, 1.0, "1GiB"), (2, 0.5, "1GiB")]);
+    let cluster = common::cluster_file(
+        dir.path(),
+        "10us",
+        "1GB/s",
+        &[(1, 1.0, "1GiB"), (2, 0.5, "1GiB")],
+    );
     for clock in [ClockMode::Wall, ClockMode::Virtual] {
         let measurements = dir.path().join(format!("{}.json", clock.name()));
         let args = Args {
@@ -216,14 +298,19 @@ fn heat_solver_on_wall_and_virtual_clocks() {
             ..Args::default()
         };
         run(&args);
-        let m: Measurements = serde_json::from_slice(&std::fs::read(&measurements).unwrap()).unwrap();
+        let m: Measurements =
+            serde_json::from_slice(&std::fs::read(&measurements).unwrap()).unwrap();
         assert_eq!(m.clock, clock.name());
         check_measurements(&m, &[20, 20, 20], &[1.0, 0.5, 0.5]);
         // Charges are real waits (wall) or clock jumps (virtual): at least the charged cost.
         for (rank, node) in m.nodes.iter().enumerate() {
             let cpu = m.cluster.nodes[rank].cpu;
             let charged = 20.0 * (STENCIL_S + RESIDUAL_S) / cpu;
-            assert!(node.iteration_s >= charged, "rank {rank} {clock:?}: {} < {charged}", node.iteration_s);
+            assert!(
+                node.iteration_s >= charged,
+                "rank {rank} {clock:?}: {} < {charged}",
+                node.iteration_s
+            );
         }
     }
 }

@@ -486,3 +486,29 @@ fn disk_emulation_charges_latency_plus_transfer() {
         "an unthrottled disk is never charged"
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+    /// Whatever the shape and ICLA size, every block reads back what was written, and the
+    /// blocks tile the rows exactly.
+    #[test]
+    fn any_shape_round_trips(rows in 0u64..12, row_len in 0usize..5, icla in 1u64..14, seed in 0u64..1000) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = plain(dir.path());
+        let mut a = fixed::<i64>(&s, "A", rows, row_len, Placement::OutOfCore { icla_rows: icla });
+        let mut next_row = 0;
+        for i in 0..a.num_blocks() {
+            let range = a.block_range(i);
+            proptest::prop_assert_eq!(range.start, next_row);
+            next_row = range.end;
+            let values: Vec<i64> = (0..a.block_len(i) as i64).map(|v| v * 7 + seed as i64).collect();
+            a.write_block(i, &values).unwrap();
+        }
+        proptest::prop_assert_eq!(next_row, rows);
+        for i in 0..a.num_blocks() {
+            let values: Vec<i64> = (0..a.block_len(i) as i64).map(|v| v * 7 + seed as i64).collect();
+            proptest::prop_assert_eq!(a.read_block(i).unwrap(), &values[..]);
+        }
+    }
+}

@@ -13,7 +13,12 @@ fn args(dir: &std::path::Path, ranks: usize) -> Args {
     Args {
         ranks: Some(ranks),
         rows: Some(ranks as u64),
-        cluster: Some(common::cluster_file(dir, "1ms", "1MB/s", &[(ranks, 1.0, "1GiB")])),
+        cluster: Some(common::cluster_file(
+            dir,
+            "1ms",
+            "1MB/s",
+            &[(ranks, 1.0, "1GiB")],
+        )),
         clock: ClockMode::Charged,
         ..Args::default()
     }
@@ -43,8 +48,8 @@ fn ping_pong_times_are_hand_computable() {
     })
     .unwrap();
     let transfer = L + 1000.0 / B; // 2ms
-    // Rank 1 receives at max(0.2, 0.5 + 2ms) = 0.502, works to 0.602 and replies; rank 0
-    // receives at 0.602 + 2ms.
+                                   // Rank 1 receives at max(0.2, 0.5 + 2ms) = 0.502, works to 0.602 and replies; rank 0
+                                   // receives at 0.602 + 2ms.
     assert!(close(times[1], 0.5 + transfer + 0.1), "{times:?}");
     assert!(close(times[0], 0.5 + 2.0 * transfer + 0.1), "{times:?}");
     let blocked = |rank: usize| {
@@ -81,7 +86,11 @@ fn all_reduce_times_are_hand_computable() {
 /// A program mixing compute charges, point-to-point and collectives; returns every rank's
 /// clock readings and recorded intervals.
 fn mixed(dir: &std::path::Path, p: usize) -> Vec<Vec<(String, f64, f64)>> {
-    let args = Args { distribution: DistributionSpec::Block, rows: Some(40), ..args(dir, p) };
+    let args = Args {
+        distribution: DistributionSpec::Block,
+        rows: Some(40),
+        ..args(dir, p)
+    };
     let (_, rec) = testing::record_with(&args, |ctx| {
         let c = ctx.comm();
         let me = ctx.rank();
@@ -103,7 +112,12 @@ fn mixed(dir: &std::path::Path, p: usize) -> Vec<Vec<(String, f64, f64)>> {
     .unwrap();
     rec.ranks
         .iter()
-        .map(|r| r.records.iter().map(|x| (testing::label(x), x.begin_s, x.end_s)).collect())
+        .map(|r| {
+            r.records
+                .iter()
+                .map(|x| (testing::label(x), x.begin_s, x.end_s))
+                .collect()
+        })
         .collect()
 }
 

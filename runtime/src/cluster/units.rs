@@ -152,6 +152,19 @@ mod tests {
         assert_eq!(parse_rate("1.5 GB/s"), Ok(1.5e9));
     }
 
+    proptest::proptest! {
+        /// Any whole number with any size unit parses to the number times the unit.
+        #[test]
+        fn whole_sizes_scale_exactly(n in 0u64..1_000_000, unit in 0usize..9) {
+            let (name, scale) = [
+                ("B", 1u64), ("KB", 1000), ("MB", 1_000_000), ("GB", 1_000_000_000),
+                ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("kB", 1000), ("TiB", 1 << 40),
+            ][unit];
+            proptest::prop_assert_eq!(parse_size(&format!("{n}{name}")), Ok((n * scale) as f64));
+            proptest::prop_assert_eq!(parse_rate(&format!("{n} {name}/s")), Ok((n * scale) as f64));
+        }
+    }
+
     #[test]
     fn wrong_units_are_explained() {
         let err = parse_duration("5min").unwrap_err();

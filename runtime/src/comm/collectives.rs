@@ -33,7 +33,11 @@ pub fn barrier<C: Comm + ?Sized>(c: &C) -> Result<Traffic, CommError> {
     Ok(t)
 }
 
-pub fn broadcast<C: Comm + ?Sized>(c: &C, root: usize, buf: &mut [u8]) -> Result<Traffic, CommError> {
+pub fn broadcast<C: Comm + ?Sized>(
+    c: &C,
+    root: usize,
+    buf: &mut [u8],
+) -> Result<Traffic, CommError> {
     check_rank(root, c.size())?;
     let mut t = Traffic::default();
     if c.rank() == root {
@@ -56,7 +60,10 @@ pub fn reduce<C: Comm + ?Sized>(
 ) -> Result<Traffic, CommError> {
     check_rank(root, c.size())?;
     if send.len() % kind.size() != 0 {
-        return Err(invalid("reduce", format!("{} bytes is not a whole number of elements", send.len())));
+        return Err(invalid(
+            "reduce",
+            format!("{} bytes is not a whole number of elements", send.len()),
+        ));
     }
     let mut t = Traffic::default();
     if c.rank() != root {
@@ -66,7 +73,11 @@ pub fn reduce<C: Comm + ?Sized>(
     if recv.len() != send.len() {
         return Err(invalid(
             "reduce",
-            format!("root's receive buffer has {} bytes, the contributions {}", recv.len(), send.len()),
+            format!(
+                "root's receive buffer has {} bytes, the contributions {}",
+                recv.len(),
+                send.len()
+            ),
         ));
     }
     let mut part = vec![0u8; send.len()];
@@ -96,7 +107,11 @@ pub fn all_reduce<C: Comm + ?Sized>(
     if recv.len() != send.len() {
         return Err(invalid(
             "all_reduce",
-            format!("receive buffer has {} bytes, send buffer {}", recv.len(), send.len()),
+            format!(
+                "receive buffer has {} bytes, send buffer {}",
+                recv.len(),
+                send.len()
+            ),
         ));
     }
     let mut t = reduce(c, 0, kind, op, send, recv)?;
@@ -121,7 +136,11 @@ pub fn gather<C: Comm + ?Sized>(
     if counts[root] != send.len() {
         return Err(invalid(
             "gather",
-            format!("root contributes {} bytes but counts[{root}] is {}", send.len(), counts[root]),
+            format!(
+                "root contributes {} bytes but counts[{root}] is {}",
+                send.len(),
+                counts[root]
+            ),
         ));
     }
     let mut offset = 0;
@@ -154,7 +173,11 @@ pub fn scatter<C: Comm + ?Sized>(
     if counts[root] != recv.len() {
         return Err(invalid(
             "scatter",
-            format!("root's receive buffer has {} bytes but counts[{root}] is {}", recv.len(), counts[root]),
+            format!(
+                "root's receive buffer has {} bytes but counts[{root}] is {}",
+                recv.len(),
+                counts[root]
+            ),
         ));
     }
     let mut offset = 0;
@@ -180,7 +203,12 @@ pub fn all_gather<C: Comm + ?Sized>(
     if counts[c.rank()] != send.len() {
         return Err(invalid(
             "all_gather",
-            format!("this rank contributes {} bytes but counts[{}] is {}", send.len(), c.rank(), counts[c.rank()]),
+            format!(
+                "this rank contributes {} bytes but counts[{}] is {}",
+                send.len(),
+                c.rank(),
+                counts[c.rank()]
+            ),
         ));
     }
     let mut t = gather(c, 0, send, recv, counts)?;
@@ -229,13 +257,24 @@ pub fn all_to_all<C: Comm + ?Sized>(
     Ok(t)
 }
 
-fn check_counts(operation: &'static str, size: usize, counts: &[usize], len: usize) -> Result<(), CommError> {
+fn check_counts(
+    operation: &'static str,
+    size: usize,
+    counts: &[usize],
+    len: usize,
+) -> Result<(), CommError> {
     if counts.len() != size {
-        return Err(invalid(operation, format!("{} counts for {size} ranks", counts.len())));
+        return Err(invalid(
+            operation,
+            format!("{} counts for {size} ranks", counts.len()),
+        ));
     }
     let total: usize = counts.iter().sum();
     if total != len {
-        return Err(invalid(operation, format!("counts sum to {total} but the buffer holds {len}")));
+        return Err(invalid(
+            operation,
+            format!("counts sum to {total} but the buffer holds {len}"),
+        ));
     }
     Ok(())
 }

@@ -13,7 +13,12 @@ pub trait CommExt: Comm {
     }
 
     /// Send `data` to `dest` with `tag` (buffered: returns at once).
-    fn send_with_tag<T: Element>(&self, dest: usize, tag: Tag, data: &[T]) -> Result<(), CommError> {
+    fn send_with_tag<T: Element>(
+        &self,
+        dest: usize,
+        tag: Tag,
+        data: &[T],
+    ) -> Result<(), CommError> {
         let start = hooks::comm_begin();
         check_user(dest, tag, self.size())?;
         let t = self.send_bytes(dest, tag, as_bytes(data))?;
@@ -27,7 +32,12 @@ pub trait CommExt: Comm {
     }
 
     /// Receive the next message from `source` with `tag` into `buf`.
-    fn receive_into_with_tag<T: Element>(&self, source: usize, tag: Tag, buf: &mut [T]) -> Result<(), CommError> {
+    fn receive_into_with_tag<T: Element>(
+        &self,
+        source: usize,
+        tag: Tag,
+        buf: &mut [T],
+    ) -> Result<(), CommError> {
         let start = hooks::comm_begin();
         check_user(source, tag, self.size())?;
         let t = self.receive_bytes(source, tag, as_bytes_mut(buf))?;
@@ -58,7 +68,14 @@ pub trait CommExt: Comm {
         buf: &'a mut [T],
     ) -> Result<Request<'a, Self>, CommError> {
         check_user(source, tag, self.size())?;
-        Ok(Request { pending: Some(PendingReceive { comm: self, source, tag, buf: as_bytes_mut(buf) }) })
+        Ok(Request {
+            pending: Some(PendingReceive {
+                comm: self,
+                source,
+                tag,
+                buf: as_bytes_mut(buf),
+            }),
+        })
     }
 
     /// Wait until every rank has reached the barrier.
@@ -78,7 +95,13 @@ pub trait CommExt: Comm {
     }
 
     /// Element-wise `op` over every rank's `send` into root's `recv` (ignored elsewhere).
-    fn reduce<T: Element>(&self, root: usize, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<(), CommError> {
+    fn reduce<T: Element>(
+        &self,
+        root: usize,
+        send: &[T],
+        recv: &mut [T],
+        op: ReduceOp,
+    ) -> Result<(), CommError> {
         let start = hooks::comm_begin();
         let t = self.reduce_bytes(root, T::KIND, op, as_bytes(send), as_bytes_mut(recv))?;
         hooks::comm_end(start, CallKind::Reduce, Some(root), &t);
@@ -86,7 +109,12 @@ pub trait CommExt: Comm {
     }
 
     /// Element-wise `op` over every rank's `send`, result on every rank.
-    fn all_reduce<T: Element>(&self, send: &[T], recv: &mut [T], op: ReduceOp) -> Result<(), CommError> {
+    fn all_reduce<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: ReduceOp,
+    ) -> Result<(), CommError> {
         let start = hooks::comm_begin();
         let t = self.all_reduce_bytes(T::KIND, op, as_bytes(send), as_bytes_mut(recv))?;
         hooks::comm_end(start, CallKind::AllReduce, None, &t);
@@ -119,7 +147,12 @@ pub trait CommExt: Comm {
     }
 
     /// Rank `r` receives the `r`-th `recv.len()`-element block of root's `send`.
-    fn scatter<T: Element>(&self, root: usize, send: &[T], recv: &mut [T]) -> Result<(), CommError> {
+    fn scatter<T: Element>(
+        &self,
+        root: usize,
+        send: &[T],
+        recv: &mut [T],
+    ) -> Result<(), CommError> {
         let counts = vec![recv.len(); self.size()];
         self.scatter_varcount(root, send, &counts, recv)
     }
@@ -146,7 +179,12 @@ pub trait CommExt: Comm {
     }
 
     /// Every rank receives `counts[r]` elements from each rank `r`, in rank order.
-    fn all_gather_varcount<T: Element>(&self, send: &[T], recv: &mut [T], counts: &[usize]) -> Result<(), CommError> {
+    fn all_gather_varcount<T: Element>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+    ) -> Result<(), CommError> {
         let start = hooks::comm_begin();
         let bytes = byte_counts(counts, std::mem::size_of::<T>());
         let t = self.all_gather_bytes(as_bytes(send), as_bytes_mut(recv), &bytes)?;
@@ -182,7 +220,10 @@ pub trait CommExt: Comm {
     ) -> Result<(), CommError> {
         let start = hooks::comm_begin();
         let size = std::mem::size_of::<T>();
-        let (sc, rc) = (byte_counts(send_counts, size), byte_counts(recv_counts, size));
+        let (sc, rc) = (
+            byte_counts(send_counts, size),
+            byte_counts(recv_counts, size),
+        );
         let t = self.all_to_all_bytes(as_bytes(send), &sc, as_bytes_mut(recv), &rc)?;
         hooks::comm_end(start, CallKind::AllToAll, None, &t);
         Ok(())
@@ -247,7 +288,9 @@ impl<C: Comm + ?Sized> Request<'_, C> {
 
     /// Complete the operation if possible without waiting; true once it has completed.
     pub fn test(&mut self) -> Result<bool, CommError> {
-        let Some(p) = self.pending.as_mut() else { return Ok(true) };
+        let Some(p) = self.pending.as_mut() else {
+            return Ok(true);
+        };
         let start: CommStart = hooks::comm_begin();
         match p.comm.try_receive_bytes(p.source, p.tag, p.buf)? {
             Some(t) => {

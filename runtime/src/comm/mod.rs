@@ -39,12 +39,21 @@ pub struct Traffic {
 impl Traffic {
     /// One message of `bytes` sent.
     pub fn sent(bytes: usize) -> Traffic {
-        Traffic { messages_sent: 1, bytes_sent: bytes as u64, ..Traffic::default() }
+        Traffic {
+            messages_sent: 1,
+            bytes_sent: bytes as u64,
+            ..Traffic::default()
+        }
     }
 
     /// One message of `bytes` received after blocking `blocked_s`.
     pub fn received(bytes: usize, blocked_s: f64) -> Traffic {
-        Traffic { messages_received: 1, bytes_received: bytes as u64, blocked_s, ..Traffic::default() }
+        Traffic {
+            messages_received: 1,
+            bytes_received: bytes as u64,
+            blocked_s,
+            ..Traffic::default()
+        }
     }
 }
 
@@ -66,9 +75,17 @@ pub enum CommError {
     #[error("tag {0} is reserved (user tags must be non-negative)")]
     InvalidTag(Tag),
     #[error("message from rank {from} (tag {tag}) has {got} bytes but the receive buffer holds {expected}")]
-    SizeMismatch { from: usize, tag: Tag, expected: usize, got: usize },
+    SizeMismatch {
+        from: usize,
+        tag: Tag,
+        expected: usize,
+        got: usize,
+    },
     #[error("{operation}: {problem}")]
-    InvalidArgument { operation: &'static str, problem: String },
+    InvalidArgument {
+        operation: &'static str,
+        problem: String,
+    },
     #[error("the run was aborted because rank {rank} failed")]
     Aborted { rank: usize },
     #[error("rank {peer} finished without sending the message this rank waits for (tag {tag})")]
@@ -91,7 +108,8 @@ pub trait Comm: Send + Sync {
     fn send_bytes(&self, dest: usize, tag: Tag, data: &[u8]) -> Result<Traffic, CommError>;
     /// Blocking receive of the next message from `source` with `tag`; its length must equal
     /// `into.len()`.
-    fn receive_bytes(&self, source: usize, tag: Tag, into: &mut [u8]) -> Result<Traffic, CommError>;
+    fn receive_bytes(&self, source: usize, tag: Tag, into: &mut [u8])
+        -> Result<Traffic, CommError>;
     /// Receive if the message has arrived, else `Ok(None)` without waiting.
     fn try_receive_bytes(
         &self,
@@ -152,7 +170,12 @@ pub trait Comm: Send + Sync {
         collectives::scatter(self, root, send, counts, recv)
     }
     /// Every rank receives every rank's `send`, concatenated in rank order (`counts` bytes each).
-    fn all_gather_bytes(&self, send: &[u8], recv: &mut [u8], counts: &[usize]) -> Result<Traffic, CommError> {
+    fn all_gather_bytes(
+        &self,
+        send: &[u8],
+        recv: &mut [u8],
+        counts: &[usize],
+    ) -> Result<Traffic, CommError> {
         collectives::all_gather(self, send, recv, counts)
     }
     /// Rank `r` sends `send_counts[q]` bytes to each rank `q` and receives `recv_counts[q]` from

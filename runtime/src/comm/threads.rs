@@ -87,7 +87,10 @@ impl ThreadWorld {
     /// The communicator of `rank`.
     pub fn comm(self: &Arc<Self>, rank: usize) -> ThreadComm {
         assert!(rank < self.mailboxes.len(), "rank {rank} out of range");
-        ThreadComm { world: Arc::clone(self), rank }
+        ThreadComm {
+            world: Arc::clone(self),
+            rank,
+        }
     }
 
     /// Number of ranks.
@@ -138,13 +141,23 @@ impl ThreadWorld {
     /// Emulated seconds to move `bytes` over the network.
     fn transfer_s(&self, bytes: usize) -> f64 {
         let bw = self.network.bandwidth_bps;
-        let per_byte = if bw.is_finite() && bw > 0.0 && bw < f64::MAX { 1.0 / bw } else { 0.0 };
+        let per_byte = if bw.is_finite() && bw > 0.0 && bw < f64::MAX {
+            1.0 / bw
+        } else {
+            0.0
+        };
         self.network.latency_s.max(0.0) + bytes as f64 * per_byte
     }
 }
 
 impl ThreadComm {
-    fn take(&self, source: usize, tag: Tag, into: &mut [u8], block: bool) -> Result<Option<Traffic>, CommError> {
+    fn take(
+        &self,
+        source: usize,
+        tag: Tag,
+        into: &mut [u8],
+        block: bool,
+    ) -> Result<Option<Traffic>, CommError> {
         check_rank(source, self.world.size())?;
         let world = &*self.world;
         let mailbox = &world.mailboxes[self.rank];
@@ -172,9 +185,9 @@ impl ThreadComm {
                 }
                 let blocked_s = match world.mode {
                     ClockMode::Wall => {
-                        let delivery = message
-                            .deliver_at
-                            .map_or(Duration::ZERO, |d| d.saturating_duration_since(Instant::now()));
+                        let delivery = message.deliver_at.map_or(Duration::ZERO, |d| {
+                            d.saturating_duration_since(Instant::now())
+                        });
                         if !delivery.is_zero() {
                             clock::wait_wall(delivery);
                         }
@@ -195,7 +208,10 @@ impl ThreadComm {
                 return Err(CommError::PeerFinished { peer: source, tag });
             }
             waiting_since.get_or_insert_with(Instant::now);
-            queues = mailbox.ready.wait(queues).unwrap_or_else(PoisonError::into_inner);
+            queues = mailbox
+                .ready
+                .wait(queues)
+                .unwrap_or_else(PoisonError::into_inner);
         }
     }
 }
@@ -217,24 +233,42 @@ impl Comm for ThreadComm {
         }
         let transfer = world.transfer_s(data.len());
         let (arrival_s, deliver_at) = match world.mode {
-            ClockMode::Wall if transfer > 0.0 => {
-                (0.0, Some(Instant::now() + Duration::from_secs_f64(transfer)))
-            }
+            ClockMode::Wall if transfer > 0.0 => (
+                0.0,
+                Some(Instant::now() + Duration::from_secs_f64(transfer)),
+            ),
             ClockMode::Wall => (0.0, None),
             ClockMode::Virtual | ClockMode::Charged => (clock::now() + transfer, None),
         };
-        let message = Message { tag, data: data.to_vec(), arrival_s, deliver_at };
+        let message = Message {
+            tag,
+            data: data.to_vec(),
+            arrival_s,
+            deliver_at,
+        };
         let mailbox = &world.mailboxes[dest];
         lock(&mailbox.queues)[self.rank].push_back(message);
         mailbox.ready.notify_all();
         Ok(Traffic::sent(data.len()))
     }
 
-    fn receive_bytes(&self, source: usize, tag: Tag, into: &mut [u8]) -> Result<Traffic, CommError> {
-        Ok(self.take(source, tag, into, true)?.expect("a blocking receive returns a message"))
+    fn receive_bytes(
+        &self,
+        source: usize,
+        tag: Tag,
+        into: &mut [u8],
+    ) -> Result<Traffic, CommError> {
+        Ok(self
+            .take(source, tag, into, true)?
+            .expect("a blocking receive returns a message"))
     }
 
-    fn try_receive_bytes(&self, source: usize, tag: Tag, into: &mut [u8]) -> Result<Option<Traffic>, CommError> {
+    fn try_receive_bytes(
+        &self,
+        source: usize,
+        tag: Tag,
+        into: &mut [u8],
+    ) -> Result<Option<Traffic>, CommError> {
         self.take(source, tag, into, false)
     }
 }

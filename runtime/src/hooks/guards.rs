@@ -25,7 +25,11 @@ pub struct Guard {
     saved_event: u32,
 }
 
-const ZERO_KEY: StageKey = StageKey { section: 0, tile: None, stage: 0 };
+const ZERO_KEY: StageKey = StageKey {
+    section: 0,
+    tile: None,
+    stage: 0,
+};
 
 impl Guard {
     const INERT: Guard = Guard {
@@ -53,7 +57,13 @@ impl Guard {
     #[inline(never)]
     fn open_installed(kind: RecordKind, id: u32, aux: u32, key: Option<StageKey>) -> Guard {
         with_recorder(|r| {
-            let mut g = Guard { live: true, kind, id, aux, ..Guard::INERT };
+            let mut g = Guard {
+                live: true,
+                kind,
+                id,
+                aux,
+                ..Guard::INERT
+            };
             g.saved_stage = r.stage;
             g.saved_event = r.event;
             g.key = key.unwrap_or_else(|| r.context_key().0);
@@ -93,7 +103,11 @@ impl Guard {
             }
             if g.recording {
                 let close = r.next_seq();
-                let event = if g.kind == RecordKind::Event { g.id } else { r.event };
+                let event = if g.kind == RecordKind::Event {
+                    g.id
+                } else {
+                    r.event
+                };
                 r.records.push(Record {
                     kind: g.kind,
                     id: g.id,
@@ -138,7 +152,16 @@ pub fn section(id: u32) -> Guard {
 /// One trip (one tile) of tile loop `tile` of section `section`.
 #[inline]
 pub fn tile(section: u32, tile: u32) -> Guard {
-    Guard::open(RecordKind::Tile, tile, section, Some(StageKey { section, tile: Some(tile), stage: 0 }))
+    Guard::open(
+        RecordKind::Tile,
+        tile,
+        section,
+        Some(StageKey {
+            section,
+            tile: Some(tile),
+            stage: 0,
+        }),
+    )
 }
 
 /// A stage. I/O and communication recorded while it is open belong to it.
@@ -172,7 +195,12 @@ pub struct IoGuard {
 #[inline]
 pub fn io(var: VarId, op: IoKind, bytes: u64) -> IoGuard {
     let begin_s = if active() { Some(clock::now()) } else { None };
-    IoGuard { begin_s, var, op, bytes }
+    IoGuard {
+        begin_s,
+        var,
+        op,
+        bytes,
+    }
 }
 
 impl Drop for IoGuard {

@@ -10,10 +10,12 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::format::{
-    EventMeasurement, GroupMeasurement, IoMeasurement, NodeMeasurements, StageKey, StageMeasurement,
-    TileMeasurement,
+    EventMeasurement, GroupMeasurement, IoMeasurement, NodeMeasurements, StageKey,
+    StageMeasurement, TileMeasurement,
 };
-use crate::hooks::{io_kind, var_name, CallKind, IoKind, RankRecords, Record, RecordKind, VarId, NONE};
+use crate::hooks::{
+    io_kind, var_name, CallKind, IoKind, RankRecords, Record, RecordKind, VarId, NONE,
+};
 
 #[derive(Default)]
 struct StageAcc {
@@ -30,10 +32,19 @@ struct EventAcc {
 }
 
 /// Aggregate one rank's records. Fails if the rank recorded no iteration.
-pub fn aggregate_node(rank: usize, size: usize, rows: u64, rr: &RankRecords) -> Result<NodeMeasurements, String> {
+pub fn aggregate_node(
+    rank: usize,
+    size: usize,
+    rows: u64,
+    rr: &RankRecords,
+) -> Result<NodeMeasurements, String> {
     let mut records: Vec<&Record> = rr.records.iter().collect();
     records.sort_by_key(|r| r.open);
-    let iterations: Vec<&Record> = records.iter().copied().filter(|r| r.kind == RecordKind::Iteration).collect();
+    let iterations: Vec<&Record> = records
+        .iter()
+        .copied()
+        .filter(|r| r.kind == RecordKind::Iteration)
+        .collect();
     if iterations.is_empty() {
         return Err(format!(
             "rank {rank} recorded no iteration: wrap each trip of the main loop in `hooks::iteration(i)`"
@@ -74,7 +85,9 @@ pub fn aggregate_node(rank: usize, size: usize, rows: u64, rr: &RankRecords) -> 
                 if r.in_stage {
                     stages.entry(r.key).or_default().io += dur;
                 }
-                let m = io.entry((r.key, r.id)).or_insert_with(|| empty_io(r.key, r.id));
+                let m = io
+                    .entry((r.key, r.id))
+                    .or_insert_with(|| empty_io(r.key, r.id));
                 match op {
                     IoKind::Read | IoKind::Prefetch => {
                         if op == IoKind::Read {
@@ -96,7 +109,9 @@ pub fn aggregate_node(rank: usize, size: usize, rows: u64, rr: &RankRecords) -> 
                     IoKind::Wait => {
                         if let Some((end, busy_then, key)) = pending_prefetch.remove(&r.id) {
                             let overlap = (r.begin_s - end - (busy - busy_then)).max(0.0);
-                            io.entry((key, r.id)).or_insert_with(|| empty_io(key, r.id)).overlap_s += overlap;
+                            io.entry((key, r.id))
+                                .or_insert_with(|| empty_io(key, r.id))
+                                .overlap_s += overlap;
                         }
                     }
                 }
@@ -107,7 +122,9 @@ pub fn aggregate_node(rank: usize, size: usize, rows: u64, rr: &RankRecords) -> 
                 if r.event == NONE {
                     continue;
                 }
-                let Some(call) = CallKind::from_code(r.aux) else { continue };
+                let Some(call) = CallKind::from_code(r.aux) else {
+                    continue;
+                };
                 let t = r.traffic;
                 let acc = events.entry(r.event).or_default();
                 let m = acc.m.get_or_insert_with(|| empty_event(r.event));
@@ -184,9 +201,19 @@ pub fn aggregate_node(rank: usize, size: usize, rows: u64, rr: &RankRecords) -> 
             .collect(),
         tiles: tiles
             .into_iter()
-            .map(|((section, tile), c)| TileMeasurement { section, tile, count: c / n })
+            .map(|((section, tile), c)| TileMeasurement {
+                section,
+                tile,
+                count: c / n,
+            })
             .collect(),
-        groups: groups.into_iter().map(|(group, c)| GroupMeasurement { group, trips: c / n }).collect(),
+        groups: groups
+            .into_iter()
+            .map(|(group, c)| GroupMeasurement {
+                group,
+                trips: c / n,
+            })
+            .collect(),
     };
     if let Some(c) = rr.calibration {
         node.read_overhead_s = c.read_overhead_s;
@@ -219,7 +246,11 @@ pub fn call_peers(call: CallKind, rank: usize, size: usize, peer: Option<usize>)
 }
 
 fn event_entry(events: &mut BTreeMap<u32, EventAcc>, id: u32) -> &mut EventMeasurement {
-    events.entry(id).or_default().m.get_or_insert_with(|| empty_event(id))
+    events
+        .entry(id)
+        .or_default()
+        .m
+        .get_or_insert_with(|| empty_event(id))
 }
 
 fn empty_event(event: u32) -> EventMeasurement {
@@ -277,7 +308,9 @@ fn fit(samples: &[(f64, f64)]) -> (f64, f64) {
         return (0.0, 0.0);
     }
     let n = samples.len() as f64;
-    let (sx, sy) = samples.iter().fold((0.0, 0.0), |(a, b), &(x, y)| (a + x, b + y));
+    let (sx, sy) = samples
+        .iter()
+        .fold((0.0, 0.0), |(a, b), &(x, y)| (a + x, b + y));
     let (mx, my) = (sx / n, sy / n);
     let sxx: f64 = samples.iter().map(|&(x, _)| (x - mx) * (x - mx)).sum();
     if sxx <= f64::EPSILON * mx * mx.max(1.0) {
@@ -294,8 +327,14 @@ mod tests {
 
     #[test]
     fn fit_recovers_a_line() {
-        let (o, b) = fit(&[(100.0, 0.002 + 100.0 * 1e-6), (1000.0, 0.002 + 1000.0 * 1e-6)]);
-        assert!((o - 0.002).abs() < 1e-12 && (b - 1e-6).abs() < 1e-15, "{o} {b}");
+        let (o, b) = fit(&[
+            (100.0, 0.002 + 100.0 * 1e-6),
+            (1000.0, 0.002 + 1000.0 * 1e-6),
+        ]);
+        assert!(
+            (o - 0.002).abs() < 1e-12 && (b - 1e-6).abs() < 1e-15,
+            "{o} {b}"
+        );
         assert_eq!(fit(&[(10.0, 1.0), (10.0, 3.0)]), (0.0, 0.2));
         assert_eq!(fit(&[]), (0.0, 0.0));
     }

@@ -32,7 +32,12 @@ pub fn aggregate(
     }
     let iterations = ranks
         .first()
-        .map(|r| r.records.iter().filter(|x| x.kind == RecordKind::Iteration).count() as u32)
+        .map(|r| {
+            r.records
+                .iter()
+                .filter(|x| x.kind == RecordKind::Iteration)
+                .count() as u32
+        })
         .unwrap_or(0);
     Ok(Measurements {
         schema: MEASUREMENTS_SCHEMA.to_string(),

@@ -47,9 +47,17 @@ fn describe(r: &Record) -> (String, &'static str, Value) {
         }
         RecordKind::Comm => {
             let call = CallKind::from_code(r.aux).map_or("comm", CallKind::name);
-            let name = if r.peer == NONE { call.to_string() } else { format!("{call} {}", r.peer) };
+            let name = if r.peer == NONE {
+                call.to_string()
+            } else {
+                format!("{call} {}", r.peer)
+            };
             let t = r.traffic;
-            let event = if r.event == NONE { Value::Null } else { json!(r.event) };
+            let event = if r.event == NONE {
+                Value::Null
+            } else {
+                json!(r.event)
+            };
             (
                 name,
                 "comm",

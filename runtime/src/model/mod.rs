@@ -29,7 +29,7 @@ mod prediction;
 mod reduction;
 pub mod synthetic;
 
-use crate::format::Pattern;
+use crate::format::{Measurements, Pattern};
 
 pub use prediction::{NodeBreakdown, Prediction};
 
@@ -57,6 +57,12 @@ pub enum ModelError {
     DistributionLength { expected: usize, actual: usize },
     #[error("group {group}: nested groups are deeper than {max} levels")]
     TooDeep { group: u32, max: usize },
+}
+
+/// Bytes one row occupies summed over the distributed arrays of the measurements: the
+/// `bytes_per_row` the In-Core generators of [`crate::distribution::Distribution`] need.
+pub fn distributed_bytes_per_row(measurements: &Measurements) -> u64 {
+    measurements.arrays.iter().filter(|a| a.distributed).map(|a| a.bytes_per_row).sum::<u64>().max(1)
 }
 
 /// One step of the compiled program, in source order.

@@ -158,3 +158,19 @@ impl Prediction {
         }
     }
 }
+
+impl std::fmt::Display for Prediction {
+    /// A table: the iteration time, then one line per node.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "predicted iteration: {:.6} s (slowest node {})", self.iteration_s, self.slowest_node())?;
+        writeln!(f, "{:>6} {:>12} {:>12} {:>12} {:>12} {:>12}", "node", "total_s", "compute_s", "io_s", "overhead_s", "blocked_s")?;
+        for (i, n) in self.nodes.iter().enumerate() {
+            writeln!(
+                f,
+                "{i:>6} {:>12.6} {:>12.6} {:>12.6} {:>12.6} {:>12.6}",
+                n.total_s, n.compute_s, n.io_s, n.overhead_s, n.blocked_s
+            )?;
+        }
+        Ok(())
+    }
+}

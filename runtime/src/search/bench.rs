@@ -164,3 +164,24 @@ fn enumerate<C: NodeCosts + ?Sized>(costs: &C, x: &mut [u64], i: usize, left: u6
         enumerate(costs, x, i + 1, left - r, m, best);
     }
 }
+
+impl std::fmt::Display for BenchReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "model evaluation (Jacobi-like):")?;
+        for m in &self.model_eval {
+            writeln!(f, "  {:>5} nodes  {:>12.3} us", m.nodes, m.seconds * 1e6)?;
+        }
+        writeln!(f, "search (CG-like, per-node costs):")?;
+        for s in &self.search {
+            writeln!(
+                f,
+                "  {:>5} nodes  {:<6} best after {:>10.3} ms  gap {:>9.4}%",
+                s.nodes,
+                s.algorithm,
+                s.seconds_to_best * 1e3,
+                s.gap_to_optimum * 100.0
+            )?;
+        }
+        Ok(())
+    }
+}

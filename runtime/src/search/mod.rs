@@ -172,6 +172,23 @@ impl SearchResult {
     }
 }
 
+impl std::fmt::Display for SearchResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "algorithm: {}", self.algorithm)?;
+        writeln!(f, "predicted iteration: {:.6} s", self.predicted_s)?;
+        let rows: Vec<String> = self.rows.iter().map(u64::to_string).collect();
+        writeln!(f, "distribution: {}", rows.join(","))?;
+        writeln!(
+            f,
+            "{} evaluations in {:.3} s ({}), best reached after {:.3} s",
+            self.evaluations,
+            self.elapsed_s,
+            if self.converged { "converged" } else { "budget spent" },
+            self.seconds_to_best()
+        )
+    }
+}
+
 /// The algorithms, by their command-line names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -5,7 +5,12 @@
 use std::path::{Path, PathBuf};
 
 /// Write a cluster.toml with `nodes` as (count, cpu, memory) and the given network.
-pub fn cluster_file(dir: &Path, latency: &str, bandwidth: &str, nodes: &[(usize, f64, &str)]) -> PathBuf {
+pub fn cluster_file(
+    dir: &Path,
+    latency: &str,
+    bandwidth: &str,
+    nodes: &[(usize, f64, &str)],
+) -> PathBuf {
     let mut text = format!("[network]\nlatency = \"{latency}\"\nbandwidth = \"{bandwidth}\"\n");
     for (count, cpu, memory) in nodes {
         text.push_str(&format!(
