@@ -4,11 +4,41 @@
 //! (launch, `Context`, communicators, out-of-core arrays, file formats, model, search) and the
 //! procedural macros (`#[mheta::solver]` and friends).
 
-pub use mheta_macros::*;
+pub use mheta_macros::{comm, distributed, iterate, replicated, solver};
 pub use mheta_runtime::*;
 
 /// Paths used by macro-generated code. Not public API: names here may change without notice.
+///
+/// Generated code reaches the runtime only through this module, so user programs depend on the
+/// facade alone and the runtime's layout can change without touching the macros' output.
 #[doc(hidden)]
 pub mod __private {
-    pub use mheta_runtime::*;
+    pub use mheta_runtime::embedded::{register, Embedded};
+    pub use mheta_runtime::format::{IoKind, StageKey};
+    pub use mheta_runtime::hooks::{event, group, iteration, section, tile, Guard, IoGuard};
+
+    use mheta_runtime::hooks;
+
+    /// Stage `stage` of section `section` (outside any tile loop).
+    #[inline]
+    pub fn stage(section: u32, stage: u32) -> Guard {
+        hooks::stage(StageKey { section, tile: None, stage })
+    }
+
+    /// Stage `stage` inside tile loop `tile` of section `section`.
+    #[inline]
+    pub fn tile_stage(section: u32, tile: u32, stage: u32) -> Guard {
+        hooks::stage(StageKey { section, tile: Some(tile), stage })
+    }
+
+    /// A user I/O call (named in mheta.toml) on variable `var`. The variable is interned only in
+    /// an instrumented run, so a disabled hook takes no lock.
+    #[inline]
+    pub fn io(var: &'static str, op: IoKind) -> Option<IoGuard> {
+        if hooks::instrumenting() {
+            Some(hooks::io(hooks::register_var(var), op, 0))
+        } else {
+            None
+        }
+    }
 }

@@ -35,15 +35,24 @@ fn fixtures() -> Vec<(String, String)> {
     paths
         .into_iter()
         .map(|p| {
-            let name = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let source = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
+            let name = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let source = std::fs::read_to_string(&p)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()));
             (name, source)
         })
         .collect()
 }
 
 /// Times `iters` calls of `f` and records the per-call time under `key`.
-fn timed<F: FnMut()>(samples: &Samples, key: (String, &'static str), iters: u64, mut f: F) -> Duration {
+fn timed<F: FnMut()>(
+    samples: &Samples,
+    key: (String, &'static str),
+    iters: u64,
+    mut f: F,
+) -> Duration {
     let start = Instant::now();
     for _ in 0..iters {
         f();
@@ -51,7 +60,9 @@ fn timed<F: FnMut()>(samples: &Samples, key: (String, &'static str), iters: u64,
     let elapsed = start.elapsed();
     if iters > 0 {
         if let Ok(mut map) = samples.lock() {
-            map.entry(key).or_default().push(elapsed.as_secs_f64() / iters as f64);
+            map.entry(key)
+                .or_default()
+                .push(elapsed.as_secs_f64() / iters as f64);
         }
     }
     elapsed
@@ -61,7 +72,10 @@ fn bench_fixtures(c: &mut Criterion, samples: &Samples) {
     let options = Options::default();
     for (name, source) in fixtures() {
         let mut group = c.benchmark_group(format!("analyze/{name}"));
-        group.sample_size(20).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(1));
+        group
+            .sample_size(20)
+            .warm_up_time(Duration::from_millis(300))
+            .measurement_time(Duration::from_secs(1));
         group.bench_function(PARSE, |b| {
             b.iter_custom(|iters| {
                 timed(samples, (name.clone(), PARSE), iters, || {
@@ -92,14 +106,30 @@ fn median(values: &mut [f64]) -> f64 {
 
 fn print_ratios(samples: &Samples) {
     let Ok(mut map) = samples.lock() else { return };
-    let names: Vec<String> = map.keys().map(|(n, _)| n.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    let names: Vec<String> = map
+        .keys()
+        .map(|(n, _)| n.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let (mut sum_parse, mut sum_analyze) = (0.0, 0.0);
     let mut ratios = Vec::new();
     println!();
-    println!("{:<42} {:>12} {:>12} {:>8}", "fixture", "parse µs", "analyze µs", "ratio");
+    println!(
+        "{:<42} {:>12} {:>12} {:>8}",
+        "fixture", "parse µs", "analyze µs", "ratio"
+    );
     for name in names {
-        let parse = median(map.get_mut(&(name.clone(), PARSE)).map(Vec::as_mut_slice).unwrap_or(&mut []));
-        let analyze = median(map.get_mut(&(name.clone(), ANALYZE)).map(Vec::as_mut_slice).unwrap_or(&mut []));
+        let parse = median(
+            map.get_mut(&(name.clone(), PARSE))
+                .map(Vec::as_mut_slice)
+                .unwrap_or(&mut []),
+        );
+        let analyze = median(
+            map.get_mut(&(name.clone(), ANALYZE))
+                .map(Vec::as_mut_slice)
+                .unwrap_or(&mut []),
+        );
         if !(parse.is_finite() && analyze.is_finite() && parse > 0.0) {
             continue;
         }
@@ -107,10 +137,16 @@ fn print_ratios(samples: &Samples) {
         ratios.push(ratio);
         sum_parse += parse;
         sum_analyze += analyze;
-        println!("{name:<42} {:>12.1} {:>12.1} {ratio:>8.2}", parse * 1e6, analyze * 1e6);
+        println!(
+            "{name:<42} {:>12.1} {:>12.1} {ratio:>8.2}",
+            parse * 1e6,
+            analyze * 1e6
+        );
     }
     if !ratios.is_empty() {
-        let (lo, hi) = ratios.iter().fold((f64::MAX, f64::MIN), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
+        let (lo, hi) = ratios
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
         println!(
             "overall: median ratio {:.2} (min {lo:.2}, max {hi:.2}) over {} fixtures; summed medians {:.1} µs / {:.1} µs = {:.2}",
             median(&mut ratios),

@@ -6,10 +6,16 @@
 //! the slow threshold, how many files yielded a structure with at least one solver, and the
 //! diagnostics by level. It exits with status 1 if anything panicked.
 //!
+//! Real-world files rarely communicate, so by themselves they only reach parsing and the solver
+//! search. With `--force-solvers` every function is first marked `#[mheta::solver]` and the first
+//! loop among its top-level statements `#[mheta::iterate]` (through syn, printed back as one line
+//! of tokens), so that lowering, the automaton and the classification run on real code too.
+//!
 //! ```sh
-//! cargo run --release -p mheta-analyzer --example robustness -- [DIR] [--slow SECONDS] [--progress]
+//! cargo run --release -p mheta-analyzer --example robustness -- [DIR] [--slow SECONDS] [--progress] [--force-solvers]
 //! ```
 
+use std::collections::HashMap;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -18,12 +24,14 @@ use std::time::{Duration, Instant};
 
 use mheta_analyzer::{analyze_source, Options};
 use mheta_runtime::format::Level;
+use quote::ToTokens;
 
 /// What the command line asks for.
 struct Settings {
     root: PathBuf,
     slow: Duration,
     progress: bool,
+    force_solvers: bool,
 }
 
 /// Running totals over all files.
@@ -41,6 +49,8 @@ struct Tally {
     errors: usize,
     warnings: usize,
     slowest: Option<(PathBuf, Duration)>,
+    /// Diagnostic messages with quoted names removed, by level, with their counts.
+    kinds: HashMap<(Level, String), usize>,
 }
 
 fn main() -> ExitCode {
@@ -48,7 +58,7 @@ fn main() -> ExitCode {
         Ok(s) => s,
         Err(message) => {
             eprintln!("robustness: {message}");
-            eprintln!("usage: robustness [DIR] [--slow SECONDS] [--progress]");
+            eprintln!("usage: robustness [DIR] [--slow SECONDS] [--progress] [--force-solvers]");
             return ExitCode::from(2);
         }
     };
@@ -65,7 +75,10 @@ fn main() -> ExitCode {
     let last_panic = Arc::new(Mutex::new(String::new()));
     let hook_slot = Arc::clone(&last_panic);
     panic::set_hook(Box::new(move |info| {
-        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
         let payload = info
             .payload()
             .downcast_ref::<&str>()
@@ -93,14 +106,24 @@ fn main() -> ExitCode {
         };
         tally.bytes += bytes.len() as u64;
         let Ok(source) = String::from_utf8(bytes) else {
-            tally.unreadable.push((path.clone(), "not UTF-8".to_string()));
+            tally
+                .unreadable
+                .push((path.clone(), "not UTF-8".to_string()));
             continue;
+        };
+        let source = if settings.force_solvers {
+            // Unparsable files go through unchanged: the analyzer must report them.
+            force_solvers(&source).unwrap_or(source)
+        } else {
+            source
         };
         tally.files += 1;
         let name = path.display().to_string();
 
         let t0 = Instant::now();
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| analyze_source(&name, &source, &options)));
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            analyze_source(&name, &source, &options)
+        }));
         let took = t0.elapsed();
         if took > settings.slow {
             tally.slow.push((path.clone(), took));
@@ -119,6 +142,12 @@ fn main() -> ExitCode {
                 if !solvers.is_empty() {
                     tally.with_solver += 1;
                     tally.solvers += solvers.len();
+                }
+                for d in &analysis.diagnostics {
+                    *tally
+                        .kinds
+                        .entry((d.level, message_kind(&d.message)))
+                        .or_default() += 1;
                 }
                 let levels: Vec<Level> = analysis.diagnostics.iter().map(|d| d.level).collect();
                 let errors = levels.iter().filter(|l| **l == Level::Error).count();
@@ -143,41 +172,152 @@ fn main() -> ExitCode {
 
 fn report(settings: &Settings, t: &Tally, wall: Duration) {
     println!("root:              {}", settings.root.display());
+    let mode = if settings.force_solvers {
+        "every fn a solver (--force-solvers)"
+    } else {
+        "as written"
+    };
+    println!("mode:              {mode}");
     println!("files analysed:    {}", t.files);
-    println!("bytes:             {} ({:.1} MiB)", t.bytes, t.bytes as f64 / (1024.0 * 1024.0));
-    println!("wall time:         {:.3} s ({:.1} MiB/s)", wall.as_secs_f64(), t.bytes as f64 / (1024.0 * 1024.0) / wall.as_secs_f64().max(1e-9));
-    println!("skipped:           {} (unreadable or not UTF-8)", t.unreadable.len());
+    println!(
+        "bytes:             {} ({:.1} MiB)",
+        t.bytes,
+        t.bytes as f64 / (1024.0 * 1024.0)
+    );
+    println!(
+        "wall time:         {:.3} s ({:.1} MiB/s)",
+        wall.as_secs_f64(),
+        t.bytes as f64 / (1024.0 * 1024.0) / wall.as_secs_f64().max(1e-9)
+    );
+    println!(
+        "skipped:           {} (unreadable or not UTF-8)",
+        t.unreadable.len()
+    );
     println!("panics:            {}", t.panics.len());
     for (path, message) in &t.panics {
         println!("  PANIC {}: {message}", path.display());
     }
-    println!("files with solver: {} ({} solvers)", t.with_solver, t.solvers);
-    println!("diagnostics:       {} errors in {} files, {} warnings in {} files", t.errors, t.with_errors, t.warnings, t.with_warnings);
-    if let Some((path, took)) = &t.slowest {
-        println!("slowest file:      {:.3} s  {}", took.as_secs_f64(), path.display());
+    println!(
+        "files with solver: {} ({} solvers)",
+        t.with_solver, t.solvers
+    );
+    println!(
+        "diagnostics:       {} errors in {} files, {} warnings in {} files",
+        t.errors, t.with_errors, t.warnings, t.with_warnings
+    );
+    let mut kinds: Vec<_> = t.kinds.iter().collect();
+    kinds.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0 .1.cmp(&b.0 .1)));
+    for ((level, kind), count) in kinds.into_iter().take(10) {
+        let level = if *level == Level::Error {
+            "error"
+        } else {
+            "warning"
+        };
+        println!("  {count:>6} {level}: {kind}");
     }
-    println!("files over {:.1} s:  {}", settings.slow.as_secs_f64(), t.slow.len());
+    if let Some((path, took)) = &t.slowest {
+        println!(
+            "slowest file:      {:.3} s  {}",
+            took.as_secs_f64(),
+            path.display()
+        );
+    }
+    println!(
+        "files over {:.1} s:  {}",
+        settings.slow.as_secs_f64(),
+        t.slow.len()
+    );
     for (path, took) in &t.slow {
         println!("  SLOW {:.3} s  {}", took.as_secs_f64(), path.display());
     }
+}
+
+/// `source` with every function marked `#[mheta::solver]` and the first loop among its top-level
+/// statements marked `#[mheta::iterate]`; `None` when it does not parse.
+fn force_solvers(source: &str) -> Option<String> {
+    let mut file = syn::parse_file(source).ok()?;
+    mark_items(&mut file.items);
+    Some(file.to_token_stream().to_string())
+}
+
+fn mark_items(items: &mut [syn::Item]) {
+    for item in items {
+        match item {
+            syn::Item::Fn(f) => mark_function(&mut f.attrs, &mut f.block),
+            syn::Item::Impl(block) => {
+                for member in &mut block.items {
+                    if let syn::ImplItem::Fn(m) = member {
+                        mark_function(&mut m.attrs, &mut m.block);
+                    }
+                }
+            }
+            syn::Item::Mod(m) => {
+                if let Some((_, items)) = &mut m.content {
+                    mark_items(items);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn mark_function(attrs: &mut Vec<syn::Attribute>, block: &mut syn::Block) {
+    attrs.push(syn::parse_quote!(#[mheta::solver]));
+    for stmt in &mut block.stmts {
+        let syn::Stmt::Expr(expr, _) = stmt else {
+            continue;
+        };
+        let loop_attrs = match expr {
+            syn::Expr::ForLoop(l) => &mut l.attrs,
+            syn::Expr::While(l) => &mut l.attrs,
+            syn::Expr::Loop(l) => &mut l.attrs,
+            _ => continue,
+        };
+        loop_attrs.push(syn::parse_quote!(#[mheta::iterate]));
+        return;
+    }
+}
+
+/// A diagnostic message with every `quoted` name replaced by `…`, so that messages of one kind
+/// count together.
+fn message_kind(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut quoted = false;
+    for c in message.chars() {
+        if c == '`' {
+            if !quoted {
+                out.push_str("`…`");
+            }
+            quoted = !quoted;
+        } else if !quoted {
+            out.push(c);
+        }
+    }
+    out.chars().take(100).collect()
 }
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Settings, String> {
     let mut root = None;
     let mut slow = Duration::from_secs(1);
     let mut progress = false;
+    let mut force_solvers = false;
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--slow" => {
                 let value = args.next().ok_or("--slow needs a number of seconds")?;
-                let secs: f64 = value.parse().map_err(|_| format!("--slow: `{value}` is not a number of seconds"))?;
+                let secs: f64 = value
+                    .parse()
+                    .map_err(|_| format!("--slow: `{value}` is not a number of seconds"))?;
                 if !(secs.is_finite() && secs > 0.0) {
-                    return Err(format!("--slow: `{value}` must be a positive number of seconds"));
+                    return Err(format!(
+                        "--slow: `{value}` must be a positive number of seconds"
+                    ));
                 }
                 slow = Duration::from_secs_f64(secs);
             }
             "--progress" => progress = true,
+            "--force-solvers" => force_solvers = true,
             flag if flag.starts_with("--") => return Err(format!("unknown flag `{flag}`")),
             dir => {
                 if root.replace(PathBuf::from(dir)).is_some() {
@@ -190,7 +330,12 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Settings, String> {
         Some(r) => r,
         None => default_registry()?,
     };
-    Ok(Settings { root, slow, progress })
+    Ok(Settings {
+        root,
+        slow,
+        progress,
+        force_solvers,
+    })
 }
 
 /// `$CARGO_HOME/registry/src`, else `~/.cargo/registry/src`.

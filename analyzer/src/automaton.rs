@@ -355,7 +355,7 @@ impl<'a> Machine<'a> {
             }
             // LOOP | Comm | diagnostic: communication inside a stage loop; record | LOOP
             (S::Loop, T::Comm(_)) => {
-                let d = Diagnostic::error("communication inside a stage loop", self.loc(t))
+                let d = Diagnostic::warning("communication inside a stage loop", self.loc(t))
                     .with_label("this communication cannot be lifted out of the loop")
                     .with_note("the loop mixes computation and communication in a way that is neither a tile loop nor a nested iteration");
                 self.diag(d);
@@ -393,7 +393,7 @@ impl<'a> Machine<'a> {
             (S::Tile, T::Comm(e)) => {
                 let second = self.tile.as_ref().is_some_and(|tile| tile.send.is_some());
                 if second {
-                    let d = Diagnostic::error("a tile loop may send only once, at its end", self.loc(t))
+                    let d = Diagnostic::warning("a tile loop may send only once, at its end", self.loc(t))
                         .with_label("second communication in this tile");
                     self.diag(d);
                 } else if let Some(tile) = &mut self.tile {
@@ -425,7 +425,7 @@ impl<'a> Machine<'a> {
 
     fn check_after_send(&mut self, t: Token) {
         if self.tile.as_ref().is_some_and(|tile| tile.send.is_some()) {
-            let d = Diagnostic::error("communication in the middle of a tile loop", self.loc(t))
+            let d = Diagnostic::warning("communication in the middle of a tile loop", self.loc(t))
                 .with_label("computation after the tile's send");
             self.diag(d);
         }
@@ -496,3 +496,6 @@ pub fn run(lowered: &Lowered) -> Outline {
     }
     m.out
 }
+
+#[cfg(test)]
+mod tests;

@@ -62,6 +62,8 @@ pub struct Facts {
     pub glue_defs: HashMap<String, String>,
     /// Local closures whose bodies are glue (`let lo = |k| k * n;`).
     pub glue_closures: BTreeSet<String>,
+    /// Names of the data arrays declared so far.
+    pub arrays: BTreeSet<String>,
     pub diags: Diagnostics,
 }
 
@@ -194,6 +196,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             config: &self.program.config,
             user_comm: &user_comm,
             glue_closures: &self.facts.glue_closures,
+            data: &self.facts.arrays,
         };
         scanner.scan(e, bound, loc)
     }
@@ -252,7 +255,16 @@ impl<'p, 'f> Builder<'p, 'f> {
             || m.divisors.iter().any(|d| self.facts.size_vars.contains(d) || d == "size");
         let forced_dist = self.program.config.variables.distributed.iter().any(|v| v == name);
         let forced_repl = self.program.config.variables.replicated.iter().any(|v| v == name);
-        if m.is_array {
+        let annotated_array = match &l.pat {
+            syn::Pat::Type(t) => {
+                let ty = &t.ty;
+                let text = quote::quote!(#ty).to_string();
+                text.contains("Vec") || text.starts_with('[') || text.contains("DistArray")
+            }
+            _ => false,
+        };
+        if m.is_array || annotated_array {
+            self.facts.arrays.insert(name.to_string());
             let elem_type = match &l.pat {
                 syn::Pat::Type(t) => elem_of_type(&t.ty),
                 _ => None,
@@ -265,7 +277,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             self.facts.dist_sizes.insert(name.to_string());
         }
         if let syn::Expr::Closure(c) = e {
-            let glue = crate::scan::Glue { closures: &self.facts.glue_closures };
+            let glue = crate::scan::Glue { closures: &self.facts.glue_closures, data: &self.facts.arrays };
             if glue.expr(&c.body) {
                 self.facts.glue_closures.insert(name.to_string());
             }
@@ -411,39 +423,11 @@ impl<'p, 'f> Builder<'p, 'f> {
         Node::Branch(Branch { loc, cond, arms })
     }
 
-    /// An iterator chain with per-element closures (`a.iter().map(|x| ..).sum()`) as a loop.
+    /// An iterator chain with per-element closures (`a.iter().map(|x| ..).sum()`) or consuming
+    /// a data iterator (`v.iter().sum()`), anywhere in the statement, as a loop.
     fn iterator_loop(&mut self, e: &syn::Expr, bound: &[String]) -> Option<Node> {
-        let mut closures = Vec::new();
-        let mut cur = e;
-        let mut is_iter = false;
-        let mut consumes = false;
-        let mut from_source = false;
-        loop {
-            match cur {
-                syn::Expr::MethodCall(m) => {
-                    let name = m.method.to_string();
-                    consumes |= CONSUMING_METHODS.contains(&name.as_str());
-                    from_source |= ITER_SOURCES.contains(&name.as_str());
-                    for a in &m.args {
-                        if let syn::Expr::Closure(c) = a {
-                            if ITER_CLOSURE_METHODS.contains(&name.as_str()) {
-                                closures.push(c);
-                                is_iter = true;
-                            }
-                        }
-                    }
-                    cur = &m.receiver;
-                }
-                syn::Expr::Try(t) => cur = &t.expr,
-                syn::Expr::Paren(p) => cur = &p.expr,
-                _ => break,
-            }
-        }
-        // `v.iter().sum()` is a loop too; a glue chain over a range of ranks is not.
-        if !(is_iter || consumes && from_source) || is_glue(e) {
-            return None;
-        }
-        closures.reverse();
+        let chain = find_chain(e)?;
+        let (closures, root) = chain_parts(chain);
         let mut vars = Vec::new();
         let mut body = Vec::new();
         for c in &closures {
@@ -456,14 +440,20 @@ impl<'p, 'f> Builder<'p, 'f> {
                 other => self.expr(other, &[], inner_loc, &mut body),
             }
         }
-        let mut header = self.scan(Some(cur), bound, self.loc(cur.span()));
-        header.glue = header.glue && body.iter().all(Node::is_glue);
+        let mut header = self.scan(Some(e), bound, self.loc(e.span()));
+        if body.iter().any(Node::has_comm) {
+            header.calls.clear();
+        } else if !header.calls.is_empty() {
+            // A communication statement computing its message (`all_reduce(&v.iter().sum())`).
+            return None;
+        }
+        header.glue = false;
         Some(Node::Loop(Loop {
             loc: self.loc(e.span()),
             kind: LoopKind::Iterator,
-            bound_reads: header.reads.clone(),
-            header_text: self.text.of(cur),
-            trip_count: trip_count(cur, &self.text),
+            bound_reads: self.scan(Some(root), &[], self.loc(root.span())).reads,
+            header_text: self.text.of(root),
+            trip_count: trip_count(root, &self.text),
             vars,
             header,
             body,
@@ -683,6 +673,62 @@ fn collect_calls(nodes: &[Node], path: &str, hint: Option<mheta_runtime::format:
     out
 }
 
+/// Whether a method-call chain is an iteration over data: a per-element closure adapter, or a
+/// consuming method on an iterator source (and not a glue chain over a range of ranks).
+fn is_chain(m: &syn::ExprMethodCall) -> bool {
+    let mut is_iter = false;
+    let mut consumes = false;
+    let mut from_source = false;
+    let mut cur: &syn::Expr = &syn::Expr::MethodCall(m.clone());
+    while let syn::Expr::MethodCall(mc) = cur {
+        let name = mc.method.to_string();
+        consumes |= CONSUMING_METHODS.contains(&name.as_str());
+        from_source |= ITER_SOURCES.contains(&name.as_str());
+        is_iter |= ITER_CLOSURE_METHODS.contains(&name.as_str()) && mc.args.iter().any(|a| matches!(a, syn::Expr::Closure(_)));
+        cur = &mc.receiver;
+    }
+    (is_iter || consumes && from_source) && !is_glue(&syn::Expr::MethodCall(m.clone()))
+}
+
+/// The outermost iterator chain in an expression (closures are not searched).
+fn find_chain(e: &syn::Expr) -> Option<&syn::ExprMethodCall> {
+    use syn::Expr;
+    match e {
+        Expr::MethodCall(m) if is_chain(m) => Some(m),
+        Expr::MethodCall(m) => find_chain(&m.receiver).or_else(|| m.args.iter().find_map(find_chain)),
+        Expr::Binary(b) => find_chain(&b.left).or_else(|| find_chain(&b.right)),
+        Expr::Unary(u) => find_chain(&u.expr),
+        Expr::Paren(p) => find_chain(&p.expr),
+        Expr::Cast(c) => find_chain(&c.expr),
+        Expr::Try(t) => find_chain(&t.expr),
+        Expr::Reference(r) => find_chain(&r.expr),
+        Expr::Assign(a) => find_chain(&a.right),
+        Expr::Call(c) => c.args.iter().find_map(find_chain),
+        Expr::Tuple(t) => t.elems.iter().find_map(find_chain),
+        Expr::Array(a) => a.elems.iter().find_map(find_chain),
+        _ => None,
+    }
+}
+
+/// The per-element closures of a chain (in call order) and its root expression.
+fn chain_parts(m: &syn::ExprMethodCall) -> (Vec<&syn::ExprClosure>, &syn::Expr) {
+    let mut closures = Vec::new();
+    let mut cur: &syn::ExprMethodCall = m;
+    loop {
+        let name = cur.method.to_string();
+        if ITER_CLOSURE_METHODS.contains(&name.as_str()) {
+            closures.extend(cur.args.iter().filter_map(|a| if let syn::Expr::Closure(c) = a { Some(c) } else { None }));
+        }
+        match &*cur.receiver {
+            syn::Expr::MethodCall(inner) => cur = inner,
+            root => {
+                closures.reverse();
+                return (closures, root);
+            }
+        }
+    }
+}
+
 /// Strips `?`, `.unwrap()`, `.expect(..)`, `.await`, parentheses and references.
 fn peel(e: &syn::Expr) -> &syn::Expr {
     match e {
@@ -690,6 +736,7 @@ fn peel(e: &syn::Expr) -> &syn::Expr {
         syn::Expr::Paren(p) => peel(&p.expr),
         syn::Expr::Reference(r) => peel(&r.expr),
         syn::Expr::Await(a) => peel(&a.base),
+        syn::Expr::Assign(a) => peel(&a.right),
         syn::Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "unwrap" | "expect" | "map_err" | "unwrap_or_else") => {
             peel(&m.receiver)
         }
@@ -721,6 +768,12 @@ fn trip_count(e: &syn::Expr, text: &Text<'_>) -> String {
                 }
             }
         }
+        // `for q in &basis`, `basis.iter()`: once per element.
+        syn::Expr::Reference(r) => trip_count(&r.expr, text),
+        syn::Expr::Path(p) if p.path.get_ident().is_some() => format!("{}.len()", text.of(e)),
+        syn::Expr::MethodCall(m) if matches!(m.method.to_string().as_str(), "iter" | "iter_mut" | "into_iter") => {
+            trip_count(&m.receiver, text)
+        }
         _ => "..".into(),
     }
 }
@@ -729,13 +782,13 @@ fn trip_count(e: &syn::Expr, text: &Text<'_>) -> String {
 fn elem_of_type(ty: &syn::Type) -> Option<String> {
     match ty {
         syn::Type::Reference(r) => elem_of_type(&r.elem),
-        syn::Type::Slice(s) => Some({ let t = &s.elem; quote::quote!(#t).to_string() }),
-        syn::Type::Array(a) => Some({ let t = &a.elem; quote::quote!(#t).to_string() }),
+        syn::Type::Slice(s) => Some(type_text(&s.elem)),
+        syn::Type::Array(a) => Some(type_text(&a.elem)),
         syn::Type::Path(p) => {
             let last = p.path.segments.last()?;
             match &last.arguments {
                 syn::PathArguments::AngleBracketed(a) => a.args.iter().find_map(|g| match g {
-                    syn::GenericArgument::Type(t) => Some(quote::quote!(#t).to_string()),
+                    syn::GenericArgument::Type(t) => Some(type_text(t)),
                     _ => None,
                 }),
                 _ => None,
@@ -743,6 +796,11 @@ fn elem_of_type(ty: &syn::Type) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// A type as Rust prints it (`Vec<f64>`, not `Vec < f64 >`).
+pub fn type_text(t: &syn::Type) -> String {
+    quote::quote!(#t).to_string().replace(" < ", "<").replace("< ", "<").replace(" >", ">").replace(" ,", ",").replace("& ", "&")
 }
 
 /// What an initialiser mentions: identifiers, method names, divisors, whether it allocates an
@@ -767,8 +825,8 @@ fn mentions(e: &syn::Expr) -> Mentions {
             let name = m.method.to_string();
             if name == "array" || name == "with_capacity" {
                 self.0.is_array = true;
-                if let Some(t) = m.turbofish.as_ref().and_then(|t| t.args.first()) {
-                    self.0.elem_type = Some(quote::quote!(#t).to_string());
+                if let Some(syn::GenericArgument::Type(t)) = m.turbofish.as_ref().and_then(|t| t.args.first()) {
+                    self.0.elem_type = Some(type_text(t));
                 }
             }
             self.0.methods.push(name);

@@ -185,7 +185,7 @@ fn neighbouring_rows(a: &AffineAccess, b: &AffineAccess, outermost: Option<&Stri
         return false;
     }
     let (x, y) = (&a.dims[0], &b.dims[0]);
-    if x.coefficients != y.coefficients {
+    if x.coefficients != y.coefficients || x.coefficients.is_empty() {
         return false;
     }
     if a.dims.len() > 1 {

@@ -43,6 +43,12 @@ pub fn form(nodes: Vec<Node>) -> Vec<Item> {
     merge(attach_glue(items))
 }
 
+/// Forms events without merging neighbours (inside a tile loop, where a receive, the stages and
+/// one send are expected and a second communication must stay visible).
+pub fn form_unmerged(nodes: Vec<Node>) -> Vec<Item> {
+    attach_glue(nodes.into_iter().map(classify).collect())
+}
+
 fn classify(node: Node) -> Item {
     if !node.has_comm() {
         return Item::Node(node);
@@ -178,39 +184,51 @@ pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
         }
     };
     let ranges: Vec<(String, String)> = e.ranges.iter().chain(e.calls.iter().flat_map(|c| c.ranges.iter())).cloned().collect();
-    let mut over_ranks = false;
-    let mut all_rank_relative = true;
+    // Peers classified: ranged over the ranks (`for w in 1..size`), relative to the rank
+    // (`rank - 1`, a neighbour list), literal (`0`), or anything else (`any`, a computed peer).
+    let mut ranged_sends = false;
+    let mut ranged_receives = false;
+    let mut fixed_other = false;
+    let mut relative = 0;
+    let mut other = false;
     for c in e.calls.iter().filter(|c| c.kind != CallKind::Complete) {
         let Some(peer) = &c.peer else { continue };
         let (resolved, from_range) = resolve_peer(peer, &ranges, facts);
-        if from_range {
-            let r = &resolved;
-            over_ranks |= facts.size_vars.iter().any(|s| r.contains(s.as_str())) || r.contains("size");
-        }
+        let over_ranks = from_range && (facts.size_vars.iter().any(|s| resolved.contains(s.as_str())) || resolved.contains("size"));
+        let words = idents(&resolved);
+        let literal = words.is_empty() && resolved.chars().all(|ch| ch.is_ascii_digit() || ch == '_');
         let rank_relative = !from_range
-            && resolved != "any"
-            && idents(&resolved).iter().any(|i| facts.rank_vars.contains(i) || i == "rank")
-            && idents(&resolved).len() >= 1
+            && words.iter().any(|i| facts.rank_vars.contains(i) || i == "rank")
             && resolved.chars().any(|ch| matches!(ch, '+' | '-' | '%'));
-        all_rank_relative &= rank_relative || (from_range && !over_ranks);
+        if over_ranks {
+            ranged_sends |= matches!(c.kind, CallKind::Send | CallKind::Exchange);
+            ranged_receives |= matches!(c.kind, CallKind::Receive | CallKind::Exchange);
+        } else if rank_relative || from_range {
+            relative += 1;
+        } else if literal {
+            fixed_other = true;
+        } else {
+            other = true;
+        }
         push(&mut participants, resolved);
     }
-    let sends = e.calls.iter().any(|c| matches!(c.kind, CallKind::Send | CallKind::Exchange));
-    let receives = e.calls.iter().any(|c| matches!(c.kind, CallKind::Receive | CallKind::Exchange));
     let pattern = if let Some(hint) = e.calls.iter().find_map(|c| c.pattern_hint) {
         hint
     } else if let Some(p) = collective(e) {
         push(&mut participants, "all".into());
         p
-    } else if participants.is_empty() {
+    } else if participants.is_empty() || other {
         Pattern::PointToPoint
-    } else if over_ranks {
-        match (sends, receives) {
+    } else if ranged_sends || ranged_receives {
+        // One rank talks to all others in a loop; the others talk to it once.
+        match (ranged_sends, ranged_receives) {
             (true, false) => Pattern::Scatter,
             (false, true) => Pattern::Gather,
             _ => Pattern::AllToAll,
         }
-    } else if all_rank_relative {
+    } else if relative > 0 {
+        // Neighbours by rank arithmetic (a literal peer is the neighbour of an edge rank).
+        let _ = fixed_other;
         Pattern::NearestNeighbor
     } else {
         Pattern::PointToPoint
@@ -243,4 +261,120 @@ fn idents(s: &str) -> Vec<String> {
         .filter(|w| !w.is_empty() && !w.starts_with(|c: char| c.is_ascii_digit()))
         .map(str::to_string)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use mheta_runtime::format::{CommEvent, EventRule, Pattern, SectionItem};
+
+    /// The closing events of every section of the only solver in `src` (a `main` with rsmpi).
+    fn events(body: &str) -> Vec<CommEvent> {
+        let src = format!(
+            "use mpi::traits::*;\nfn main() {{\n let universe = mpi::initialize().unwrap();\n let world = universe.world();\n \
+             let rank = world.rank();\n let size = world.size();\n let mut a = vec![0.0f64; 100];\n {body}\n}}\n\
+             fn halo(world: &SimpleCommunicator, rank: i32, a: &mut [f64]) {{\n let left = rank - 1;\n \
+             world.process_at_rank(left).send(&a[1..2]);\n world.process_at_rank(left).receive_into(&mut a[0..1]);\n}}\n"
+        );
+        let analysis = crate::analyze_source("t.rs", &src, &crate::Options::default());
+        assert!(!analysis.has_errors(), "{}", analysis.render_diagnostics());
+        let solver = &analysis.structure.solvers[0];
+        let mut out = Vec::new();
+        for s in &solver.sections {
+            for item in &s.items {
+                if let SectionItem::Tiles(t) = item {
+                    out.extend(t.recv.clone());
+                    out.extend(t.send.clone());
+                }
+            }
+            out.extend(s.comm.clone());
+        }
+        out
+    }
+
+    #[test]
+    fn rule_single_call_with_its_rank_guard() {
+        let e = events("for _ in 0..9 { for i in 0..100 { a[i] += 1.0; } if rank > 0 { world.process_at_rank(rank - 1).send(&a[0..1]); } }");
+        assert_eq!(e.len(), 1);
+        assert_eq!((e[0].rule, e[0].pattern), (EventRule::SingleCall, Pattern::NearestNeighbor));
+        assert_eq!(e[0].participants, ["rank - 1"]);
+        assert_eq!(e[0].message.as_deref(), Some("a[0..1]"));
+        assert_eq!(e[0].elem_type.as_deref(), Some("f64"));
+    }
+
+    #[test]
+    fn rule_loop_bounds_a_loop_of_communication_and_glue() {
+        let e = events(
+            "for _ in 0..9 { for i in 0..100 { a[i] += 1.0; } for r in 0..size { let tag = r * 2; if r != rank { world.process_at_rank(r).send_with_tag(&a[..], tag); } } }",
+        );
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].rule, EventRule::Loop);
+        assert_eq!(e[0].participants, ["0..size"]);
+        assert_eq!(e[0].pattern, Pattern::Scatter);
+    }
+
+    #[test]
+    fn rule_function_boundary_for_a_communication_only_function() {
+        let e = events("for _ in 0..9 { for i in 0..100 { a[i] += 1.0; } halo(&world, rank, &mut a); }");
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].rule, EventRule::Function);
+        assert_eq!(e[0].calls.len(), 2);
+        assert_eq!(e[0].participants, ["rank - 1"], "the glue `left` resolves to its definition");
+        assert_eq!(e[0].pattern, Pattern::NearestNeighbor);
+    }
+
+    #[test]
+    fn adjacent_guarded_calls_with_glue_between_merge() {
+        let e = events(
+            "for _ in 0..9 { for i in 0..100 { a[i] += 1.0; } if rank > 0 { world.process_at_rank(rank - 1).send(&a[1..2]); } \
+             let up = rank + 1; if up < size { world.process_at_rank(up).receive_into(&mut a[99..]); } }",
+        );
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].calls.len(), 2);
+        assert_eq!(e[0].participants, ["rank - 1", "rank + 1"]);
+    }
+
+    #[test]
+    fn point_to_point_and_collective_do_not_merge() {
+        let e = events(
+            "for _ in 0..9 { for i in 0..100 { a[i] += 1.0; } world.process_at_rank(0).send(&a[..]); let mut s = 0.0; \
+             world.all_reduce_into(&a[0], &mut s, mpi::collective::SystemOperation::sum()); }",
+        );
+        assert_eq!(e.len(), 2);
+        assert_eq!((e[0].pattern, e[1].pattern), (Pattern::PointToPoint, Pattern::Reduction));
+        assert_eq!(e[1].participants, ["all"]);
+    }
+
+    #[test]
+    fn same_collectives_merge() {
+        let e = events(
+            "for _ in 0..9 { for i in 0..100 { a[i] += 1.0; } let mut s = 0.0; let mut t = 0.0; \
+             world.all_reduce_into(&a[0], &mut s, op); world.all_reduce_into(&a[1], &mut t, op); }",
+        );
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].calls.len(), 2);
+    }
+
+    #[test]
+    fn glue_after_a_loop_belongs_to_the_event() {
+        let body = "for _ in 0..9 { for i in 0..100 { a[i] += 1.0; } let s = a.len(); world.barrier(); }";
+        let e = events(body);
+        assert_eq!(e[0].pattern, Pattern::Barrier);
+        assert_eq!(e[0].span.column as usize, body.find("let s").unwrap() + 2);
+    }
+
+    #[test]
+    fn glue_after_a_statement_stays_in_the_stage() {
+        let body = "for _ in 0..9 { a.sort_by(|x, y| x.total_cmp(y)); let s = a.len(); world.barrier(); }";
+        let e = events(body);
+        assert_eq!(e[0].span.column as usize, body.find("world.barrier").unwrap() + 2);
+    }
+
+    #[test]
+    fn a_channel_send_never_forms_an_event() {
+        let e = events(
+            "let (tx, rx) = std::sync::mpsc::channel(); for _ in 0..9 { for i in 0..100 { a[i] += 1.0; tx.send(i).unwrap(); } world.barrier(); }",
+        );
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].calls[0].api, "mpi::barrier");
+    }
 }

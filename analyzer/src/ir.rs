@@ -129,8 +129,10 @@ impl Node {
     pub fn only_comm_and_glue(&self) -> bool {
         match self {
             Node::Stmt(s) => s.glue || (!s.calls.is_empty() && !s.computes && s.io.is_empty()),
+            // A loop that does not communicate computes (or packs) data: never glue.
             Node::Loop(l) => {
-                (l.header.glue || l.header.calls.is_empty() && l.header.io.is_empty())
+                self.has_comm()
+                    && (l.header.glue || l.header.calls.is_empty() && l.header.io.is_empty())
                     && l.body.iter().all(Node::only_comm_and_glue)
             }
             Node::Branch(b) => b.cond.glue && b.arms.iter().flatten().all(Node::only_comm_and_glue),

@@ -222,9 +222,12 @@ impl Loader<'_> {
             }
             Err(e) => {
                 let loc = Loc::of(file, e.span());
-                self.diags.push(
-                    Diagnostic::error(format!("cannot parse `{name}`: {e}"), Some(loc)).with_label(e.to_string()),
-                );
+                // The lexer's own message says nothing about the cause; name the usual one.
+                let what = match e.to_string().as_str() {
+                    "cannot parse string into token stream" => "unbalanced delimiters or an invalid token".to_string(),
+                    other => other.to_string(),
+                };
+                self.diags.push(Diagnostic::error(format!("cannot parse `{name}`: {what}"), Some(loc)).with_label(what));
             }
         }
     }
@@ -405,7 +408,7 @@ mod tests {
     fn snippet_collapses_whitespace() {
         let mut map = SourceMap::default();
         let f = map.add("a.rs".into(), "let x =\n    rank  - 1;".into());
-        let loc = Loc { file: f, start: (1, 8), end: (2, 12) };
+        let loc = Loc { file: f, start: (1, 8), end: (2, 13) };
         assert_eq!(map.snippet(loc).as_deref(), Some("rank - 1"));
     }
 }

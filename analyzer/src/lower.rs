@@ -115,7 +115,7 @@ impl Lowered {
                     draft
                 });
                 let has_comm = !header_comm && lp.body.iter().any(Node::has_comm);
-                let body_items = events::form(lp.body);
+                let body_items = events::form(lp.body.clone());
                 let role = match (ctx, has_comm) {
                     (Context::Sections, true) => {
                         let starts_with_receive = match body_items.first() {
@@ -130,8 +130,8 @@ impl Lowered {
                     }
                     (Context::Tile, true) if starts_with_receive_event(&body_items, facts) => {
                         self.diags.push(
-                            Diagnostic::error("a tile loop may not contain another tile loop", Some(lp.loc))
-                                .with_label("inner tile loop"),
+                            Diagnostic::warning("a tile loop may not contain another tile loop", Some(lp.loc))
+                                .with_label("inner tile loop, analysed as a stage loop"),
                         );
                         LoopRole::Plain
                     }
@@ -157,6 +157,7 @@ impl Lowered {
                     LoopRole::Tile => Context::Tile,
                     LoopRole::Plain => Context::StageLoop,
                 };
+                let body_items = if role == LoopRole::Tile { events::form_unmerged(lp.body) } else { body_items };
                 for it in body_items {
                     self.item(it, inner, facts);
                 }

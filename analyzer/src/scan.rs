@@ -52,6 +52,8 @@ pub struct Scanner<'a> {
     pub user_comm: &'a dyn Fn(&syn::Expr) -> Option<Vec<CallSite>>,
     /// Local closures whose bodies are glue (`let lo = |k| k * n;`): calling them is glue.
     pub glue_closures: &'a BTreeSet<String>,
+    /// Arrays holding the program's data: reading one of their elements is not glue.
+    pub data: &'a BTreeSet<String>,
 }
 
 impl Scanner<'_> {
@@ -66,7 +68,7 @@ impl Scanner<'_> {
             push_unique(&mut v.out.declares, b);
         }
         let mut out = v.out;
-        let glue = Glue { closures: self.glue_closures };
+        let glue = Glue { closures: self.glue_closures, data: self.data };
         out.glue = out.calls.is_empty() && out.io.is_empty() && expr.map_or(true, |e| glue.expr(e));
         out.computes = !out.calls.is_empty() && expr.is_some_and(|e| computes_besides_comm(e, &glue));
         out
@@ -268,12 +270,13 @@ pub fn macro_args(m: &syn::Macro) -> Vec<syn::Expr> {
 
 /// Whether an expression is glue (see the module documentation), with no local closures known.
 pub fn is_glue(e: &syn::Expr) -> bool {
-    Glue { closures: &BTreeSet::new() }.expr(e)
+    Glue { closures: &BTreeSet::new(), data: &BTreeSet::new() }.expr(e)
 }
 
 /// The glue predicate, knowing which local closures are glue.
 pub struct Glue<'a> {
     pub closures: &'a BTreeSet<String>,
+    pub data: &'a BTreeSet<String>,
 }
 
 impl Glue<'_> {
@@ -292,8 +295,12 @@ impl Glue<'_> {
             Binary(b) => g(&b.left) && g(&b.right),
             Cast(c) => g(&c.expr),
             Field(f) => g(&f.base),
-            // Slicing a buffer is glue; reading an element of data is not.
-            Index(i) => matches!(&*i.index, Range(_)) && g(&i.expr) && g(&i.index),
+            // Slicing a buffer or reading an index table is glue; reading an element of a
+            // data array is not.
+            Index(i) => {
+                let data = base_var(&i.expr).is_some_and(|v| self.data.contains(&v));
+                (matches!(&*i.index, Range(_)) || !data) && g(&i.expr) && g(&i.index)
+            }
             Reference(r) => g(&r.expr),
             Tuple(t) => t.elems.iter().all(g),
             Array(a) => a.elems.iter().all(g),
@@ -434,7 +441,10 @@ mod tests {
         assert!(!glue("println!(\"{}\", x)"));
         assert!(!glue("std::mem::swap(&mut a, &mut b)"));
         assert!(!glue("u[i * n + j] += omega * r"));
-        assert!(!glue("v[0]"));
+        let data = BTreeSet::from(["v".to_string()]);
+        let with_data = Glue { closures: &BTreeSet::new(), data: &data };
+        assert!(!with_data.expr(&syn::parse_str("v[0]").unwrap()), "an element of a data array");
+        assert!(with_data.expr(&syn::parse_str("offsets[k]").unwrap()), "an index table");
         assert!(!glue("a.iter().map(|x| 2.0 * x).collect::<Vec<_>>()"));
     }
 }

@@ -12,18 +12,27 @@ fn predict(c: &mut Criterion) {
     for program in [Program::Jacobi, Program::Cg] {
         for nodes in [8usize, 64, 128, 1024] {
             let w = workload(program, nodes, 512 * nodes as u64);
-            let model = Model::new(&w.structure, &w.measurements, &w.cluster).expect("synthetic workload builds");
+            let model = Model::new(&w.structure, &w.measurements, &w.cluster)
+                .expect("synthetic workload builds");
             let mut rng = Rng::new(7);
-            let candidates: Vec<Vec<u64>> = (0..16).map(|_| rng.composition(model.total_rows(), nodes)).collect();
+            let candidates: Vec<Vec<u64>> = (0..16)
+                .map(|_| rng.composition(model.total_rows(), nodes))
+                .collect();
             let mut out = Prediction::default();
             let mut k = 0;
-            group.bench_with_input(BenchmarkId::new(format!("{program:?}"), nodes), &nodes, |b, _| {
-                b.iter(|| {
-                    k = (k + 1) % candidates.len();
-                    model.predict_into(black_box(&candidates[k]), &mut out).expect("valid distribution");
-                    black_box(out.iteration_s)
-                })
-            });
+            group.bench_with_input(
+                BenchmarkId::new(format!("{program:?}"), nodes),
+                &nodes,
+                |b, _| {
+                    b.iter(|| {
+                        k = (k + 1) % candidates.len();
+                        model
+                            .predict_into(black_box(&candidates[k]), &mut out)
+                            .expect("valid distribution");
+                        black_box(out.iteration_s)
+                    })
+                },
+            );
         }
     }
     group.finish();
@@ -31,7 +40,8 @@ fn predict(c: &mut Criterion) {
 
 fn node_cost(c: &mut Criterion) {
     let w = workload(Program::Cg, 1024, 512 * 1024);
-    let model = Model::new(&w.structure, &w.measurements, &w.cluster).expect("synthetic workload builds");
+    let model =
+        Model::new(&w.structure, &w.measurements, &w.cluster).expect("synthetic workload builds");
     c.bench_function("model_node_cost/Cg", |b| {
         let mut x = 0u64;
         b.iter(|| {

@@ -17,20 +17,33 @@ fn model(nodes: usize) -> Model {
 }
 
 fn searches(c: &mut Criterion) {
-    let config = SearchConfig { budget: Duration::from_secs(60), seed: 11, start: None };
+    let config = SearchConfig {
+        budget: Duration::from_secs(60),
+        seed: 11,
+        start: None,
+    };
     let mut group = c.benchmark_group("search");
     group.sample_size(10);
     for nodes in [8usize, 128] {
         let m = model(nodes);
         let optimum = exact(&m, &config).predicted_s;
         let found = gbs(&m, &config).predicted_s;
-        assert!((found - optimum).abs() <= 1e-12 * optimum, "GBS must reach the optimum: {found} vs {optimum}");
-        group.bench_with_input(BenchmarkId::new("gbs", nodes), &nodes, |b, _| b.iter(|| black_box(gbs(&m, &config).predicted_s)));
-        group.bench_with_input(BenchmarkId::new("gs", nodes), &nodes, |b, _| b.iter(|| black_box(greedy(&m, &config).predicted_s)));
+        assert!(
+            (found - optimum).abs() <= 1e-12 * optimum,
+            "GBS must reach the optimum: {found} vs {optimum}"
+        );
+        group.bench_with_input(BenchmarkId::new("gbs", nodes), &nodes, |b, _| {
+            b.iter(|| black_box(gbs(&m, &config).predicted_s))
+        });
+        group.bench_with_input(BenchmarkId::new("gs", nodes), &nodes, |b, _| {
+            b.iter(|| black_box(greedy(&m, &config).predicted_s))
+        });
     }
     for nodes in [8usize, 128, 1024] {
         let m = model(nodes);
-        group.bench_with_input(BenchmarkId::new("exact", nodes), &nodes, |b, _| b.iter(|| black_box(exact(&m, &config).predicted_s)));
+        group.bench_with_input(BenchmarkId::new("exact", nodes), &nodes, |b, _| {
+            b.iter(|| black_box(exact(&m, &config).predicted_s))
+        });
     }
     group.finish();
 }

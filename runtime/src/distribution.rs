@@ -27,9 +27,17 @@ pub enum DistributionError {
     #[error("distribution has {actual} entries but the cluster has {expected} nodes")]
     WrongLength { expected: usize, actual: usize },
     #[error("node {node}: {field} must be positive and finite, got {value}")]
-    BadWeight { node: usize, field: &'static str, value: f64 },
+    BadWeight {
+        node: usize,
+        field: &'static str,
+        value: f64,
+    },
     #[error("`{text}` is not a list of row counts (entry {index}: {reason})")]
-    Parse { text: String, index: usize, reason: String },
+    Parse {
+        text: String,
+        index: usize,
+        reason: String,
+    },
     #[error("bytes_per_row must be positive")]
     ZeroBytesPerRow,
     #[error("unknown distribution `{0}` (expected block, balanced, in-core, in-core-balanced or r0,r1,...)")]
@@ -55,14 +63,18 @@ impl Distribution {
         }
         let p = nodes as u64;
         let (base, extra) = (total_rows / p, total_rows % p);
-        Ok(Distribution { rows: (0..p).map(|i| base + u64::from(i < extra)).collect() })
+        Ok(Distribution {
+            rows: (0..p).map(|i| base + u64::from(i < extra)).collect(),
+        })
     }
 
     /// Balances the load: rows proportional to each node's relative CPU power, ignoring memory
     /// and I/O (seed Fig. 6.1, "Bal").
     pub fn balanced(total_rows: u64, cluster: &ClusterSpec) -> Result<Self, DistributionError> {
         let weights = cpu_weights(cluster)?;
-        Ok(Distribution { rows: largest_remainder(total_rows, &weights) })
+        Ok(Distribution {
+            rows: largest_remainder(total_rows, &weights),
+        })
     }
 
     /// Minimises I/O, ignoring load (seed Fig. 6.1, "I-C"): rows proportional to each node's
@@ -83,7 +95,9 @@ impl Distribution {
             return Self::block(total_rows, caps.len());
         }
         let weights: Vec<f64> = caps.iter().map(|&c| c as f64).collect();
-        Ok(Distribution { rows: largest_remainder(total_rows, &weights) })
+        Ok(Distribution {
+            rows: largest_remainder(total_rows, &weights),
+        })
     }
 
     /// First maximises the number of nodes whose data is entirely in core, then balances the
@@ -101,7 +115,10 @@ impl Distribution {
         cluster: &ClusterSpec,
     ) -> Result<Self, DistributionError> {
         let weights = cpu_weights(cluster)?;
-        let mut caps: Vec<Option<u64>> = capacities(bytes_per_row, cluster)?.into_iter().map(Some).collect();
+        let mut caps: Vec<Option<u64>> = capacities(bytes_per_row, cluster)?
+            .into_iter()
+            .map(Some)
+            .collect();
         let capacity: u64 = caps.iter().map(|c| c.unwrap_or(0)).sum();
         if capacity < total_rows {
             let fastest = (0..caps.len())
@@ -115,7 +132,9 @@ impl Distribution {
                 .ok_or(DistributionError::NoNodes)?;
             caps[fastest] = None;
         }
-        Ok(Distribution { rows: water_fill(total_rows, &weights, &caps) })
+        Ok(Distribution {
+            rows: water_fill(total_rows, &weights, &caps),
+        })
     }
 
     /// Builds one of the named generators (`block`, `balanced`, `in-core`, `in-core-balanced`) or
@@ -164,11 +183,21 @@ impl Distribution {
     /// Checks that there is one entry per node and that the rows sum to `total_rows`.
     pub fn validate(&self, total_rows: u64, nodes: usize) -> Result<(), DistributionError> {
         if self.rows.len() != nodes {
-            return Err(DistributionError::WrongLength { expected: nodes, actual: self.rows.len() });
+            return Err(DistributionError::WrongLength {
+                expected: nodes,
+                actual: self.rows.len(),
+            });
         }
-        let actual = self.rows.iter().try_fold(0u64, |acc, &r| acc.checked_add(r)).unwrap_or(u64::MAX);
+        let actual = self
+            .rows
+            .iter()
+            .try_fold(0u64, |acc, &r| acc.checked_add(r))
+            .unwrap_or(u64::MAX);
         if actual != total_rows {
-            return Err(DistributionError::WrongTotal { expected: total_rows, actual });
+            return Err(DistributionError::WrongTotal {
+                expected: total_rows,
+                actual,
+            });
         }
         Ok(())
     }
@@ -183,11 +212,14 @@ impl FromStr for Distribution {
             .split(',')
             .enumerate()
             .map(|(index, entry)| {
-                entry.trim().parse::<u64>().map_err(|e| DistributionError::Parse {
-                    text: text.to_string(),
-                    index,
-                    reason: e.to_string(),
-                })
+                entry
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|e| DistributionError::Parse {
+                        text: text.to_string(),
+                        index,
+                        reason: e.to_string(),
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Distribution { rows })
@@ -218,7 +250,11 @@ fn cpu_weights(cluster: &ClusterSpec) -> Result<Vec<f64>, DistributionError> {
             if n.cpu.is_finite() && n.cpu > 0.0 {
                 Ok(n.cpu)
             } else {
-                Err(DistributionError::BadWeight { node, field: "cpu", value: n.cpu })
+                Err(DistributionError::BadWeight {
+                    node,
+                    field: "cpu",
+                    value: n.cpu,
+                })
             }
         })
         .collect()
@@ -231,7 +267,11 @@ fn capacities(bytes_per_row: u64, cluster: &ClusterSpec) -> Result<Vec<u64>, Dis
     if bytes_per_row == 0 {
         return Err(DistributionError::ZeroBytesPerRow);
     }
-    Ok(cluster.nodes.iter().map(|n| n.memory_bytes / bytes_per_row).collect())
+    Ok(cluster
+        .nodes
+        .iter()
+        .map(|n| n.memory_bytes / bytes_per_row)
+        .collect())
 }
 
 /// Splits `total` into integers proportional to `weights` (all positive) with the largest
@@ -284,7 +324,10 @@ fn water_fill(total: u64, weights: &[f64], caps: &[Option<u64>]) -> Vec<u64> {
     let mut fixed: Vec<Option<u64>> = vec![None; n];
     loop {
         let fixed_rows: u64 = fixed.iter().flatten().sum();
-        let free_weight: f64 = (0..n).filter(|&i| fixed[i].is_none()).map(|i| weights[i]).sum();
+        let free_weight: f64 = (0..n)
+            .filter(|&i| fixed[i].is_none())
+            .map(|i| weights[i])
+            .sum();
         let remaining = total.saturating_sub(fixed_rows);
         if free_weight == 0.0 {
             break;
@@ -315,7 +358,10 @@ fn water_fill(total: u64, weights: &[f64], caps: &[Option<u64>]) -> Vec<u64> {
     let free_weights: Vec<f64> = free.iter().map(|&i| weights[i]).collect();
     // Shares of free nodes are strictly below their caps (else they would be fixed), so
     // floor + 1 never exceeds an integer cap.
-    for (k, r) in largest_remainder(remaining, &free_weights).into_iter().enumerate() {
+    for (k, r) in largest_remainder(remaining, &free_weights)
+        .into_iter()
+        .enumerate()
+    {
         rows[free[k]] = r;
     }
     rows
@@ -328,7 +374,10 @@ mod tests {
 
     fn cluster(nodes: &[(f64, u64)]) -> ClusterSpec {
         ClusterSpec {
-            network: NetworkSpec { latency_s: 5e-5, bandwidth_bps: 1e9 },
+            network: NetworkSpec {
+                latency_s: 5e-5,
+                bandwidth_bps: 1e9,
+            },
             nodes: nodes
                 .iter()
                 .map(|&(cpu, memory_bytes)| NodeSpec {
@@ -353,12 +402,18 @@ mod tests {
     fn balanced_is_proportional_to_cpu_with_largest_remainder() {
         // Shares 100 * (1, 0.5, 0.5) / 2 = 50, 25, 25.
         let c = cluster(&[(1.0, 1 << 20), (0.5, 1 << 20), (0.5, 1 << 20)]);
-        assert_eq!(Distribution::balanced(100, &c).unwrap().rows, vec![50, 25, 25]);
+        assert_eq!(
+            Distribution::balanced(100, &c).unwrap().rows,
+            vec![50, 25, 25]
+        );
         // Shares 10 * (1, 1, 1) / 3 = 3.33 each: the leftover row goes to node 0.
         let c = cluster(&[(1.0, 1), (1.0, 1), (1.0, 1)]);
         assert_eq!(Distribution::balanced(10, &c).unwrap().rows, vec![4, 3, 3]);
         let bad = cluster(&[(0.0, 1)]);
-        assert!(matches!(Distribution::balanced(1, &bad), Err(DistributionError::BadWeight { node: 0, .. })));
+        assert!(matches!(
+            Distribution::balanced(1, &bad),
+            Err(DistributionError::BadWeight { node: 0, .. })
+        ));
     }
 
     #[test]
@@ -367,7 +422,10 @@ mod tests {
         let c = cluster(&[(1.0, 100), (1.0, 300)]);
         assert_eq!(Distribution::in_core(20, 10, &c).unwrap().rows, vec![5, 15]);
         // 80 rows do not fit (capacity 40): both over-committed by 2x.
-        assert_eq!(Distribution::in_core(80, 10, &c).unwrap().rows, vec![20, 60]);
+        assert_eq!(
+            Distribution::in_core(80, 10, &c).unwrap().rows,
+            vec![20, 60]
+        );
     }
 
     #[test]
@@ -375,16 +433,28 @@ mod tests {
         // CPU 3:1, capacities 10 and 100, 40 rows: balanced would be 30/10, node 0 is capped at
         // 10 and node 1 takes the other 30.
         let c = cluster(&[(3.0, 100), (1.0, 1000)]);
-        assert_eq!(Distribution::in_core_balanced(40, 10, &c).unwrap().rows, vec![10, 30]);
+        assert_eq!(
+            Distribution::in_core_balanced(40, 10, &c).unwrap().rows,
+            vec![10, 30]
+        );
         // Fits without capping: plain balanced.
-        assert_eq!(Distribution::in_core_balanced(8, 10, &c).unwrap().rows, vec![6, 2]);
+        assert_eq!(
+            Distribution::in_core_balanced(8, 10, &c).unwrap().rows,
+            vec![6, 2]
+        );
         // 150 rows exceed the capacity 110: node 0 (fastest) is uncapped; node 1 stays in core
         // and the load is balanced 3:1 (112.5 / 37.5, the tie in remainders going to node 0).
-        assert_eq!(Distribution::in_core_balanced(150, 10, &c).unwrap().rows, vec![113, 37]);
+        assert_eq!(
+            Distribution::in_core_balanced(150, 10, &c).unwrap().rows,
+            vec![113, 37]
+        );
         // Capacities 10 and 10, 50 rows: node 1 (CPU 3) is uncapped; balanced would give node 0
         // 12.5 > 10, so node 0 is held at its capacity and node 1 takes the other 40.
         let c = cluster(&[(1.0, 100), (3.0, 100)]);
-        assert_eq!(Distribution::in_core_balanced(50, 10, &c).unwrap().rows, vec![10, 40]);
+        assert_eq!(
+            Distribution::in_core_balanced(50, 10, &c).unwrap().rows,
+            vec![10, 40]
+        );
     }
 
     #[test]
@@ -399,13 +469,34 @@ mod tests {
         assert_eq!(d.rows, vec![1, 2, 3]);
         assert_eq!(d.to_string(), "1,2,3");
         assert!(d.validate(6, 3).is_ok());
-        assert_eq!(d.validate(7, 3), Err(DistributionError::WrongTotal { expected: 7, actual: 6 }));
-        assert_eq!(d.validate(6, 2), Err(DistributionError::WrongLength { expected: 2, actual: 3 }));
-        assert!(matches!("1,-2".parse::<Distribution>(), Err(DistributionError::Parse { index: 1, .. })));
+        assert_eq!(
+            d.validate(7, 3),
+            Err(DistributionError::WrongTotal {
+                expected: 7,
+                actual: 6
+            })
+        );
+        assert_eq!(
+            d.validate(6, 2),
+            Err(DistributionError::WrongLength {
+                expected: 2,
+                actual: 3
+            })
+        );
+        assert!(matches!(
+            "1,-2".parse::<Distribution>(),
+            Err(DistributionError::Parse { index: 1, .. })
+        ));
         let c = cluster(&[(1.0, 100), (1.0, 100)]);
-        assert_eq!(Distribution::from_spec("block", 5, 1, &c).unwrap().rows, vec![3, 2]);
+        assert_eq!(
+            Distribution::from_spec("block", 5, 1, &c).unwrap().rows,
+            vec![3, 2]
+        );
         assert!(Distribution::from_spec("4,2", 5, 1, &c).is_err());
-        assert!(matches!(Distribution::from_spec("blocky", 5, 1, &c), Err(DistributionError::UnknownName(_))));
+        assert!(matches!(
+            Distribution::from_spec("blocky", 5, 1, &c),
+            Err(DistributionError::UnknownName(_))
+        ));
     }
 
     mod properties {
@@ -432,9 +523,9 @@ mod tests {
                 if caps.iter().sum::<u64>() >= total {
                     let ic = Distribution::in_core(total, bpr, &c).unwrap();
                     let icb = Distribution::in_core_balanced(total, bpr, &c).unwrap();
-                    for i in 0..nodes.len() {
-                        prop_assert!(ic.rows[i] <= caps[i]);
-                        prop_assert!(icb.rows[i] <= caps[i]);
+                    for (i, &cap) in caps.iter().enumerate() {
+                        prop_assert!(ic.rows[i] <= cap);
+                        prop_assert!(icb.rows[i] <= cap);
                     }
                 }
             }

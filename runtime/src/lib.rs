@@ -25,6 +25,7 @@ pub mod launch;
 pub mod measure;
 pub mod micro;
 pub mod testing;
+pub mod embedded;
 
 pub use args::{Args, Backend, DistributionSpec};
 pub use clock::ClockMode;

@@ -19,7 +19,11 @@ pub struct BenchArgs {
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
-    let config = BenchConfig { nodes: args.nodes.clone(), budget: args.budget, ..BenchConfig::default() };
+    let config = BenchConfig {
+        nodes: args.nodes.clone(),
+        budget: args.budget,
+        ..BenchConfig::default()
+    };
     let report = bench::run(&config)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

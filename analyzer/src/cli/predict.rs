@@ -51,18 +51,30 @@ pub struct Inputs {
 }
 
 impl Inputs {
-    pub fn load(structure: &Path, measurements: &Path, cluster: Option<&Path>) -> anyhow::Result<Inputs> {
+    pub fn load(
+        structure: &Path,
+        measurements: &Path,
+        cluster: Option<&Path>,
+    ) -> anyhow::Result<Inputs> {
         let structure: Structure = read_json(structure)?;
         let measurements: Measurements = read_json(measurements)?;
         let cluster = match cluster {
             Some(path) => ClusterSpec::load(path)?,
             None => measurements.cluster.clone(),
         };
-        Ok(Inputs { structure, measurements, cluster })
+        Ok(Inputs {
+            structure,
+            measurements,
+            cluster,
+        })
     }
 
     pub fn model(&self) -> anyhow::Result<Model> {
-        Ok(Model::new(&self.structure, &self.measurements, &self.cluster)?)
+        Ok(Model::new(
+            &self.structure,
+            &self.measurements,
+            &self.cluster,
+        )?)
     }
 
     /// A named generator, a file or an inline list, validated against S and the cluster.
@@ -71,20 +83,31 @@ impl Inputs {
         let bytes_per_row = model::distributed_bytes_per_row(&self.measurements);
         let path = Path::new(spec);
         if path.is_file() {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read `{spec}`"))?;
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("cannot read `{spec}`"))?;
             let dist: Distribution = if text.trim_start().starts_with('{') {
-                serde_json::from_str(&text).with_context(|| format!("`{spec}` is not a distribution file"))?
+                serde_json::from_str(&text)
+                    .with_context(|| format!("`{spec}` is not a distribution file"))?
             } else {
-                text.trim().parse().with_context(|| format!("in `{spec}`"))?
+                text.trim()
+                    .parse()
+                    .with_context(|| format!("in `{spec}`"))?
             };
-            dist.validate(rows, self.cluster.nodes.len()).with_context(|| format!("in `{spec}`"))?;
+            dist.validate(rows, self.cluster.nodes.len())
+                .with_context(|| format!("in `{spec}`"))?;
             return Ok(dist);
         }
-        Ok(Distribution::from_spec(spec, rows, bytes_per_row, &self.cluster)?)
+        Ok(Distribution::from_spec(
+            spec,
+            rows,
+            bytes_per_row,
+            &self.cluster,
+        )?)
     }
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("`{}` is not valid", path.display()))
 }

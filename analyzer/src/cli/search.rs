@@ -34,7 +34,11 @@ pub struct SearchArgs {
 pub fn run(args: &SearchArgs) -> anyhow::Result<()> {
     let inputs = Inputs::load(&args.structure, &args.measurements, args.cluster.as_deref())?;
     let model = inputs.model()?;
-    let config = SearchConfig { budget: args.budget, seed: args.seed, start: None };
+    let config = SearchConfig {
+        budget: args.budget,
+        seed: args.seed,
+        start: None,
+    };
     let result = search::search_model(&model, args.algorithm, &config);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&result)?);

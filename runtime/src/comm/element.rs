@@ -161,9 +161,9 @@ mod tests {
     fn reduce_bytes_on_unaligned_buffers() {
         let a = [1i32, 7, -3];
         let b = [4i32, 2, -8];
-        let mut acc = vec![0u8; 13];
+        let mut acc = [0u8; 13];
         acc[1..].copy_from_slice(as_bytes(&a));
-        let mut other = vec![0u8; 13];
+        let mut other = [0u8; 13];
         other[1..].copy_from_slice(as_bytes(&b));
         reduce_bytes(ElemKind::I32, ReduceOp::Max, &mut acc[1..], &other[1..]);
         let mut out = [0i32; 3];

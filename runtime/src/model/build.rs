@@ -14,15 +14,19 @@ use super::out_of_core::{ArrayCost, IoMode, NodeMemory};
 use super::pipeline::TileCost;
 use super::{Model, ModelError, SectionCost, Step};
 use crate::format::{
-    ClusterSpec, CommEvent, EventMeasurement, IoKind, Measurements, NodeMeasurements, Pattern, SectionItem, Solver,
-    Stage, StageKey, Structure, VarClass,
+    ClusterSpec, CommEvent, EventMeasurement, IoKind, Measurements, NodeMeasurements, Pattern,
+    SectionItem, Solver, Stage, StageKey, Structure, VarClass,
 };
 
 impl Model {
     /// Compiles the model of the solver the measurements belong to, for `cluster` (usually the
     /// cluster the measurements were taken on; another cluster with the same number of nodes
     /// predicts the program there).
-    pub fn new(structure: &Structure, measurements: &Measurements, cluster: &ClusterSpec) -> Result<Model, ModelError> {
+    pub fn new(
+        structure: &Structure,
+        measurements: &Measurements,
+        cluster: &ClusterSpec,
+    ) -> Result<Model, ModelError> {
         let solver = pick_solver(structure, &measurements.structure.solver)?;
         Builder::new(solver, measurements, cluster)?.build()
     }
@@ -54,19 +58,34 @@ struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    fn new(solver: &'a Solver, m: &'a Measurements, cluster: &'a ClusterSpec) -> Result<Self, ModelError> {
+    fn new(
+        solver: &'a Solver,
+        m: &'a Measurements,
+        cluster: &'a ClusterSpec,
+    ) -> Result<Self, ModelError> {
         let p = cluster.nodes.len();
         if m.nodes.len() != p || p == 0 {
-            return Err(ModelError::NodeCount { measured: m.nodes.len(), cluster: p });
+            return Err(ModelError::NodeCount {
+                measured: m.nodes.len(),
+                cluster: p,
+            });
         }
         for (index, n) in m.nodes.iter().enumerate() {
             if n.rank as usize != index {
-                return Err(ModelError::RankOrder { index, rank: n.rank });
+                return Err(ModelError::RankOrder {
+                    index,
+                    rank: n.rank,
+                });
             }
         }
         let cpu_ratio = (0..p)
             .map(|i| {
-                let measured = m.cluster.nodes.get(i).map(|n| n.cpu).unwrap_or(cluster.nodes[i].cpu);
+                let measured = m
+                    .cluster
+                    .nodes
+                    .get(i)
+                    .map(|n| n.cpu)
+                    .unwrap_or(cluster.nodes[i].cpu);
                 ratio(measured, cluster.nodes[i].cpu)
             })
             .collect();
@@ -88,28 +107,58 @@ impl<'a> Builder<'a> {
     /// Ranks the distributed arrays for the out-of-core heuristic: most accesses per iteration
     /// per byte of row first, then the smaller row, then the name.
     fn rank_arrays(&mut self) -> Result<(), ModelError> {
-        let distributed: Vec<_> = self.m.arrays.iter().filter(|a| a.distributed && a.bytes_per_row > 0).collect();
+        let distributed: Vec<_> = self
+            .m
+            .arrays
+            .iter()
+            .filter(|a| a.distributed && a.bytes_per_row > 0)
+            .collect();
         if distributed.len() > 64 {
             return Err(ModelError::TooManyArrays(distributed.len()));
         }
         let mut uses: HashMap<&str, f64> = HashMap::new();
         for section in &self.solver.sections {
             for (stage, tile) in stages_of(section) {
-                let key = StageKey { section: section.id, tile, stage: stage.id };
-                let count = self.m.nodes.iter().filter_map(|n| find_stage(n, key)).map(|s| s.count).fold(1.0, f64::max);
-                for var in stage.reads.iter().chain(&stage.writes).chain(stage.io.iter().map(|io| &io.var)) {
+                let key = StageKey {
+                    section: section.id,
+                    tile,
+                    stage: stage.id,
+                };
+                let count = self
+                    .m
+                    .nodes
+                    .iter()
+                    .filter_map(|n| find_stage(n, key))
+                    .map(|s| s.count)
+                    .fold(1.0, f64::max);
+                for var in stage
+                    .reads
+                    .iter()
+                    .chain(&stage.writes)
+                    .chain(stage.io.iter().map(|io| &io.var))
+                {
                     *uses.entry(var.as_str()).or_default() += count;
                 }
             }
         }
         let mut ranked: Vec<(f64, u64, &str)> = distributed
             .iter()
-            .map(|a| (uses.get(a.name.as_str()).copied().unwrap_or(0.0) / a.bytes_per_row as f64, a.bytes_per_row, a.name.as_str()))
+            .map(|a| {
+                (
+                    uses.get(a.name.as_str()).copied().unwrap_or(0.0) / a.bytes_per_row as f64,
+                    a.bytes_per_row,
+                    a.name.as_str(),
+                )
+            })
             .collect();
         ranked.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)).then(x.2.cmp(y.2)));
         for (index, (_, bpr, name)) in ranked.into_iter().enumerate() {
             self.array_index.insert(name.to_string(), index);
-            self.arrays.push(ArrayCost { name: name.to_string(), bytes_per_row: bpr as f64 });
+            self.arrays.push(ArrayCost {
+                name: name.to_string(),
+                bytes_per_row: bpr as f64,
+                resident: false,
+            });
         }
         Ok(())
     }
@@ -118,8 +167,12 @@ impl<'a> Builder<'a> {
     /// structure's literal trip count, else 1.
     fn group_trips(&mut self) {
         for g in &self.solver.groups {
-            let measured: Vec<f64> =
-                self.m.nodes.iter().flat_map(|n| n.groups.iter().filter(|x| x.group == g.id).map(|x| x.trips)).collect();
+            let measured: Vec<f64> = self
+                .m
+                .nodes
+                .iter()
+                .flat_map(|n| n.groups.iter().filter(|x| x.group == g.id).map(|x| x.trips))
+                .collect();
             let trips = if measured.is_empty() {
                 g.trip_count.trim().parse::<f64>().unwrap_or(1.0)
             } else {
@@ -129,8 +182,10 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn build(self) -> Result<Model, ModelError> {
-        let memory = (0..self.p).map(|i| self.node_memory(i)).collect::<Result<Vec<_>, _>>()?;
+    fn build(mut self) -> Result<Model, ModelError> {
+        let mut memory = (0..self.p)
+            .map(|i| self.node_memory(i))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut program = Vec::new();
         let mut sections = Vec::new();
         // Open groups, outermost first: (group id, index of its Step::Group in `program`).
@@ -143,16 +198,31 @@ impl<'a> Builder<'a> {
             }
             for &g in &chain[open.len()..] {
                 open.push((g, program.len()));
-                program.push(Step::Group { trips: self.trips.get(&g).copied().unwrap_or(1), len: 0 });
+                program.push(Step::Group {
+                    trips: self.trips.get(&g).copied().unwrap_or(1),
+                    len: 0,
+                });
             }
-            let multiplicity: f64 = chain.iter().map(|g| f64::from(self.trips.get(g).copied().unwrap_or(1))).product();
+            let multiplicity: f64 = chain
+                .iter()
+                .map(|g| f64::from(self.trips.get(g).copied().unwrap_or(1)))
+                .product();
             let per_pass = multiplicity.max(1.0);
-            let mut cost =
-                SectionCost { id: section.id, stages: Vec::new(), tiles: Vec::new(), comm: None, multiplicity };
+            let mut cost = SectionCost {
+                id: section.id,
+                stages: Vec::new(),
+                tiles: Vec::new(),
+                comm: None,
+                multiplicity,
+            };
             for item in &section.items {
                 match item {
-                    SectionItem::Stage(stage) => cost.stages.push(self.stage(section.id, None, stage, per_pass)?),
-                    SectionItem::Tiles(tl) => cost.tiles.push(self.tiles(section.id, tl, per_pass)?),
+                    SectionItem::Stage(stage) => cost
+                        .stages
+                        .push(self.stage(section.id, None, stage, per_pass)?),
+                    SectionItem::Tiles(tl) => {
+                        cost.tiles.push(self.tiles(section.id, tl, per_pass)?)
+                    }
                 }
             }
             cost.comm = section.comm.as_ref().map(|e| self.comm(e)).transpose()?;
@@ -162,8 +232,13 @@ impl<'a> Builder<'a> {
         while let Some((_, at)) = open.pop() {
             close_group(&mut program, at);
         }
+        self.io_profile(&sections, &mut memory);
         let micro = &self.m.micro;
-        let latency_s = if micro.latency_s > 0.0 { micro.latency_s } else { self.cluster.network.latency_s };
+        let latency_s = if micro.latency_s > 0.0 {
+            micro.latency_s
+        } else {
+            self.cluster.network.latency_s
+        };
         let per_byte_s = if micro.per_byte_s > 0.0 {
             micro.per_byte_s
         } else if self.cluster.network.bandwidth_bps > 0.0 {
@@ -183,16 +258,61 @@ impl<'a> Builder<'a> {
         })
     }
 
+    /// Marks the arrays no stage accesses through I/O as resident, and sums every array's
+    /// per-piece and per-byte I/O costs over the stages that access it, for the out-of-core
+    /// heuristic.
+    fn io_profile(&mut self, sections: &[SectionCost], memory: &mut [NodeMemory]) {
+        let mut accessed = vec![false; self.arrays.len()];
+        for mem in memory.iter_mut() {
+            mem.io_per_piece = vec![0.0; self.arrays.len()];
+            mem.io_per_byte = vec![0.0; self.arrays.len()];
+        }
+        for section in sections {
+            let stages = section
+                .stages
+                .iter()
+                .chain(section.tiles.iter().flat_map(|t| t.stages.iter()));
+            for io in stages.flat_map(|s| s.io.iter()) {
+                accessed[io.array] = true;
+                for mem in memory.iter_mut() {
+                    let m = io.array;
+                    let read = if io.read { 1.0 } else { 0.0 };
+                    let write = if io.write { 1.0 } else { 0.0 };
+                    let o_a = if io.mode == IoMode::Sync {
+                        0.0
+                    } else {
+                        mem.o_a
+                    };
+                    mem.io_per_piece[m] +=
+                        section.multiplicity * (read * (mem.o_r + o_a) + write * mem.o_w);
+                    mem.io_per_byte[m] += section.multiplicity
+                        * (read * mem.read_per_byte[m] + write * mem.write_per_byte[m]);
+                }
+            }
+        }
+        for (a, accessed) in self.arrays.iter_mut().zip(accessed) {
+            a.resident = !accessed;
+        }
+    }
+
     /// The groups enclosing a section, outermost first.
     fn group_chain(&self, innermost: Option<u32>) -> Result<Vec<u32>, ModelError> {
         let mut chain = Vec::new();
         let mut current = innermost;
         while let Some(g) = current {
             if chain.len() >= super::MAX_GROUP_DEPTH {
-                return Err(ModelError::TooDeep { group: g, max: super::MAX_GROUP_DEPTH });
+                return Err(ModelError::TooDeep {
+                    group: g,
+                    max: super::MAX_GROUP_DEPTH,
+                });
             }
             chain.push(g);
-            current = self.solver.groups.iter().find(|x| x.id == g).and_then(|x| x.parent);
+            current = self
+                .solver
+                .groups
+                .iter()
+                .find(|x| x.id == g)
+                .and_then(|x| x.parent);
         }
         chain.reverse();
         Ok(chain)
@@ -202,7 +322,13 @@ impl<'a> Builder<'a> {
         let n = &self.m.nodes[i];
         let target = &self.cluster.nodes[i];
         let measured = self.m.cluster.nodes.get(i).copied().unwrap_or(*target);
-        let replicated: f64 = self.m.arrays.iter().filter(|a| !a.distributed).map(|a| a.bytes_per_row as f64).sum();
+        let replicated: f64 = self
+            .m
+            .arrays
+            .iter()
+            .filter(|a| !a.distributed)
+            .map(|a| a.bytes_per_row as f64)
+            .sum();
         let read_ratio = ratio(target.disk_read_bps, measured.disk_read_bps);
         let write_ratio = ratio(target.disk_write_bps, measured.disk_write_bps);
         let latency_ratio = ratio(measured.disk_latency_s, target.disk_latency_s);
@@ -215,7 +341,8 @@ impl<'a> Builder<'a> {
         let mut read_per_byte = Vec::with_capacity(self.arrays.len());
         let mut write_per_byte = Vec::with_capacity(self.arrays.len());
         for a in &self.arrays {
-            let (mut reads, mut read_s, mut bytes_r, mut writes, mut write_s, mut bytes_w) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+            let (mut reads, mut read_s, mut bytes_r, mut writes, mut write_s, mut bytes_w) =
+                (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
             for io in n.io.iter().filter(|io| io.var == a.name) {
                 reads += io.reads + io.prefetches;
                 read_s += io.read_s;
@@ -237,12 +364,24 @@ impl<'a> Builder<'a> {
             o_a,
             read_per_byte,
             write_per_byte,
+            io_per_piece: Vec::new(),
+            io_per_byte: Vec::new(),
         })
     }
 
     /// Compiles one stage: its per-row (or constant) rate on every node and its I/O.
-    fn stage(&self, section: u32, tile: Option<u32>, stage: &Stage, per_pass: f64) -> Result<StageCost, ModelError> {
-        let key = StageKey { section, tile, stage: stage.id };
+    fn stage(
+        &self,
+        section: u32,
+        tile: Option<u32>,
+        stage: &Stage,
+        per_pass: f64,
+    ) -> Result<StageCost, ModelError> {
+        let key = StageKey {
+            section,
+            tile,
+            stage: stage.id,
+        };
         let distributed = self.is_distributed(stage);
         let measured: Vec<f64> = self
             .m
@@ -251,15 +390,33 @@ impl<'a> Builder<'a> {
             .enumerate()
             .map(|(i, n)| {
                 let t = find_stage(n, key).map(|s| s.compute_s).unwrap_or(0.0);
-                check(&format!("nodes[{i}].stages[{section}/{}].compute_s", stage.id), t).map(|t| t / per_pass)
+                check(
+                    &format!("nodes[{i}].stages[{section}/{}].compute_s", stage.id),
+                    t,
+                )
+                .map(|t| t / per_pass)
             })
             .collect::<Result<_, _>>()?;
-        let rate = if distributed { self.per_row_rates(&measured) } else { measured };
-        let rate = rate.iter().zip(&self.cpu_ratio).map(|(r, c)| r * c).collect();
+        let rate = if distributed {
+            self.per_row_rates(&measured)
+        } else {
+            measured
+        };
+        let rate = rate
+            .iter()
+            .zip(&self.cpu_ratio)
+            .map(|(r, c)| r * c)
+            .collect();
         let mut io: Vec<StageIo> = Vec::new();
         for (index, name) in self.arrays.iter().map(|a| a.name.as_str()).enumerate() {
-            let ops: Vec<IoKind> = stage.io.iter().filter(|op| op.var == name).map(|op| op.op).collect();
-            let (mut reads, mut writes, mut prefetches, mut overlap, mut compute) = (0.0, 0.0, 0.0, 0.0, 0.0);
+            let ops: Vec<IoKind> = stage
+                .io
+                .iter()
+                .filter(|op| op.var == name)
+                .map(|op| op.op)
+                .collect();
+            let (mut reads, mut writes, mut prefetches, mut overlap, mut compute) =
+                (0.0, 0.0, 0.0, 0.0, 0.0);
             for n in &self.m.nodes {
                 for x in n.io.iter().filter(|x| x.key == key && x.var == name) {
                     reads += x.reads;
@@ -280,10 +437,24 @@ impl<'a> Builder<'a> {
                 (true, false) => IoMode::Prefetch,
                 _ => IoMode::Sync,
             };
-            let overlap = if compute > 0.0 { (overlap / compute).clamp(0.0, 1.0) } else { 0.0 };
-            io.push(StageIo { array: index, mode, read: prefetch || sync_read, write, overlap });
+            let overlap = if compute > 0.0 {
+                (overlap / compute).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            io.push(StageIo {
+                array: index,
+                mode,
+                read: prefetch || sync_read,
+                write,
+                overlap,
+            });
         }
-        Ok(StageCost { distributed, rate, io })
+        Ok(StageCost {
+            distributed,
+            rate,
+            io,
+        })
     }
 
     /// A stage is distributed when its representative (or, without one, any variable it
@@ -293,40 +464,87 @@ impl<'a> Builder<'a> {
             if self.array_index.contains_key(name) {
                 return Some(VarClass::Distributed);
             }
-            self.solver.variables.iter().find(|v| v.name == name).map(|v| v.class)
+            self.solver
+                .variables
+                .iter()
+                .find(|v| v.name == name)
+                .map(|v| v.class)
         };
         match &stage.representative {
             Some(r) => class(r) == Some(VarClass::Distributed),
-            None => stage.reads.iter().chain(&stage.writes).any(|v| class(v) == Some(VarClass::Distributed)),
+            None => stage
+                .reads
+                .iter()
+                .chain(&stage.writes)
+                .any(|v| class(v) == Some(VarClass::Distributed)),
         }
     }
 
     /// `T_φ / W` per node. A node that held no rows during the measurement gets the mean
     /// CPU-normalised rate of the others, scaled by its own CPU power.
     fn per_row_rates(&self, measured: &[f64]) -> Vec<f64> {
-        let cpu = |i: usize| self.m.cluster.nodes.get(i).map(|n| n.cpu).unwrap_or(self.cluster.nodes[i].cpu);
+        let cpu = |i: usize| {
+            self.m
+                .cluster
+                .nodes
+                .get(i)
+                .map(|n| n.cpu)
+                .unwrap_or(self.cluster.nodes[i].cpu)
+        };
         let rows = |i: usize| self.m.nodes[i].rows;
-        let known: Vec<f64> = (0..self.p).filter(|&i| rows(i) > 0).map(|i| measured[i] / rows(i) as f64 * cpu(i)).collect();
-        let normalised = if known.is_empty() { 0.0 } else { known.iter().sum::<f64>() / known.len() as f64 };
+        let known: Vec<f64> = (0..self.p)
+            .filter(|&i| rows(i) > 0)
+            .map(|i| measured[i] / rows(i) as f64 * cpu(i))
+            .collect();
+        let normalised = if known.is_empty() {
+            0.0
+        } else {
+            known.iter().sum::<f64>() / known.len() as f64
+        };
         (0..self.p)
-            .map(|i| if rows(i) > 0 { measured[i] / rows(i) as f64 } else { normalised / cpu(i).max(f64::MIN_POSITIVE) })
+            .map(|i| {
+                if rows(i) > 0 {
+                    measured[i] / rows(i) as f64
+                } else {
+                    normalised / cpu(i).max(f64::MIN_POSITIVE)
+                }
+            })
             .collect()
     }
 
-    fn tiles(&self, section: u32, tl: &crate::format::TileLoop, per_pass: f64) -> Result<TileCost, ModelError> {
-        let stages = tl.stages.iter().map(|s| self.stage(section, Some(tl.id), s, per_pass)).collect::<Result<_, _>>()?;
+    fn tiles(
+        &self,
+        section: u32,
+        tl: &crate::format::TileLoop,
+        per_pass: f64,
+    ) -> Result<TileCost, ModelError> {
+        let stages = tl
+            .stages
+            .iter()
+            .map(|s| self.stage(section, Some(tl.id), s, per_pass))
+            .collect::<Result<_, _>>()?;
         let counted = self
             .m
             .nodes
             .iter()
-            .flat_map(|n| n.tiles.iter().filter(|t| t.section == section && t.tile == tl.id).map(|t| t.count))
+            .flat_map(|n| {
+                n.tiles
+                    .iter()
+                    .filter(|t| t.section == section && t.tile == tl.id)
+                    .map(|t| t.count)
+            })
             .fold(0.0, f64::max);
         let tiles = (counted / per_pass).round().max(1.0) as u32;
         let recv = tl.recv.as_ref().map(|e| self.event_measurements(e.id));
         let send = tl.send.as_ref().map(|e| self.event_measurements(e.id));
         let micro = &self.m.micro;
         let o_send = (0..self.p)
-            .map(|i| send.as_ref().and_then(|s| s[i]).and_then(|e| per_msg(e.send_overhead_s, e.messages_sent)).unwrap_or(micro.send_overhead_s))
+            .map(|i| {
+                send.as_ref()
+                    .and_then(|s| s[i])
+                    .and_then(|e| per_msg(e.send_overhead_s, e.messages_sent))
+                    .unwrap_or(micro.send_overhead_s)
+            })
             .collect();
         let o_recv = (0..self.p)
             .map(|i| {
@@ -338,41 +556,96 @@ impl<'a> Builder<'a> {
             .collect();
         let bytes = send
             .as_ref()
-            .map(|s| s.iter().flatten().filter_map(|e| per_msg(e.bytes_sent, e.messages_sent)).fold(0.0, f64::max))
+            .map(|s| {
+                s.iter()
+                    .flatten()
+                    .filter_map(|e| per_msg(e.bytes_sent, e.messages_sent))
+                    .fold(0.0, f64::max)
+            })
             .unwrap_or(0.0);
-        Ok(TileCost { stages, tiles, o_send, o_recv, bytes })
+        Ok(TileCost {
+            stages,
+            tiles,
+            o_send,
+            o_recv,
+            bytes,
+        })
     }
 
     /// The measurements of event `id` on every node (None where the node did not record it).
     fn event_measurements(&self, id: u32) -> Vec<Option<&'a EventMeasurement>> {
-        self.m.nodes.iter().map(|n| n.events.iter().find(|e| e.event == id)).collect()
+        self.m
+            .nodes
+            .iter()
+            .map(|n| n.events.iter().find(|e| e.event == id))
+            .collect()
     }
 
     fn comm(&self, event: &CommEvent) -> Result<CommCost, ModelError> {
         let p = self.p;
         let ev = self.event_measurements(event.id);
         let micro = &self.m.micro;
-        let o_send: Vec<f64> =
-            ev.iter().map(|e| e.and_then(|e| per_msg(e.send_overhead_s, e.messages_sent)).unwrap_or(micro.send_overhead_s)).collect();
+        let o_send: Vec<f64> = ev
+            .iter()
+            .map(|e| {
+                e.and_then(|e| per_msg(e.send_overhead_s, e.messages_sent))
+                    .unwrap_or(micro.send_overhead_s)
+            })
+            .collect();
         let o_recv: Vec<f64> = ev
             .iter()
-            .map(|e| e.and_then(|e| per_msg(e.recv_overhead_s, e.messages_received)).unwrap_or(micro.recv_overhead_s))
+            .map(|e| {
+                e.and_then(|e| per_msg(e.recv_overhead_s, e.messages_received))
+                    .unwrap_or(micro.recv_overhead_s)
+            })
             .collect();
         for (i, (s, r)) in o_send.iter().zip(&o_recv).enumerate() {
-            check(&format!("nodes[{i}].events[{}].send_overhead_s", event.id), *s)?;
-            check(&format!("nodes[{i}].events[{}].recv_overhead_s", event.id), *r)?;
+            check(
+                &format!("nodes[{i}].events[{}].send_overhead_s", event.id),
+                *s,
+            )?;
+            check(
+                &format!("nodes[{i}].events[{}].recv_overhead_s", event.id),
+                *r,
+            )?;
         }
         let root = root_of(event).min(p - 1);
-        let msg_size: Vec<f64> = ev.iter().map(|e| e.and_then(|e| per_msg(e.bytes_sent, e.messages_sent)).unwrap_or(0.0)).collect();
-        let others_rows: f64 = (0..p).filter(|&i| i != root).map(|i| self.m.nodes[i].rows as f64).sum();
+        let msg_size: Vec<f64> = ev
+            .iter()
+            .map(|e| {
+                e.and_then(|e| per_msg(e.bytes_sent, e.messages_sent))
+                    .unwrap_or(0.0)
+            })
+            .collect();
+        let others_rows: f64 = (0..p)
+            .filter(|&i| i != root)
+            .map(|i| self.m.nodes[i].rows as f64)
+            .sum();
         let (bytes, bytes_per_row) = match event.pattern {
             Pattern::Gather | Pattern::AllGather => {
-                let sent: f64 = (0..p).filter(|&i| i != root).map(|i| ev[i].map(|e| e.bytes_sent).unwrap_or(0.0)).sum();
-                (vec![0.0; p], if others_rows > 0.0 { sent / others_rows } else { 0.0 })
+                let sent: f64 = (0..p)
+                    .filter(|&i| i != root)
+                    .map(|i| ev[i].map(|e| e.bytes_sent).unwrap_or(0.0))
+                    .sum();
+                (
+                    vec![0.0; p],
+                    if others_rows > 0.0 {
+                        sent / others_rows
+                    } else {
+                        0.0
+                    },
+                )
             }
             Pattern::Scatter => {
                 let sent = ev[root].map(|e| e.bytes_sent).unwrap_or(0.0);
-                (vec![0.0; p], if others_rows > 0.0 { sent / others_rows } else { 0.0 })
+                (
+                    vec![0.0; p],
+                    if others_rows > 0.0 {
+                        sent / others_rows
+                    } else {
+                        0.0
+                    },
+                )
             }
             Pattern::Barrier => (vec![0.0; p], 0.0),
             _ => (msg_size, 0.0),
@@ -381,7 +654,10 @@ impl<'a> Builder<'a> {
         let t_reduce = ev[root]
             .map(|e| (e.total_s - e.send_overhead_s - e.recv_overhead_s - e.blocked_s).max(0.0))
             .unwrap_or(0.0);
-        let msg_array = event.message.as_deref().and_then(|msg| self.message_array(msg));
+        let msg_array = event
+            .message
+            .as_deref()
+            .and_then(|msg| self.message_array(msg));
         Ok(CommCost {
             pattern: event.pattern,
             root,
@@ -400,7 +676,12 @@ impl<'a> Builder<'a> {
 
     /// Message counts per node and, for point-to-point patterns, the receive edges with the
     /// positions `N_→(src, i)` and `N_→(i, src)` of Eq. 5.11.
-    fn peers(&self, event: &CommEvent, root: usize, ev: &[Option<&EventMeasurement>]) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<RecvEdge>) {
+    fn peers(
+        &self,
+        event: &CommEvent,
+        root: usize,
+        ev: &[Option<&EventMeasurement>],
+    ) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<RecvEdge>) {
         let p = self.p;
         let others = (p - 1) as u32;
         let star = |root_send: bool, root_recv: bool| -> (Vec<u32>, Vec<u32>) {
@@ -419,7 +700,11 @@ impl<'a> Builder<'a> {
                 let mut recv_lists: Vec<Vec<RecvEdge>> = vec![Vec::new(); p];
                 for (src, list) in sends.iter().enumerate() {
                     for (k, &dst) in list.iter().enumerate() {
-                        recv_lists[dst as usize].push(RecvEdge { src: src as u32, pos_at_sender: k as u32 + 1, pos_at_receiver: 0 });
+                        recv_lists[dst as usize].push(RecvEdge {
+                            src: src as u32,
+                            pos_at_sender: k as u32 + 1,
+                            pos_at_receiver: 0,
+                        });
                     }
                 }
                 let mut recv_start = Vec::with_capacity(p + 1);
@@ -428,8 +713,11 @@ impl<'a> Builder<'a> {
                     recv_start.push(recv_edges.len() as u32);
                     for e in edges.iter_mut() {
                         let own = &sends[i];
-                        e.pos_at_receiver =
-                            own.iter().position(|&d| d == e.src).map(|k| k as u32 + 1).unwrap_or(own.len() as u32);
+                        e.pos_at_receiver = own
+                            .iter()
+                            .position(|&d| d == e.src)
+                            .map(|k| k as u32 + 1)
+                            .unwrap_or(own.len() as u32);
                     }
                     recv_edges.extend_from_slice(edges);
                 }
@@ -450,7 +738,15 @@ impl<'a> Builder<'a> {
         (0..p)
             .map(|i| {
                 if measured {
-                    return ev[i].map(|e| e.sent_to.iter().copied().filter(|&d| (d as usize) < p && d as usize != i).collect()).unwrap_or_default();
+                    return ev[i]
+                        .map(|e| {
+                            e.sent_to
+                                .iter()
+                                .copied()
+                                .filter(|&d| (d as usize) < p && d as usize != i)
+                                .collect()
+                        })
+                        .unwrap_or_default();
                 }
                 let mut out = Vec::new();
                 for part in &event.participants {
@@ -501,7 +797,11 @@ fn find_stage(n: &NodeMeasurements, key: StageKey) -> Option<&crate::format::Sta
 
 /// The root of a rooted collective: the first literal rank among the participants, else 0.
 fn root_of(event: &CommEvent) -> usize {
-    event.participants.iter().find_map(|p| p.trim().parse::<usize>().ok()).unwrap_or(0)
+    event
+        .participants
+        .iter()
+        .find_map(|p| p.trim().parse::<usize>().ok())
+        .unwrap_or(0)
 }
 
 /// Peers of node `i` named by one symbolic participant expression.
@@ -554,6 +854,9 @@ fn check(field: &str, value: f64) -> Result<f64, ModelError> {
     if value.is_finite() && value >= 0.0 {
         Ok(value)
     } else {
-        Err(ModelError::BadValue { field: field.to_string(), value })
+        Err(ModelError::BadValue {
+            field: field.to_string(),
+            value,
+        })
     }
 }

@@ -70,9 +70,12 @@ impl CommCost {
         let bytes = match self.pattern {
             // The root of a scatter sends rows of the receivers; charge its mean message.
             Pattern::Scatter if i == self.root => {
-                self.bytes[i] + self.bytes_per_row * model.total_rows as f64 / (model.nodes.max(2) - 1) as f64
+                self.bytes[i]
+                    + self.bytes_per_row * model.total_rows as f64 / (model.nodes.max(2) - 1) as f64
             }
-            Pattern::AllGather if i == self.root => self.bytes[i] + self.bytes_per_row * model.total_rows as f64,
+            Pattern::AllGather if i == self.root => {
+                self.bytes[i] + self.bytes_per_row * model.total_rows as f64
+            }
             _ => self.msg_bytes(i, rows),
         };
         let overhead = f64::from(self.n_send[i]) * self.o_send(model, i, bytes, state)

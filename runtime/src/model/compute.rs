@@ -51,7 +51,13 @@ impl StageCost {
     }
 
     /// `T_γ = T_φ' + Σ_{m∈β} T_ψ(m)` (§5.3.1).
-    pub fn t_gamma(&self, arrays: &[ArrayCost], memory: &NodeMemory, node: usize, state: &OocState) -> Tau {
+    pub fn t_gamma(
+        &self,
+        arrays: &[ArrayCost],
+        memory: &NodeMemory,
+        node: usize,
+        state: &OocState,
+    ) -> Tau {
         let t_phi = self.t_phi(node, state.rows);
         let mut io_s = 0.0;
         if state.mask != 0 {
@@ -66,7 +72,11 @@ impl StageCost {
                     n_l,
                     o_r: memory.o_r,
                     o_w: memory.o_w,
-                    o_a: if io.mode == IoMode::Sync { 0.0 } else { memory.o_a },
+                    o_a: if io.mode == IoMode::Sync {
+                        0.0
+                    } else {
+                        memory.o_a
+                    },
                     t_r: memory.read_per_byte[io.array] * m_iota,
                     t_w: memory.write_per_byte[io.array] * m_iota,
                     t_a: io.overlap * t_phi / n_l,
@@ -74,7 +84,10 @@ impl StageCost {
                 io_s += out_of_core::t_psi(io.mode, io.read, io.write, &costs);
             }
         }
-        Tau { compute_s: t_phi, io_s }
+        Tau {
+            compute_s: t_phi,
+            io_s,
+        }
     }
 }
 

@@ -62,7 +62,13 @@ pub enum ModelError {
 /// Bytes one row occupies summed over the distributed arrays of the measurements: the
 /// `bytes_per_row` the In-Core generators of [`crate::distribution::Distribution`] need.
 pub fn distributed_bytes_per_row(measurements: &Measurements) -> u64 {
-    measurements.arrays.iter().filter(|a| a.distributed).map(|a| a.bytes_per_row).sum::<u64>().max(1)
+    measurements
+        .arrays
+        .iter()
+        .filter(|a| a.distributed)
+        .map(|a| a.bytes_per_row)
+        .sum::<u64>()
+        .max(1)
 }
 
 /// One step of the compiled program, in source order.
@@ -128,11 +134,16 @@ impl Model {
     /// Predicts one iteration into `out`, reusing its buffers (no allocation once sized).
     pub fn predict_into(&self, rows: &[u64], out: &mut Prediction) -> Result<(), ModelError> {
         if rows.len() != self.nodes {
-            return Err(ModelError::DistributionLength { expected: self.nodes, actual: rows.len() });
+            return Err(ModelError::DistributionLength {
+                expected: self.nodes,
+                actual: rows.len(),
+            });
         }
         out.reset(self.nodes, self.sections.iter().map(|s| s.id));
         out.ooc.clear();
-        out.ooc.extend((0..self.nodes).map(|i| out_of_core::decide(&self.arrays, &self.memory[i], rows[i])));
+        out.ooc.extend(
+            (0..self.nodes).map(|i| out_of_core::decide(&self.arrays, &self.memory[i], rows[i])),
+        );
         self.run_steps(0, self.program.len(), rows, out, 0);
         out.finish();
         Ok(())
@@ -146,7 +157,9 @@ impl Model {
         let state = out_of_core::decide(&self.arrays, &self.memory[node], rows);
         let mut total = 0.0;
         for s in &self.sections {
-            let mut t = compute::section_tau(&s.stages, &self.arrays, &self.memory[node], node, &state).total();
+            let mut t =
+                compute::section_tau(&s.stages, &self.arrays, &self.memory[node], node, &state)
+                    .total();
             for tiles in &s.tiles {
                 t += tiles.node_cost(&self.arrays, &self.memory[node], node, self.nodes, &state);
             }
@@ -159,7 +172,14 @@ impl Model {
     }
 
     /// Runs steps `start..end` of the program.
-    fn run_steps(&self, start: usize, end: usize, rows: &[u64], out: &mut Prediction, depth: usize) {
+    fn run_steps(
+        &self,
+        start: usize,
+        end: usize,
+        rows: &[u64],
+        out: &mut Prediction,
+        depth: usize,
+    ) {
         let mut k = start;
         while k < end {
             match self.program[k] {
@@ -178,7 +198,15 @@ impl Model {
     /// Replays a repeated group `trips` times. When a pass starts from the same relative clock
     /// offsets as the previous one, every later pass is identical, so the remaining passes are
     /// added in one step (which keeps long inner loops cheap to evaluate).
-    fn run_group(&self, start: usize, end: usize, trips: u32, rows: &[u64], out: &mut Prediction, depth: usize) {
+    fn run_group(
+        &self,
+        start: usize,
+        end: usize,
+        trips: u32,
+        rows: &[u64],
+        out: &mut Prediction,
+        depth: usize,
+    ) {
         let depth = depth.min(MAX_GROUP_DEPTH - 1);
         for pass in 0..trips {
             out.snapshot(depth);
@@ -197,7 +225,13 @@ impl Model {
         for i in 0..self.nodes {
             out.section_start[i] = out.nodes[i].total_s;
             // T_τ = Σ_k T_γ(k) (§5.3.1).
-            let tau = compute::section_tau(&section.stages, &self.arrays, &self.memory[i], i, &out.ooc[i]);
+            let tau = compute::section_tau(
+                &section.stages,
+                &self.arrays,
+                &self.memory[i],
+                i,
+                &out.ooc[i],
+            );
             out.charge_work(i, tau.compute_s, tau.io_s);
         }
         for tiles in &section.tiles {
@@ -205,11 +239,16 @@ impl Model {
         }
         if let Some(comm) = &section.comm {
             match comm.pattern {
-                Pattern::NearestNeighbor | Pattern::PointToPoint | Pattern::AllToAll | Pattern::Pipeline => {
-                    nearest_neighbor::run(self, comm, rows, out)
+                Pattern::NearestNeighbor
+                | Pattern::PointToPoint
+                | Pattern::AllToAll
+                | Pattern::Pipeline => nearest_neighbor::run(self, comm, rows, out),
+                Pattern::Reduction | Pattern::Barrier | Pattern::AllGather => {
+                    reduction::run(self, comm, rows, out)
                 }
-                Pattern::Reduction | Pattern::Barrier | Pattern::AllGather => reduction::run(self, comm, rows, out),
-                Pattern::Broadcast | Pattern::Scatter => collective::run_broadcast(self, comm, rows, out),
+                Pattern::Broadcast | Pattern::Scatter => {
+                    collective::run_broadcast(self, comm, rows, out)
+                }
                 Pattern::Gather => collective::run_gather(self, comm, rows, out),
             }
         }

@@ -3,20 +3,33 @@
 //! the unrolled-prefetch form of Fig. 5.7).
 //!
 //! The heuristic (§5.3.1: "arrays with smaller sizes or those that are accessed more frequently
-//! are preferred to be kept in core"): the distributed arrays are ranked once, at build time, by
-//! accesses per iteration per byte of row (most used per byte first; ties to the smaller row,
-//! then the name). For a node holding `W` rows, arrays are taken in that order and kept in core
-//! while their local array `W · bytes_per_row` fits in the memory still free; the rest form β.
-//! The memory left over is shared by the arrays of β row by row: the in-core local array (ICLA)
-//! holds `floor(free / Σ_{m∈β} bytes_per_row(m))` rows (at least one) of every out-of-core array,
-//! so all arrays of β are processed in the same number of pieces
-//! `N_L = ceil(M_β / M_ι) = ceil(W / icla_rows)`.
+//! are preferred to be kept in core"):
+//!
+//! - Arrays the program never reads or writes through explicit I/O are *resident*: they live in
+//!   memory whatever happens and take their `W · bytes_per_row` from it first.
+//! - The other arrays are ranked once, at build time, by accesses per iteration per byte of row
+//!   (most used per byte first; ties to the smaller row, then the name).
+//! - For a node holding `W` rows, the candidates are "the first k ranked arrays stay in core, the
+//!   rest form β", for every k whose in-core arrays fit in the free memory. The memory left over
+//!   is shared by the arrays of β row by row: the in-core local array (ICLA) holds
+//!   `floor(free / Σ_{m∈β} bytes_per_row(m))` rows (at least one) of each, so all arrays of β are
+//!   processed in the same number of pieces `N_L = ceil(M_β / M_ι) = ceil(W / icla_rows)`.
+//! - The candidate with the least I/O is chosen, I/O estimated per array as
+//!   `N_L · (Σ per-call overheads) + M_β · (Σ per-byte costs)` over the stages that access it
+//!   (Eq. 5.1 without prefetch masking); ties keep more arrays in core.
+//!
+//! Choosing by estimated I/O rather than greedily matters: keeping one array in core can leave
+//! the others an ICLA of a few rows and thousands of disk calls. And since every candidate's cost
+//! grows with `W` and fewer candidates fit as `W` grows, the chosen I/O never decreases when a
+//! node gets more rows, which the monotone searches (GBS, `exact`) rely on.
 
 /// A distributed array, as the model sees it. Arrays are stored in priority order.
 #[derive(Debug, Clone)]
 pub(crate) struct ArrayCost {
     pub name: String,
     pub bytes_per_row: f64,
+    /// Never accessed through explicit I/O: always in memory.
+    pub resident: bool,
 }
 
 /// The memory and disk of one node (measured, adjusted to the target cluster).
@@ -31,6 +44,11 @@ pub(crate) struct NodeMemory {
     /// `r(m)`, `w(m)` per array (indexed like the model's arrays): seconds per byte.
     pub read_per_byte: Vec<f64>,
     pub write_per_byte: Vec<f64>,
+    /// Per array, summed over the stages that access it (times their passes per iteration):
+    /// per-piece overheads (`O_r`, `O_A`, `O_w`) and per-byte costs (`r(m)`, `w(m)`), for the
+    /// heuristic's I/O estimate.
+    pub io_per_piece: Vec<f64>,
+    pub io_per_byte: Vec<f64>,
 }
 
 /// Which arrays are out of core on one node for one distribution.
@@ -52,23 +70,59 @@ impl OocState {
 
 /// Applies the heuristic to a node holding `rows` rows.
 pub(crate) fn decide(arrays: &[ArrayCost], memory: &NodeMemory, rows: u64) -> OocState {
-    let mut free = memory.memory_bytes;
-    let mut mask = 0u64;
-    let mut beta_bytes_per_row = 0.0;
-    for (m, a) in arrays.iter().enumerate() {
-        let size = rows as f64 * a.bytes_per_row;
-        if size <= free {
-            free -= size;
-        } else {
+    let w = rows as f64;
+    let resident: f64 = arrays
+        .iter()
+        .filter(|a| a.resident)
+        .map(|a| w * a.bytes_per_row)
+        .sum();
+    let free = (memory.memory_bytes - resident).max(0.0);
+    let candidates = || arrays.iter().enumerate().filter(|(_, a)| !a.resident);
+    let mut best = OocState {
+        mask: 0,
+        n_l: 0,
+        rows,
+    };
+    let mut best_cost = f64::INFINITY;
+    let mut in_core_bytes = 0.0;
+    // k = number of ranked arrays kept in core.
+    for k in 0..=candidates().count() {
+        if k > 0 {
+            let (_, a) = candidates().nth(k - 1).unwrap_or((0, &arrays[0]));
+            in_core_bytes += w * a.bytes_per_row;
+            if in_core_bytes > free {
+                break;
+            }
+        }
+        let mut mask = 0u64;
+        let mut beta_bytes_per_row = 0.0;
+        for (m, a) in candidates().skip(k) {
             mask |= 1 << m;
             beta_bytes_per_row += a.bytes_per_row;
         }
+        if mask == 0 || rows == 0 {
+            return OocState {
+                mask: 0,
+                n_l: 0,
+                rows,
+            };
+        }
+        let icla_rows = ((free - in_core_bytes) / beta_bytes_per_row)
+            .floor()
+            .max(1.0) as u64;
+        let n_l = rows.div_ceil(icla_rows);
+        let cost: f64 = candidates()
+            .skip(k)
+            .map(|(m, a)| {
+                n_l as f64 * memory.io_per_piece[m] + w * a.bytes_per_row * memory.io_per_byte[m]
+            })
+            .sum();
+        if cost <= best_cost {
+            best_cost = cost;
+            best = OocState { mask, n_l, rows };
+        }
     }
-    if mask == 0 {
-        return OocState { mask, n_l: 0, rows };
-    }
-    let icla_rows = (free / beta_bytes_per_row).floor().max(1.0) as u64;
-    OocState { mask, n_l: rows.div_ceil(icla_rows), rows }
+    best
 }
 
 /// How a stage reads an out-of-core array.
@@ -131,6 +185,7 @@ fn t_s(c: &PieceCosts) -> f64 {
 mod tests {
     use super::*;
 
+    /// Every array costs 1 s per piece and 1e-3 s per byte of I/O.
     fn memory(bytes: f64) -> NodeMemory {
         NodeMemory {
             memory_bytes: bytes,
@@ -139,31 +194,92 @@ mod tests {
             o_a: 0.0,
             read_per_byte: vec![0.0; 3],
             write_per_byte: vec![0.0; 3],
+            io_per_piece: vec![1.0; 3],
+            io_per_byte: vec![1e-3; 3],
         }
     }
 
     fn arrays(bpr: &[f64]) -> Vec<ArrayCost> {
-        bpr.iter().enumerate().map(|(i, &b)| ArrayCost { name: format!("a{i}"), bytes_per_row: b }).collect()
+        bpr.iter()
+            .enumerate()
+            .map(|(i, &b)| ArrayCost {
+                name: format!("a{i}"),
+                bytes_per_row: b,
+                resident: false,
+            })
+            .collect()
     }
 
     #[test]
     fn heuristic_keeps_high_priority_arrays_in_core() {
         let a = arrays(&[8.0, 8.0]);
-        // 100 rows × 8 B = 800 B each; 1000 B of memory: the first stays in core, the second
-        // gets the 200 B left: ICLA = 25 rows, N_L = ceil(100 / 25) = 4.
+        // 100 rows × 8 B = 800 B each; 1000 B of memory. Candidates: k = 0 (both out: ICLA
+        // 1000 / 16 = 62 rows, N_L = 2, I/O 2·(2 + 0.8) = 5.6) or k = 1 (first in core, the second
+        // gets 200 B: ICLA 25 rows, N_L = 4, I/O 4 + 0.8 = 4.8). k = 1 wins.
         let s = decide(&a, &memory(1000.0), 100);
-        assert_eq!(s, OocState { mask: 0b10, n_l: 4, rows: 100 });
+        assert_eq!(
+            s,
+            OocState {
+                mask: 0b10,
+                n_l: 4,
+                rows: 100
+            }
+        );
         // Both fit.
         assert_eq!(decide(&a, &memory(1600.0), 100).mask, 0);
         // Neither fits: 500 B shared by 16 B per row: ICLA 31 rows, N_L = ceil(100 / 31) = 4.
-        assert_eq!(decide(&a, &memory(500.0), 100), OocState { mask: 0b11, n_l: 4, rows: 100 });
-        // A lower-priority array that still fits stays in core (greedy by priority).
-        let b = arrays(&[100.0, 1.0]);
-        assert_eq!(decide(&b, &memory(500.0), 10).mask, 0b01);
+        assert_eq!(
+            decide(&a, &memory(500.0), 100),
+            OocState {
+                mask: 0b11,
+                n_l: 4,
+                rows: 100
+            }
+        );
+    }
+
+    #[test]
+    fn heuristic_avoids_starving_the_icla() {
+        // 100 rows of 8 B and 8 B; 801 B of memory. Keeping the first in core leaves 1 B: an
+        // ICLA of one row and N_L = 100 (I/O 100 + 0.8). Putting both out: ICLA 50 rows,
+        // N_L = 2 (I/O 2·(2 + 0.8) = 5.6). Both out wins.
+        let s = decide(&arrays(&[8.0, 8.0]), &memory(801.0), 100);
+        assert_eq!(
+            s,
+            OocState {
+                mask: 0b11,
+                n_l: 2,
+                rows: 100
+            }
+        );
+    }
+
+    #[test]
+    fn resident_arrays_take_memory_first() {
+        let mut a = arrays(&[8.0, 8.0]);
+        a[1].resident = true;
+        // The resident array takes 800 of 1000 B; the other (800 B) no longer fits: 200 B of
+        // ICLA, 25 rows, N_L = 4; the resident array is never in β.
+        assert_eq!(
+            decide(&a, &memory(1000.0), 100),
+            OocState {
+                mask: 0b01,
+                n_l: 4,
+                rows: 100
+            }
+        );
     }
 
     fn costs() -> PieceCosts {
-        PieceCosts { n_l: 4.0, o_r: 0.01, o_w: 0.02, o_a: 0.005, t_r: 0.5, t_w: 0.7, t_a: 0.3 }
+        PieceCosts {
+            n_l: 4.0,
+            o_r: 0.01,
+            o_w: 0.02,
+            o_a: 0.005,
+            t_r: 0.5,
+            t_w: 0.7,
+            t_a: 0.3,
+        }
     }
 
     #[test]
@@ -181,11 +297,21 @@ mod tests {
         // T_s = 0.5 − 0.3 = 0.2; 4 · [(0.01 + 0.005 + 0.2) + (0.02 + 0.7)] = 4 · 0.935 = 3.74.
         assert!((t_psi(IoMode::Prefetch, true, true, &costs()) - 3.74).abs() < 1e-12);
         // Fully masked: T_A ≥ T_r gives T_s = 0: 4 · (0.015 + 0.72) = 2.94.
-        let masked = PieceCosts { t_a: 0.9, ..costs() };
+        let masked = PieceCosts {
+            t_a: 0.9,
+            ..costs()
+        };
         assert!((t_psi(IoMode::Prefetch, true, true, &masked) - 2.94).abs() < 1e-12);
         // Without prefetching (O_A = 0, T_A = 0) Eq. 5.2 reduces to Eq. 5.1.
-        let plain = PieceCosts { o_a: 0.0, t_a: 0.0, ..costs() };
-        assert_eq!(t_psi(IoMode::Prefetch, true, true, &plain), t_psi(IoMode::Sync, true, true, &plain));
+        let plain = PieceCosts {
+            o_a: 0.0,
+            t_a: 0.0,
+            ..costs()
+        };
+        assert_eq!(
+            t_psi(IoMode::Prefetch, true, true, &plain),
+            t_psi(IoMode::Sync, true, true, &plain)
+        );
     }
 
     #[test]

@@ -33,7 +33,14 @@ pub(crate) struct TileCost {
 
 impl TileCost {
     /// Node `i`'s share of `f_i(x_i)`: all tiles' computation, I/O and message overheads.
-    pub fn node_cost(&self, arrays: &[ArrayCost], memory: &NodeMemory, i: usize, nodes: usize, state: &OocState) -> f64 {
+    pub fn node_cost(
+        &self,
+        arrays: &[ArrayCost],
+        memory: &NodeMemory,
+        i: usize,
+        nodes: usize,
+        state: &OocState,
+    ) -> f64 {
         let tau = compute::section_tau(&self.stages, arrays, memory, i, state).total();
         tau + f64::from(self.tiles) * self.per_tile_overhead(i, nodes)
     }
@@ -57,7 +64,13 @@ pub(crate) fn run(model: &Model, tiles: &TileCost, _rows: &[u64], out: &mut Pred
     }
     // T_τ(i, j): one tile's computation and I/O (tiles are uniform, §5.1).
     for i in 0..p {
-        let tau = compute::section_tau(&tiles.stages, &model.arrays, &model.memory[i], i, &out.ooc[i]);
+        let tau = compute::section_tau(
+            &tiles.stages,
+            &model.arrays,
+            &model.memory[i],
+            i,
+            &out.ooc[i],
+        );
         out.scratch3[i] = tau.total() / f64::from(n_t);
     }
     for _j in 0..n_t {
@@ -74,8 +87,19 @@ pub(crate) fn run(model: &Model, tiles: &TileCost, _rows: &[u64], out: &mut Pred
         }
     }
     for i in 0..p {
-        let tau = compute::section_tau(&tiles.stages, &model.arrays, &model.memory[i], i, &out.ooc[i]);
+        let tau = compute::section_tau(
+            &tiles.stages,
+            &model.arrays,
+            &model.memory[i],
+            i,
+            &out.ooc[i],
+        );
         out.charge_work(i, tau.compute_s, tau.io_s);
-        out.charge_comm(i, f64::from(n_t) * tiles.per_tile_overhead(i, p), out.scratch2[i], 0.0);
+        out.charge_comm(
+            i,
+            f64::from(n_t) * tiles.per_tile_overhead(i, p),
+            out.scratch2[i],
+            0.0,
+        );
     }
 }

@@ -58,7 +58,9 @@ impl Prediction {
 
     /// The node whose clock is largest (the one that determines the iteration time).
     pub fn slowest_node(&self) -> usize {
-        (0..self.nodes.len()).max_by(|&a, &b| self.nodes[a].total_s.total_cmp(&self.nodes[b].total_s)).unwrap_or(0)
+        (0..self.nodes.len())
+            .max_by(|&a, &b| self.nodes[a].total_s.total_cmp(&self.nodes[b].total_s))
+            .unwrap_or(0)
     }
 
     pub(crate) fn reset(&mut self, nodes: usize, sections: impl Iterator<Item = u32>) {
@@ -88,7 +90,13 @@ impl Prediction {
     }
 
     /// Advances node `i` by communication: overheads, blocked time and reduction compute.
-    pub(crate) fn charge_comm(&mut self, i: usize, overhead_s: f64, blocked_s: f64, compute_s: f64) {
+    pub(crate) fn charge_comm(
+        &mut self,
+        i: usize,
+        overhead_s: f64,
+        blocked_s: f64,
+        compute_s: f64,
+    ) {
         let n = &mut self.nodes[i];
         n.overhead_s += overhead_s;
         n.blocked_s += blocked_s;
@@ -96,7 +104,10 @@ impl Prediction {
         n.total_s += overhead_s + blocked_s + compute_s;
     }
 
-    fn snapshot_slot(&mut self, depth: usize) -> &mut (Vec<NodeBreakdown>, Vec<f64>, Vec<NodeBreakdown>) {
+    fn snapshot_slot(
+        &mut self,
+        depth: usize,
+    ) -> &mut (Vec<NodeBreakdown>, Vec<f64>, Vec<NodeBreakdown>) {
         debug_assert!(depth < MAX_GROUP_DEPTH);
         while self.snapshots.len() <= depth {
             self.snapshots.push(Default::default());
@@ -162,8 +173,17 @@ impl Prediction {
 impl std::fmt::Display for Prediction {
     /// A table: the iteration time, then one line per node.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "predicted iteration: {:.6} s (slowest node {})", self.iteration_s, self.slowest_node())?;
-        writeln!(f, "{:>6} {:>12} {:>12} {:>12} {:>12} {:>12}", "node", "total_s", "compute_s", "io_s", "overhead_s", "blocked_s")?;
+        writeln!(
+            f,
+            "predicted iteration: {:.6} s (slowest node {})",
+            self.iteration_s,
+            self.slowest_node()
+        )?;
+        writeln!(
+            f,
+            "{:>6} {:>12} {:>12} {:>12} {:>12} {:>12}",
+            "node", "total_s", "compute_s", "io_s", "overhead_s", "blocked_s"
+        )?;
         for (i, n) in self.nodes.iter().enumerate() {
             writeln!(
                 f,

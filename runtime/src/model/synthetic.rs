@@ -34,11 +34,18 @@ pub enum Program {
 pub fn cluster(nodes: usize, memory_bytes: u64) -> ClusterSpec {
     let cpus = [1.0, 0.5, 1.5, 0.75, 2.0, 1.25, 0.6, 1.0];
     ClusterSpec {
-        network: NetworkSpec { latency_s: 50e-6, bandwidth_bps: 1e9 },
+        network: NetworkSpec {
+            latency_s: 50e-6,
+            bandwidth_bps: 1e9,
+        },
         nodes: (0..nodes)
             .map(|i| NodeSpec {
                 cpu: cpus[(i * 5 + i / 8) % cpus.len()],
-                memory_bytes: if i % 3 == 1 { memory_bytes / 4 } else { memory_bytes },
+                memory_bytes: if i % 3 == 1 {
+                    memory_bytes / 4
+                } else {
+                    memory_bytes
+                },
                 disk_read_bps: if i % 4 == 2 { 50e6 } else { 200e6 },
                 disk_write_bps: if i % 4 == 2 { 40e6 } else { 150e6 },
                 disk_latency_s: if i % 4 == 2 { 8e-3 } else { 2e-3 },
@@ -70,7 +77,12 @@ fn span(line: u32) -> Span {
 }
 
 fn var(name: &str, class: VarClass) -> Variable {
-    Variable { name: name.into(), class, elem_type: Some("f64".into()), span: span(1) }
+    Variable {
+        name: name.into(),
+        class,
+        elem_type: Some("f64".into()),
+        span: span(1),
+    }
 }
 
 fn stage(id: u32, reads: &[&str], writes: &[&str], io: &[(IoKind, &str)]) -> Stage {
@@ -82,7 +94,14 @@ fn stage(id: u32, reads: &[&str], writes: &[&str], io: &[(IoKind, &str)]) -> Sta
         reads: reads.iter().map(|s| s.to_string()).collect(),
         writes: writes.iter().map(|s| s.to_string()).collect(),
         representative: writes.first().or(reads.first()).map(|s| s.to_string()),
-        io: io.iter().map(|(op, v)| IoOp { op: *op, var: v.to_string(), span: span(20) }).collect(),
+        io: io
+            .iter()
+            .map(|(op, v)| IoOp {
+                op: *op,
+                var: v.to_string(),
+                span: span(20),
+            })
+            .collect(),
         access: Access::Independent,
         load: Load::Fixed,
         affine: Vec::new(),
@@ -103,7 +122,12 @@ fn event(id: u32, pattern: Pattern, participants: &[&str], message: &str) -> Com
 }
 
 fn section(id: u32, stages: Vec<Stage>, comm: Option<CommEvent>, group: Option<u32>) -> Section {
-    Section { id, items: stages.into_iter().map(SectionItem::Stage).collect(), comm, group }
+    Section {
+        id,
+        items: stages.into_iter().map(SectionItem::Stage).collect(),
+        comm,
+        group,
+    }
 }
 
 fn structure(sections: Vec<Section>, variables: Vec<Variable>, groups: Vec<Group>) -> Structure {
@@ -114,7 +138,10 @@ fn structure(sections: Vec<Section>, variables: Vec<Variable>, groups: Vec<Group
             name: "synthetic::solve".into(),
             span: span(1),
             found_by: "attribute".into(),
-            main_loop: MainLoop { span: span(2), kind: "for".into() },
+            main_loop: MainLoop {
+                span: span(2),
+                kind: "for".into(),
+            },
             variables,
             sections,
             groups,
@@ -125,8 +152,12 @@ fn structure(sections: Vec<Section>, variables: Vec<Variable>, groups: Vec<Group
 }
 
 /// Microbenchmarked costs used by the generated measurements.
-const MICRO: Microbenchmarks =
-    Microbenchmarks { send_overhead_s: 20e-6, recv_overhead_s: 15e-6, latency_s: 50e-6, per_byte_s: 1e-9 };
+const MICRO: Microbenchmarks = Microbenchmarks {
+    send_overhead_s: 20e-6,
+    recv_overhead_s: 15e-6,
+    latency_s: 50e-6,
+    per_byte_s: 1e-9,
+};
 
 /// Measurements of one instrumented iteration under Block, from per-stage per-row costs.
 struct Recorder<'a> {
@@ -137,7 +168,9 @@ struct Recorder<'a> {
 
 impl<'a> Recorder<'a> {
     fn new(cluster: &'a ClusterSpec, total_rows: u64) -> Self {
-        let rows = Distribution::block(total_rows, cluster.nodes.len()).map(|d| d.rows).unwrap_or_default();
+        let rows = Distribution::block(total_rows, cluster.nodes.len())
+            .map(|d| d.rows)
+            .unwrap_or_default();
         let nodes = cluster
             .nodes
             .iter()
@@ -158,22 +191,51 @@ impl<'a> Recorder<'a> {
                 groups: Vec::new(),
             })
             .collect();
-        Recorder { cluster, rows, nodes }
+        Recorder {
+            cluster,
+            rows,
+            nodes,
+        }
     }
 
     /// A stage costing `per_row` seconds per row at CPU 1.0 (`distributed`) or `per_row`
     /// seconds flat, run `count` times per iteration, forcing its arrays through two pieces.
-    fn stage(&mut self, section: u32, stage: u32, per_row: f64, distributed: bool, count: f64, io: &[(&str, u64, bool)]) {
-        let key = StageKey { section, tile: None, stage };
+    fn stage(
+        &mut self,
+        section: u32,
+        stage: u32,
+        per_row: f64,
+        distributed: bool,
+        count: f64,
+        io: &[(&str, u64, bool)],
+    ) {
+        let key = StageKey {
+            section,
+            tile: None,
+            stage,
+        };
         for (i, n) in self.nodes.iter_mut().enumerate() {
             let cpu = self.cluster.nodes[i].cpu;
-            let work = if distributed { self.rows[i] as f64 * per_row } else { per_row };
+            let work = if distributed {
+                self.rows[i] as f64 * per_row
+            } else {
+                per_row
+            };
             let mut io_s = 0.0;
             for &(var, bytes_per_row, write) in io {
                 let bytes = (self.rows[i] * bytes_per_row) as f64 * count;
-                let (reads, read_s) = (2.0 * count, 2.0 * count * n.read_overhead_s + bytes * n.read_per_byte_s);
-                let (writes, write_s) =
-                    if write { (2.0 * count, 2.0 * count * n.write_overhead_s + bytes * n.write_per_byte_s) } else { (0.0, 0.0) };
+                let (reads, read_s) = (
+                    2.0 * count,
+                    2.0 * count * n.read_overhead_s + bytes * n.read_per_byte_s,
+                );
+                let (writes, write_s) = if write {
+                    (
+                        2.0 * count,
+                        2.0 * count * n.write_overhead_s + bytes * n.write_per_byte_s,
+                    )
+                } else {
+                    (0.0, 0.0)
+                };
                 io_s += read_s + write_s;
                 n.io.push(IoMeasurement {
                     key,
@@ -188,7 +250,12 @@ impl<'a> Recorder<'a> {
                     overlap_s: 0.0,
                 });
             }
-            n.stages.push(StageMeasurement { key, count, compute_s: count * work / cpu, io_s });
+            n.stages.push(StageMeasurement {
+                key,
+                count,
+                compute_s: count * work / cpu,
+                io_s,
+            });
         }
     }
 
@@ -197,8 +264,14 @@ impl<'a> Recorder<'a> {
         let p = self.nodes.len();
         let lists: Vec<Vec<u32>> = (0..p).map(&sent_to).collect();
         for (i, n) in self.nodes.iter_mut().enumerate() {
-            let received_from: Vec<u32> = (0..p).filter(|&s| lists[s].contains(&(i as u32))).map(|s| s as u32).collect();
-            let (sent, recv) = (lists[i].len() as f64 * count, received_from.len() as f64 * count);
+            let received_from: Vec<u32> = (0..p)
+                .filter(|&s| lists[s].contains(&(i as u32)))
+                .map(|s| s as u32)
+                .collect();
+            let (sent, recv) = (
+                lists[i].len() as f64 * count,
+                received_from.len() as f64 * count,
+            );
             n.events.push(EventMeasurement {
                 event: id,
                 messages_sent: sent,
@@ -215,7 +288,12 @@ impl<'a> Recorder<'a> {
         }
     }
 
-    fn finish(self, structure: &Structure, total_rows: u64, arrays: Vec<ArrayInfo>) -> Measurements {
+    fn finish(
+        self,
+        structure: &Structure,
+        total_rows: u64,
+        arrays: Vec<ArrayInfo>,
+    ) -> Measurements {
         Measurements {
             schema: MEASUREMENTS_SCHEMA.into(),
             structure: StructureId {
@@ -236,7 +314,13 @@ impl<'a> Recorder<'a> {
 }
 
 fn star(root: usize, p: usize) -> impl Fn(usize) -> Vec<u32> {
-    move |i| if i == root { (0..p as u32).filter(|&d| d as usize != root).collect() } else { vec![root as u32] }
+    move |i| {
+        if i == root {
+            (0..p as u32).filter(|&d| d as usize != root).collect()
+        } else {
+            vec![root as u32]
+        }
+    }
 }
 
 fn jacobi(cluster: ClusterSpec, rows: u64, cols: u64) -> Workload {
@@ -246,18 +330,51 @@ fn jacobi(cluster: ClusterSpec, rows: u64, cols: u64) -> Workload {
         vec![
             section(
                 0,
-                vec![stage(0, &["a"], &["b"], &[(IoKind::Read, "a"), (IoKind::Write, "b")])],
-                Some(event(0, Pattern::NearestNeighbor, &["rank - 1", "rank + 1"], "a[..]")),
+                vec![stage(
+                    0,
+                    &["a"],
+                    &["b"],
+                    &[(IoKind::Read, "a"), (IoKind::Write, "b")],
+                )],
+                Some(event(
+                    0,
+                    Pattern::NearestNeighbor,
+                    &["rank - 1", "rank + 1"],
+                    "a[..]",
+                )),
                 None,
             ),
-            section(1, vec![stage(0, &["b"], &["residual"], &[(IoKind::Read, "b")])], Some(event(1, Pattern::Reduction, &["0"], "residual")), None),
+            section(
+                1,
+                vec![stage(0, &["b"], &["residual"], &[(IoKind::Read, "b")])],
+                Some(event(1, Pattern::Reduction, &["0"], "residual")),
+                None,
+            ),
         ],
-        vec![var("a", VarClass::Distributed), var("b", VarClass::Distributed), var("residual", VarClass::Replicated)],
+        vec![
+            var("a", VarClass::Distributed),
+            var("b", VarClass::Distributed),
+            var("residual", VarClass::Replicated),
+        ],
         Vec::new(),
     );
     let mut rec = Recorder::new(&cluster, rows);
-    rec.stage(0, 0, 5e-9 * cols as f64, true, 1.0, &[("a", row_bytes, false), ("b", row_bytes, true)]);
-    rec.stage(1, 0, 1e-9 * cols as f64, true, 1.0, &[("b", row_bytes, false)]);
+    rec.stage(
+        0,
+        0,
+        5e-9 * cols as f64,
+        true,
+        1.0,
+        &[("a", row_bytes, false), ("b", row_bytes, true)],
+    );
+    rec.stage(
+        1,
+        0,
+        1e-9 * cols as f64,
+        true,
+        1.0,
+        &[("b", row_bytes, false)],
+    );
     rec.event(0, 1.0, row_bytes as f64, |i| {
         let mut peers = Vec::new();
         if i > 0 {
@@ -270,11 +387,25 @@ fn jacobi(cluster: ClusterSpec, rows: u64, cols: u64) -> Workload {
     });
     rec.event(1, 1.0, 8.0, star(0, p));
     let arrays = vec![
-        ArrayInfo { name: "a".into(), bytes_per_row: row_bytes, distributed: true, read_only: false },
-        ArrayInfo { name: "b".into(), bytes_per_row: row_bytes, distributed: true, read_only: false },
+        ArrayInfo {
+            name: "a".into(),
+            bytes_per_row: row_bytes,
+            distributed: true,
+            read_only: false,
+        },
+        ArrayInfo {
+            name: "b".into(),
+            bytes_per_row: row_bytes,
+            distributed: true,
+            read_only: false,
+        },
     ];
     let measurements = rec.finish(&structure, rows, arrays);
-    Workload { structure, measurements, cluster }
+    Workload {
+        structure,
+        measurements,
+        cluster,
+    }
 }
 
 fn cg(cluster: ClusterSpec, rows: u64) -> Workload {
@@ -283,10 +414,30 @@ fn cg(cluster: ClusterSpec, rows: u64) -> Workload {
     let matrix_row = 16 * 12;
     let structure = structure(
         vec![
-            section(0, vec![stage(0, &["r", "p"], &["p"], &[])], Some(event(0, Pattern::AllGather, &["all"], "p")), Some(0)),
-            section(1, vec![stage(0, &["a", "p"], &["q"], &[(IoKind::Read, "a")])], Some(event(1, Pattern::Reduction, &["0"], "dot")), Some(0)),
-            section(2, vec![stage(0, &["q", "p"], &["x", "r"], &[])], Some(event(2, Pattern::Reduction, &["0"], "rho")), Some(0)),
-            section(3, vec![stage(0, &["rho"], &["beta"], &[])], Some(event(3, Pattern::Reduction, &["0"], "norm")), None),
+            section(
+                0,
+                vec![stage(0, &["r", "p"], &["p"], &[])],
+                Some(event(0, Pattern::AllGather, &["all"], "p")),
+                Some(0),
+            ),
+            section(
+                1,
+                vec![stage(0, &["a", "p"], &["q"], &[(IoKind::Read, "a")])],
+                Some(event(1, Pattern::Reduction, &["0"], "dot")),
+                Some(0),
+            ),
+            section(
+                2,
+                vec![stage(0, &["q", "p"], &["x", "r"], &[])],
+                Some(event(2, Pattern::Reduction, &["0"], "rho")),
+                Some(0),
+            ),
+            section(
+                3,
+                vec![stage(0, &["rho"], &["beta"], &[])],
+                Some(event(3, Pattern::Reduction, &["0"], "norm")),
+                None,
+            ),
         ],
         vec![
             var("a", VarClass::Distributed),
@@ -297,7 +448,12 @@ fn cg(cluster: ClusterSpec, rows: u64) -> Workload {
             var("rho", VarClass::Replicated),
             var("beta", VarClass::Replicated),
         ],
-        vec![Group { id: 0, span: span(5), trip_count: "inner".into(), parent: None }],
+        vec![Group {
+            id: 0,
+            span: span(5),
+            trip_count: "inner".into(),
+            parent: None,
+        }],
     );
     let mut rec = Recorder::new(&cluster, rows);
     rec.stage(0, 0, 4e-9, true, inner, &[]);
@@ -309,22 +465,43 @@ fn cg(cluster: ClusterSpec, rows: u64) -> Workload {
     // All-gather bytes are the sender's rows: fix them up per node.
     for (i, n) in rec.nodes.iter_mut().enumerate() {
         let e = n.events.last_mut().expect("event just recorded");
-        e.bytes_sent = if i == 0 { e.messages_sent * 8.0 * rows as f64 } else { e.messages_sent * 8.0 * block[i] as f64 };
+        e.bytes_sent = if i == 0 {
+            e.messages_sent * 8.0 * rows as f64
+        } else {
+            e.messages_sent * 8.0 * block[i] as f64
+        };
     }
     rec.event(1, inner, 8.0, star(0, p));
     rec.event(2, inner, 8.0, star(0, p));
     rec.event(3, 1.0, 8.0, star(0, p));
     for n in &mut rec.nodes {
-        n.groups.push(GroupMeasurement { group: 0, trips: inner });
+        n.groups.push(GroupMeasurement {
+            group: 0,
+            trips: inner,
+        });
     }
-    let vector = |name: &str| ArrayInfo { name: name.into(), bytes_per_row: 8, distributed: true, read_only: false };
+    let vector = |name: &str| ArrayInfo {
+        name: name.into(),
+        bytes_per_row: 8,
+        distributed: true,
+        read_only: false,
+    };
     let arrays = vec![
-        ArrayInfo { name: "a".into(), bytes_per_row: matrix_row, distributed: true, read_only: true },
+        ArrayInfo {
+            name: "a".into(),
+            bytes_per_row: matrix_row,
+            distributed: true,
+            read_only: true,
+        },
         vector("p"),
         vector("q"),
         vector("r"),
         vector("x"),
     ];
     let measurements = rec.finish(&structure, rows, arrays);
-    Workload { structure, measurements, cluster }
+    Workload {
+        structure,
+        measurements,
+        cluster,
+    }
 }

@@ -23,8 +23,20 @@ struct Case {
 
 impl Case {
     fn new(rows: &[u64]) -> Case {
-        let node = NodeSpec { cpu: 1.0, memory_bytes: 1 << 40, disk_read_bps: 1e8, disk_write_bps: 1e8, disk_latency_s: 1e-3 };
-        let cluster = ClusterSpec { network: NetworkSpec { latency_s: L, bandwidth_bps: 0.0 }, nodes: vec![node; rows.len()] };
+        let node = NodeSpec {
+            cpu: 1.0,
+            memory_bytes: 1 << 40,
+            disk_read_bps: 1e8,
+            disk_write_bps: 1e8,
+            disk_latency_s: 1e-3,
+        };
+        let cluster = ClusterSpec {
+            network: NetworkSpec {
+                latency_s: L,
+                bandwidth_bps: 0.0,
+            },
+            nodes: vec![node; rows.len()],
+        };
         let nodes = rows
             .iter()
             .enumerate()
@@ -46,20 +58,34 @@ impl Case {
             .collect();
         let m = Measurements {
             schema: MEASUREMENTS_SCHEMA.into(),
-            structure: StructureId { crate_name: "t".into(), solver: "t::solve".into(), digest: String::new() },
+            structure: StructureId {
+                crate_name: "t".into(),
+                solver: "t::solve".into(),
+                digest: String::new(),
+            },
             clock: "virtual".into(),
             rows: rows.iter().sum(),
             iterations: 1,
             distribution: rows.to_vec(),
             cluster: cluster.clone(),
             arrays: vec![],
-            micro: Microbenchmarks { send_overhead_s: OS, recv_overhead_s: OR, latency_s: L, per_byte_s: 0.0 },
+            micro: Microbenchmarks {
+                send_overhead_s: OS,
+                recv_overhead_s: OR,
+                latency_s: L,
+                per_byte_s: 0.0,
+            },
             nodes,
         };
         Case {
             sections: vec![],
             groups: vec![],
-            variables: vec![Variable { name: "a".into(), class: VarClass::Distributed, elem_type: None, span: Span::default() }],
+            variables: vec![Variable {
+                name: "a".into(),
+                class: VarClass::Distributed,
+                elem_type: None,
+                span: Span::default(),
+            }],
             m,
             cluster,
         }
@@ -67,25 +93,55 @@ impl Case {
 
     /// Adds a section with one stage over `a` (distributed) or `s` (replicated) whose measured
     /// compute is `compute[i]` on node i, closed by `comm`.
-    fn section(&mut self, distributed: bool, compute: &[f64], comm: Option<(Pattern, &[&str])>, group: Option<u32>) -> &mut Self {
+    fn section(
+        &mut self,
+        distributed: bool,
+        compute: &[f64],
+        comm: Option<(Pattern, &[&str])>,
+        group: Option<u32>,
+    ) -> &mut Self {
         let id = self.sections.len() as u32;
         let var = if distributed { "a" } else { "s" };
         let st = stage(0, var);
         let count = group.map(|g| self.trips(g)).unwrap_or(1.0);
         for (i, n) in self.m.nodes.iter_mut().enumerate() {
-            n.stages.push(StageMeasurement { key: StageKey { section: id, tile: None, stage: 0 }, count, compute_s: compute[i] * count, io_s: 0.0 });
+            n.stages.push(StageMeasurement {
+                key: StageKey {
+                    section: id,
+                    tile: None,
+                    stage: 0,
+                },
+                count,
+                compute_s: compute[i] * count,
+                io_s: 0.0,
+            });
         }
         let comm = comm.map(|(pattern, parts)| self.event(pattern, parts, count));
-        self.sections.push(Section { id, items: vec![SectionItem::Stage(st)], comm, group });
+        self.sections.push(Section {
+            id,
+            items: vec![SectionItem::Stage(st)],
+            comm,
+            group,
+        });
         self
     }
 
     fn trips(&self, g: u32) -> f64 {
-        self.m.nodes[0].groups.iter().find(|x| x.group == g).map(|x| x.trips).unwrap_or(1.0)
+        self.m.nodes[0]
+            .groups
+            .iter()
+            .find(|x| x.group == g)
+            .map(|x| x.trips)
+            .unwrap_or(1.0)
     }
 
     fn group(&mut self, id: u32, trips: f64) -> &mut Self {
-        self.groups.push(Group { id, span: Span::default(), trip_count: "n".into(), parent: None });
+        self.groups.push(Group {
+            id,
+            span: Span::default(),
+            trip_count: "n".into(),
+            parent: None,
+        });
         for n in &mut self.m.nodes {
             n.groups.push(GroupMeasurement { group: id, trips });
         }
@@ -135,7 +191,10 @@ impl Case {
                 name: "t::solve".into(),
                 span: Span::default(),
                 found_by: String::new(),
-                main_loop: MainLoop { span: Span::default(), kind: "for".into() },
+                main_loop: MainLoop {
+                    span: Span::default(),
+                    kind: "for".into(),
+                },
                 variables: self.variables.clone(),
                 sections: self.sections.clone(),
                 groups: self.groups.clone(),
@@ -168,7 +227,8 @@ fn stage_compute_scales_with_work_for_distributed_stages_only() {
     // (T_φ)' = T_φ · W'/W: node 0 measured 1.0 s on 100 rows, node 1 2.0 s on 100 rows.
     // Under (50, 150): 0.5 s and 3.0 s. A replicated stage keeps its 0.25 s.
     let mut c = Case::new(&[100, 100]);
-    c.section(true, &[1.0, 2.0], None, None).section(false, &[0.25, 0.25], None, None);
+    c.section(true, &[1.0, 2.0], None, None)
+        .section(false, &[0.25, 0.25], None, None);
     let p = c.model().predict(&[50, 150]).unwrap();
     assert!(close(p.nodes[0].compute_s, 0.75), "{p:?}");
     assert!(close(p.nodes[1].compute_s, 3.25));
@@ -183,7 +243,12 @@ fn eq_5_3_and_5_6_two_node_nearest_neighbor() {
     //          T_w(0) = 0.5 + 0.01 + 0.1 − 1.01 < 0 → 0.
     // Eq. 5.6: T_Υ(1) = 0.01 + 0.6 + 0.02 = 0.63 → 1.13; T_Υ(0) = 0.03 → 1.03.
     let mut c = Case::new(&[10, 10]);
-    c.section(true, &[1.0, 0.5], Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])), None);
+    c.section(
+        true,
+        &[1.0, 0.5],
+        Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])),
+        None,
+    );
     let p = c.model().predict(&[10, 10]).unwrap();
     assert!(close(p.nodes[0].total_s, 1.03), "{p:?}");
     assert!(close(p.nodes[1].total_s, 1.13));
@@ -201,7 +266,12 @@ fn eq_5_11_and_5_12_three_node_chain() {
     //         T_w = 0.9; T_Υ = 2·0.01 + 0.9 + 2·0.02 = 0.96 → 1.16.
     // Node 2: from 1: (0.2 + 0.02) + 0.1 − (0.6 + 0.01) < 0 → 0; T_Υ = 0.03 → 0.63.
     let mut c = Case::new(&[10, 10, 10]);
-    c.section(true, &[1.0, 0.2, 0.6], Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])), None);
+    c.section(
+        true,
+        &[1.0, 0.2, 0.6],
+        Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])),
+        None,
+    );
     let p = c.model().predict(&[10, 10, 10]).unwrap();
     assert!(close(p.nodes[0].total_s, 1.03), "{p:?}");
     assert!(close(p.nodes[1].total_s, 1.16));
@@ -251,7 +321,12 @@ fn multi_node_reduction_orders_the_roots_sends() {
     // → 1.06. T_α(1) = 1.0 + 0.04 + 1·0.01 + 0.1 = 1.15 → T_Υ(1) = 0.01 + (1.15 − 0.51) + 0.02 → 1.17.
     // T_α(2) = 1.0 + 0.04 + 2·0.01 + 0.1 = 1.16 → 1.18.
     let mut c = Case::new(&[10, 10, 10]);
-    c.section(true, &[1.0, 0.5, 0.5], Some((Pattern::Reduction, &["0"])), None);
+    c.section(
+        true,
+        &[1.0, 0.5, 0.5],
+        Some((Pattern::Reduction, &["0"])),
+        None,
+    );
     let p = c.model().predict(&[10, 10, 10]).unwrap();
     assert!(close(p.nodes[0].total_s, 1.06), "{p:?}");
     assert!(close(p.nodes[1].total_s, 1.17));
@@ -265,8 +340,13 @@ fn sections_chain_as_per_node_clocks_section_5_3_4() {
     // Root (clock 1.23): T_w(0) = 1.24 + 0.1 − 1.23 = 0.11; T_Υ(0) = 0.11 + 0.02 + 0.01 = 0.14 → 1.37.
     // T_α(1) = 1.23 + 0.14 + 0.1 = 1.47; T_Υ(1) = 0.01 + (1.47 − 1.24) + 0.02 = 0.26 → 1.49.
     let mut c = Case::new(&[10, 10]);
-    c.section(true, &[1.0, 0.5], Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])), None)
-        .section(true, &[0.2, 0.1], Some((Pattern::Reduction, &["0"])), None);
+    c.section(
+        true,
+        &[1.0, 0.5],
+        Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])),
+        None,
+    )
+    .section(true, &[0.2, 0.1], Some((Pattern::Reduction, &["0"])), None);
     let p = c.model().predict(&[10, 10]).unwrap();
     assert!(close(p.nodes[0].total_s, 1.37), "{p:?}");
     assert!(close(p.nodes[1].total_s, 1.49));
@@ -279,7 +359,12 @@ fn broadcast_and_gather() {
     // Broadcast from 0, T_τ = (1.0, 0.5, 2.0): node 1 gets it at 1.0 + 0.01 + 0.1 = 1.11, blocked
     // 0.61 → 1.13; node 2 at 1.0 + 0.02 + 0.1 = 1.12 < 2.0, not blocked → 2.02; root → 1.02.
     let mut c = Case::new(&[10, 10, 10]);
-    c.section(true, &[1.0, 0.5, 2.0], Some((Pattern::Broadcast, &["0"])), None);
+    c.section(
+        true,
+        &[1.0, 0.5, 2.0],
+        Some((Pattern::Broadcast, &["0"])),
+        None,
+    );
     let p = c.model().predict(&[10, 10, 10]).unwrap();
     assert!(close(p.nodes[0].total_s, 1.02), "{p:?}");
     assert!(close(p.nodes[1].total_s, 1.13));
@@ -287,7 +372,12 @@ fn broadcast_and_gather() {
     // Gather to 0, same T_τ: senders pay O_→ and go on: 0.51, 2.01. The root waits for the last
     // arrival 2.0 + 0.01 + 0.1 = 2.11, then processes two messages: 2.11 + 0.04 = 2.15.
     let mut c = Case::new(&[10, 10, 10]);
-    c.section(true, &[1.0, 0.5, 2.0], Some((Pattern::Gather, &["0"])), None);
+    c.section(
+        true,
+        &[1.0, 0.5, 2.0],
+        Some((Pattern::Gather, &["0"])),
+        None,
+    );
     let p = c.model().predict(&[10, 10, 10]).unwrap();
     assert!(close(p.nodes[0].total_s, 2.15), "{p:?}");
     assert!(close(p.nodes[1].total_s, 0.51));
@@ -299,17 +389,42 @@ fn repeated_groups_replay_and_extrapolate_exactly() {
     // A group of one nearest-neighbour section repeated 40 times must equal the same section
     // written out 40 times (the extrapolation after the clocks settle is exact).
     let mut grouped = Case::new(&[10, 10, 10]);
-    grouped.group(0, 40.0).section(true, &[0.3, 0.2, 0.5], Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])), Some(0));
-    grouped.section(true, &[0.1, 0.1, 0.1], Some((Pattern::Reduction, &["0"])), None);
+    grouped.group(0, 40.0).section(
+        true,
+        &[0.3, 0.2, 0.5],
+        Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])),
+        Some(0),
+    );
+    grouped.section(
+        true,
+        &[0.1, 0.1, 0.1],
+        Some((Pattern::Reduction, &["0"])),
+        None,
+    );
     let mut unrolled = Case::new(&[10, 10, 10]);
     for _ in 0..40 {
-        unrolled.section(true, &[0.3, 0.2, 0.5], Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])), None);
+        unrolled.section(
+            true,
+            &[0.3, 0.2, 0.5],
+            Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])),
+            None,
+        );
     }
-    unrolled.section(true, &[0.1, 0.1, 0.1], Some((Pattern::Reduction, &["0"])), None);
+    unrolled.section(
+        true,
+        &[0.1, 0.1, 0.1],
+        Some((Pattern::Reduction, &["0"])),
+        None,
+    );
     let rows = [12, 5, 13];
     let a = grouped.model().predict(&rows).unwrap();
     let b = unrolled.model().predict(&rows).unwrap();
-    assert!((a.iteration_s - b.iteration_s).abs() < 1e-9 * b.iteration_s, "{} vs {}", a.iteration_s, b.iteration_s);
+    assert!(
+        (a.iteration_s - b.iteration_s).abs() < 1e-9 * b.iteration_s,
+        "{} vs {}",
+        a.iteration_s,
+        b.iteration_s
+    );
     for i in 0..3 {
         assert!((a.nodes[i].blocked_s - b.nodes[i].blocked_s).abs() < 1e-9);
         assert!((a.nodes[i].compute_s - b.nodes[i].compute_s).abs() < 1e-9);
@@ -331,13 +446,37 @@ fn pipeline_eq_5_4_5_5_and_5_10() {
         let mut e = n.events[1].clone();
         e.event = send.id;
         n.events.push(e);
-        n.tiles.push(TileMeasurement { section: 0, tile: 0, count: 3.0 });
+        n.tiles.push(TileMeasurement {
+            section: 0,
+            tile: 0,
+            count: 3.0,
+        });
     }
     for (i, compute) in [0.6, 0.3].into_iter().enumerate() {
-        c.m.nodes[i].stages.push(StageMeasurement { key: StageKey { section: 0, tile: Some(0), stage: 0 }, count: 3.0, compute_s: compute, io_s: 0.0 });
+        c.m.nodes[i].stages.push(StageMeasurement {
+            key: StageKey {
+                section: 0,
+                tile: Some(0),
+                stage: 0,
+            },
+            count: 3.0,
+            compute_s: compute,
+            io_s: 0.0,
+        });
     }
-    let tiles = TileLoop { id: 0, span: Span::default(), recv: Some(recv), send: Some(send), stages: vec![stage(0, "a")] };
-    c.sections.push(Section { id: 0, items: vec![SectionItem::Tiles(tiles)], comm: None, group: None });
+    let tiles = TileLoop {
+        id: 0,
+        span: Span::default(),
+        recv: Some(recv),
+        send: Some(send),
+        stages: vec![stage(0, "a")],
+    };
+    c.sections.push(Section {
+        id: 0,
+        items: vec![SectionItem::Tiles(tiles)],
+        comm: None,
+        group: None,
+    });
     let p = c.model().predict(&[10, 10]).unwrap();
     assert!(close(p.nodes[0].total_s, 0.63), "{p:?}");
     assert!(close(p.nodes[1].total_s, 0.85));
@@ -353,7 +492,12 @@ fn out_of_core_stage_and_message_through_the_model() {
     // O_r = O_w = 0.001, r = w = 1e-6 s/B: T_ψ = 2 · [(0.001 + 0.005) + (0.001 + 0.005)] = 0.024.
     // O_→(q) = O_S + O_r + r · 100 = 0.01 + 0.001 + 0.0001 = 0.0111 (§5.3.2).
     let mut c = Case::new(&[100, 100]);
-    c.m.arrays.push(ArrayInfo { name: "a".into(), bytes_per_row: 100, distributed: true, read_only: false });
+    c.m.arrays.push(ArrayInfo {
+        name: "a".into(),
+        bytes_per_row: 100,
+        distributed: true,
+        read_only: false,
+    });
     c.cluster.nodes[1].memory_bytes = 5000;
     c.m.cluster = c.cluster.clone();
     for n in &mut c.m.nodes {
@@ -362,11 +506,24 @@ fn out_of_core_stage_and_message_through_the_model() {
         n.read_per_byte_s = 1e-6;
         n.write_per_byte_s = 1e-6;
     }
-    c.section(true, &[1.0, 1.0], Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])), None);
+    c.section(
+        true,
+        &[1.0, 1.0],
+        Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])),
+        None,
+    );
     if let SectionItem::Stage(s) = &mut c.sections[0].items[0] {
         s.io = vec![
-            IoOp { op: IoKind::Read, var: "a".into(), span: Span::default() },
-            IoOp { op: IoKind::Write, var: "a".into(), span: Span::default() },
+            IoOp {
+                op: IoKind::Read,
+                var: "a".into(),
+                span: Span::default(),
+            },
+            IoOp {
+                op: IoKind::Write,
+                var: "a".into(),
+                span: Span::default(),
+            },
         ];
     }
     for n in &mut c.m.nodes {
@@ -387,9 +544,23 @@ fn out_of_core_stage_and_message_through_the_model() {
 fn bad_inputs_are_errors() {
     let mut c = Case::new(&[10, 10]);
     c.section(true, &[1.0, 0.5], None, None);
-    assert_eq!(c.model().predict(&[20]).unwrap_err(), ModelError::DistributionLength { expected: 2, actual: 1 });
+    assert_eq!(
+        c.model().predict(&[20]).unwrap_err(),
+        ModelError::DistributionLength {
+            expected: 2,
+            actual: 1
+        }
+    );
     c.m.nodes[1].stages[0].compute_s = f64::NAN;
-    assert!(matches!(c.try_model(), Err(ModelError::BadValue { ref field, .. }) if field.contains("nodes[1]")));
+    assert!(
+        matches!(c.try_model(), Err(ModelError::BadValue { ref field, .. }) if field.contains("nodes[1]"))
+    );
     c.m.nodes.pop();
-    assert_eq!(c.try_model().unwrap_err(), ModelError::NodeCount { measured: 1, cluster: 2 });
+    assert_eq!(
+        c.try_model().unwrap_err(),
+        ModelError::NodeCount {
+            measured: 1,
+            cluster: 2
+        }
+    );
 }

@@ -17,7 +17,9 @@ pub fn exact<C: NodeCosts + ?Sized>(costs: &C, config: &SearchConfig) -> SearchR
     let p = costs.nodes();
     let s = costs.total_rows();
     let mut tracker = Tracker::new(config.budget);
-    let block = Distribution::block(s, p.max(1)).map(|d| d.rows).unwrap_or_default();
+    let block = Distribution::block(s, p.max(1))
+        .map(|d| d.rows)
+        .unwrap_or_default();
     let t_block = costs.max_cost(&block);
     tracker.count(p as u64);
     tracker.offer(&block, t_block);
@@ -27,31 +29,34 @@ pub fn exact<C: NodeCosts + ?Sized>(costs: &C, config: &SearchConfig) -> SearchR
     // Brackets: lo[i] = x_i(T_lo) (−1: none), hi[i] = x_i(T_hi), for T_lo infeasible < T_hi feasible.
     let mut lo_x: Vec<i64> = vec![-1; p];
     let mut hi_x: Vec<i64> = vec![s as i64; p];
-    let t_floor = (0..p).map(|i| costs.cost(i, 0)).fold(f64::NEG_INFINITY, f64::max);
+    let t_floor = (0..p)
+        .map(|i| costs.cost(i, 0))
+        .fold(f64::NEG_INFINITY, f64::max);
     tracker.count(p as u64);
     let mut cand = vec![0i64; p];
     let mut evals = 0u64;
-    let feasible = |t: f64, lo_x: &[i64], hi_x: &[i64], cand: &mut [i64], evals: &mut u64| -> bool {
-        let mut sum: i64 = 0;
-        let mut every_node_fits = true;
-        for i in 0..p {
-            // Largest x in [lo_x, hi_x] with f_i(x) ≤ t (lo_x itself satisfies it or is −1).
-            let (mut a, mut b) = (lo_x[i], hi_x[i]);
-            while a < b {
-                let mid = a + (b - a + 1) / 2;
-                *evals += 1;
-                if costs.cost(i, mid as u64) <= t {
-                    a = mid;
-                } else {
-                    b = mid - 1;
+    let feasible =
+        |t: f64, lo_x: &[i64], hi_x: &[i64], cand: &mut [i64], evals: &mut u64| -> bool {
+            let mut sum: i64 = 0;
+            let mut every_node_fits = true;
+            for i in 0..p {
+                // Largest x in [lo_x, hi_x] with f_i(x) ≤ t (lo_x itself satisfies it or is −1).
+                let (mut a, mut b) = (lo_x[i], hi_x[i]);
+                while a < b {
+                    let mid = a + (b - a + 1) / 2;
+                    *evals += 1;
+                    if costs.cost(i, mid as u64) <= t {
+                        a = mid;
+                    } else {
+                        b = mid - 1;
+                    }
                 }
+                cand[i] = a;
+                every_node_fits &= a >= 0;
+                sum += a.max(0);
             }
-            cand[i] = a;
-            every_node_fits &= a >= 0;
-            sum += a.max(0);
-        }
-        every_node_fits && sum >= s as i64
-    };
+            every_node_fits && sum >= s as i64
+        };
     let (mut t_lo, mut t_hi);
     if feasible(t_floor, &lo_x, &hi_x, &mut cand, &mut evals) {
         t_hi = t_floor;

@@ -14,7 +14,7 @@ const MUTATION: f64 = 0.05;
 /// Crossover points per child.
 const CROSSOVER_POINTS: usize = 3;
 /// Generations without improvement after which the population has converged.
-const PATIENCE: usize = 200;
+const PATIENCE: usize = 1000;
 /// Attempts to produce a valid child before falling back to a mutated parent.
 const ATTEMPTS: usize = 8;
 
@@ -29,7 +29,11 @@ pub fn genetic<O: Objective + ?Sized>(objective: &mut O, config: &SearchConfig) 
     let mut population: Vec<(f64, Vec<u64>)> = Vec::with_capacity(POPULATION);
     let first = start_vector(config, p, s, &mut rng);
     for k in 0..POPULATION {
-        let x = if k == 0 { first.clone() } else { rng.composition(s, p) };
+        let x = if k == 0 {
+            first.clone()
+        } else {
+            rng.composition(s, p)
+        };
         let ends = to_ends(&x);
         let value = objective.evaluate(&x, &mut per_node);
         tracker.count(1);
@@ -57,7 +61,11 @@ pub fn genetic<O: Objective + ?Sized>(objective: &mut O, config: &SearchConfig) 
             tracker.count(1);
             tracker.offer(&rows, member.0);
         }
-        stale = if tracker.best() < before { 0 } else { stale + 1 };
+        stale = if tracker.best() < before {
+            0
+        } else {
+            stale + 1
+        };
     }
     tracker.finish("ga", converged)
 }
@@ -84,7 +92,9 @@ fn from_ends(ends: &[u64], rows: &mut [u64]) {
 fn crossover(a: &[u64], b: &[u64], rng: &mut Rng) -> Vec<u64> {
     let p = a.len();
     for _ in 0..ATTEMPTS {
-        let mut points: Vec<usize> = (0..CROSSOVER_POINTS).map(|_| rng.below(p as u64) as usize).collect();
+        let mut points: Vec<usize> = (0..CROSSOVER_POINTS)
+            .map(|_| rng.below(p as u64) as usize)
+            .collect();
         points.sort_unstable();
         let mut child = Vec::with_capacity(p);
         let mut from_a = rng.below(2) == 0;
@@ -105,8 +115,8 @@ fn crossover(a: &[u64], b: &[u64], rng: &mut Rng) -> Vec<u64> {
     child
 }
 
-/// Moves one last-row index (not the final one, which is always S) to a random value between
-/// its neighbours.
+/// Moves one last-row index (not the final one, which is always S) slightly: by a random amount
+/// up to an eighth of the room between its neighbours (at least one row), staying between them.
 fn mutate(ends: &mut [u64], rng: &mut Rng) {
     let p = ends.len();
     if p < 2 {
@@ -115,7 +125,13 @@ fn mutate(ends: &mut [u64], rng: &mut Rng) {
     let i = rng.below(p as u64 - 1) as usize;
     let low = if i == 0 { 0 } else { ends[i - 1] };
     let high = ends[i + 1];
-    ends[i] = low + rng.below(high - low + 1);
+    let reach = ((high - low) / 8).max(1);
+    let shift = 1 + rng.below(reach);
+    ends[i] = if rng.below(2) == 0 {
+        ends[i].saturating_sub(shift).max(low)
+    } else {
+        (ends[i] + shift).min(high)
+    };
 }
 
 #[cfg(test)]

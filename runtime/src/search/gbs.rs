@@ -32,7 +32,9 @@ pub fn gbs<C: NodeCosts + ?Sized>(costs: &C, config: &SearchConfig) -> SearchRes
     let mut f: Vec<f64> = (0..p).map(|i| costs.cost(i, x[i])).collect();
     tracker.count(p as u64);
     let mut order: Vec<usize> = (0..p).collect();
-    let sort = |order: &mut Vec<usize>, f: &[f64]| order.sort_by(|&a, &b| f[b].total_cmp(&f[a]).then(a.cmp(&b)));
+    let sort = |order: &mut Vec<usize>, f: &[f64]| {
+        order.sort_by(|&a, &b| f[b].total_cmp(&f[a]).then(a.cmp(&b)))
+    };
     sort(&mut order, &f);
     tracker.offer(&x, f[order[0]]);
     let mut stale_moves = 0;
@@ -72,7 +74,13 @@ pub fn gbs<C: NodeCosts + ?Sized>(costs: &C, config: &SearchConfig) -> SearchRes
 /// The transfer Δ ∈ [1, x_from] from node `from` to node `to` minimising
 /// `max(f_from(x_from − Δ), f_to(x_to + Δ))`, by binary search on the crossing of the two
 /// monotone curves. Returns Δ, the two new costs and the number of evaluations.
-pub(crate) fn balance<C: NodeCosts + ?Sized>(costs: &C, from: usize, x_from: u64, to: usize, x_to: u64) -> (u64, f64, f64, u64) {
+pub(crate) fn balance<C: NodeCosts + ?Sized>(
+    costs: &C,
+    from: usize,
+    x_from: u64,
+    to: usize,
+    x_to: u64,
+) -> (u64, f64, f64, u64) {
     let pair = |d: u64| (costs.cost(from, x_from - d), costs.cost(to, x_to + d));
     let mut evals = 0;
     // Smallest Δ in [1, x_from] with f_to(x_to + Δ) ≥ f_from(x_from − Δ), or x_from + 1 if none.

@@ -45,7 +45,10 @@ pub trait NodeCosts {
 
     /// `max_i f_i(x_i)`.
     fn max_cost(&self, rows: &[u64]) -> f64 {
-        rows.iter().enumerate().map(|(i, &r)| self.cost(i, r)).fold(f64::NEG_INFINITY, f64::max)
+        rows.iter()
+            .enumerate()
+            .map(|(i, &r)| self.cost(i, r))
+            .fold(f64::NEG_INFINITY, f64::max)
     }
 }
 
@@ -101,7 +104,10 @@ pub struct FullModel<'a> {
 
 impl<'a> FullModel<'a> {
     pub fn new(model: &'a Model) -> Self {
-        FullModel { model, prediction: Prediction::default() }
+        FullModel {
+            model,
+            prediction: Prediction::default(),
+        }
     }
 }
 
@@ -138,7 +144,11 @@ pub struct SearchConfig {
 
 impl Default for SearchConfig {
     fn default() -> Self {
-        SearchConfig { budget: Duration::from_secs(1), seed: 1, start: None }
+        SearchConfig {
+            budget: Duration::from_secs(1),
+            seed: 1,
+            start: None,
+        }
     }
 }
 
@@ -183,7 +193,11 @@ impl std::fmt::Display for SearchResult {
             "{} evaluations in {:.3} s ({}), best reached after {:.3} s",
             self.evaluations,
             self.elapsed_s,
-            if self.converged { "converged" } else { "budget spent" },
+            if self.converged {
+                "converged"
+            } else {
+                "budget spent"
+            },
             self.seconds_to_best()
         )
     }
@@ -201,7 +215,13 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
-    pub const ALL: [Algorithm; 5] = [Algorithm::Gbs, Algorithm::Gs, Algorithm::Ga, Algorithm::Sa, Algorithm::Exact];
+    pub const ALL: [Algorithm; 5] = [
+        Algorithm::Gbs,
+        Algorithm::Gs,
+        Algorithm::Ga,
+        Algorithm::Sa,
+        Algorithm::Exact,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -238,9 +258,23 @@ pub fn search_model(model: &Model, algorithm: Algorithm, config: &SearchConfig) 
         Algorithm::Sa => return annealing(&mut full, config),
     };
     let left = config.budget.saturating_sub(start.elapsed());
-    let refined = refine(&mut full, &result.rows, &SearchConfig { budget: left, ..config.clone() });
+    let refined = refine(
+        &mut full,
+        &result.rows,
+        &SearchConfig {
+            budget: left,
+            ..config.clone()
+        },
+    );
     let offset = result.elapsed_s;
-    result.trace = refined.trace.iter().map(|t| TracePoint { elapsed_s: offset + t.elapsed_s, ..*t }).collect();
+    result.trace = refined
+        .trace
+        .iter()
+        .map(|t| TracePoint {
+            elapsed_s: offset + t.elapsed_s,
+            ..*t
+        })
+        .collect();
     result.rows = refined.rows;
     result.predicted_s = refined.predicted_s;
     result.evaluations += refined.evaluations;
@@ -261,7 +295,14 @@ pub(crate) struct Tracker {
 
 impl Tracker {
     pub fn new(budget: Duration) -> Self {
-        Tracker { start: Instant::now(), budget, best: f64::INFINITY, best_rows: Vec::new(), trace: Vec::new(), evaluations: 0 }
+        Tracker {
+            start: Instant::now(),
+            budget,
+            best: f64::INFINITY,
+            best_rows: Vec::new(),
+            trace: Vec::new(),
+            evaluations: 0,
+        }
     }
 
     pub fn out_of_time(&self) -> bool {
@@ -278,7 +319,10 @@ impl Tracker {
             self.best = value;
             self.best_rows.clear();
             self.best_rows.extend_from_slice(rows);
-            self.trace.push(TracePoint { elapsed_s: self.start.elapsed().as_secs_f64(), predicted_s: value });
+            self.trace.push(TracePoint {
+                elapsed_s: self.start.elapsed().as_secs_f64(),
+                predicted_s: value,
+            });
             true
         } else {
             false
@@ -303,7 +347,12 @@ impl Tracker {
 }
 
 /// The start vector: the configured one when it is valid, else uniformly random.
-pub(crate) fn start_vector(config: &SearchConfig, nodes: usize, total: u64, rng: &mut Rng) -> Vec<u64> {
+pub(crate) fn start_vector(
+    config: &SearchConfig,
+    nodes: usize,
+    total: u64,
+    rng: &mut Rng,
+) -> Vec<u64> {
     match &config.start {
         Some(s) if s.len() == nodes && s.iter().sum::<u64>() == total => s.clone(),
         _ => rng.composition(total, nodes),

@@ -2,17 +2,24 @@
 //! normally the full MHETA model with blocked time, which GBS, GS and `exact` ignore (the case
 //! where they were 20% off in the seed's CG results, §6.3.3).
 //!
-//! From the start vector it tries moving `step` rows from one of the few nodes with the largest
-//! per-node values to one of the few with the smallest, keeping the best move that lowers the
-//! objective; when no such move helps it halves `step`, and stops after `step = 1` fails.
+//! From the start vector it tries moving `step` rows from one node to another (every pair on
+//! small clusters; the few nodes with the largest per-node values to the few with the smallest
+//! on large ones), keeping the best move that lowers the objective; when no move helps it
+//! halves `step`, and stops after `step = 1` fails.
 
 use super::{Objective, SearchConfig, SearchResult, Tracker};
 
-/// How many of the busiest and idlest nodes are tried as donors and receivers.
-const CANDIDATES: usize = 4;
+/// Up to this many nodes, every pair of nodes is tried; above it, the `CANDIDATES` busiest as
+/// donors and the `CANDIDATES` idlest as receivers.
+const ALL_PAIRS_UP_TO: usize = 16;
+const CANDIDATES: usize = 6;
 
 /// Refines `start` on `objective`.
-pub fn refine<O: Objective + ?Sized>(objective: &mut O, start: &[u64], config: &SearchConfig) -> SearchResult {
+pub fn refine<O: Objective + ?Sized>(
+    objective: &mut O,
+    start: &[u64],
+    config: &SearchConfig,
+) -> SearchResult {
     let p = objective.nodes();
     let mut tracker = Tracker::new(config.budget);
     let mut x = start.to_vec();
@@ -33,7 +40,7 @@ pub fn refine<O: Objective + ?Sized>(objective: &mut O, start: &[u64], config: &
             break;
         }
         order.sort_by(|&a, &b| per_node[b].total_cmp(&per_node[a]));
-        let k = CANDIDATES.min(p / 2).max(1);
+        let k = if p <= ALL_PAIRS_UP_TO { p } else { CANDIDATES };
         let mut best_move: Option<(usize, usize, u64, f64)> = None;
         for &from in order.iter().take(k) {
             for &to in order.iter().rev().take(k) {

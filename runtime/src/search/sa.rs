@@ -12,10 +12,10 @@ use crate::distribution::largest_remainder;
 /// Initial `K_B · T` as a fraction of the start vector's value.
 const INITIAL_TEMPERATURE: f64 = 0.1;
 /// Cooling factor applied every `nIters` transitions.
-const COOLING: f64 = 0.9;
+const COOLING: f64 = 0.98;
 /// Once `K_B · T` falls below this fraction of the best value and a whole round changes
 /// nothing, the system is frozen.
-const FROZEN: f64 = 1e-7;
+const FROZEN: f64 = 1e-6;
 
 /// Runs SA on `objective`.
 pub fn annealing<O: Objective + ?Sized>(objective: &mut O, config: &SearchConfig) -> SearchResult {
@@ -83,14 +83,27 @@ pub fn annealing<O: Objective + ?Sized>(objective: &mut O, config: &SearchConfig
 }
 
 fn argmax(v: &[f64]) -> usize {
-    (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap_or(0)
+    (0..v.len())
+        .max_by(|&a, &b| v[a].total_cmp(&v[b]))
+        .unwrap_or(0)
 }
 
 /// `y` = `x` with `amount` rows taken from node `m` and spread over the others ∝ `1 / F_i`.
-fn transition(x: &[u64], f_node: &[f64], m: usize, amount: u64, y: &mut [u64], weights: &mut Vec<f64>) {
+fn transition(
+    x: &[u64],
+    f_node: &[f64],
+    m: usize,
+    amount: u64,
+    y: &mut [u64],
+    weights: &mut Vec<f64>,
+) {
     let p = x.len();
     weights.clear();
-    weights.extend((0..p).filter(|&i| i != m).map(|i| 1.0 / f_node[i].max(1e-12)));
+    weights.extend(
+        (0..p)
+            .filter(|&i| i != m)
+            .map(|i| 1.0 / f_node[i].max(1e-12)),
+    );
     y.copy_from_slice(x);
     y[m] -= amount;
     let shares = largest_remainder(amount, weights);

@@ -27,7 +27,11 @@ impl NodeCosts for Monotone {
     }
     fn cost(&self, i: usize, x: u64) -> f64 {
         let pieces = x.div_ceil(self.step_rows[i]);
-        let io = if pieces >= 2 { pieces as f64 * self.step_cost[i] } else { 0.0 };
+        let io = if pieces >= 2 {
+            pieces as f64 * self.step_cost[i]
+        } else {
+            0.0
+        };
         self.base[i] + self.slope[i] * x as f64 + io
     }
 }
@@ -40,12 +44,22 @@ fn monotone() -> impl Strategy<Value = Monotone> {
             proptest::collection::vec(1u64..12, p),
             proptest::collection::vec(0.0f64..6.0, p),
         )
-            .prop_map(move |(base, slope, step_rows, step_cost)| Monotone { s, base, slope, step_rows, step_cost })
+            .prop_map(move |(base, slope, step_rows, step_cost)| Monotone {
+                s,
+                base,
+                slope,
+                step_rows,
+                step_cost,
+            })
     })
 }
 
 fn config(seed: u64) -> SearchConfig {
-    SearchConfig { budget: Duration::from_secs(5), seed, start: None }
+    SearchConfig {
+        budget: Duration::from_secs(5),
+        seed,
+        start: None,
+    }
 }
 
 fn valid(result: &SearchResult, p: usize, s: u64) -> bool {
@@ -96,7 +110,10 @@ fn gs_gets_stuck_where_gbs_does_not_section_4_3_2() {
         step_rows: vec![1000, 1000, 1],
         step_cost: vec![0.0, 0.0, 50.0],
     };
-    let start = SearchConfig { start: Some(vec![10, 10, 1]), ..config(1) };
+    let start = SearchConfig {
+        start: Some(vec![10, 10, 1]),
+        ..config(1)
+    };
     assert!(f.cost(2, 2) > f.cost(0, 10) && f.cost(0, 9) > f.cost(1, 11));
     let stuck = greedy(&f, &start);
     assert_eq!(stuck.rows, vec![10, 10, 1]);
@@ -117,25 +134,49 @@ fn searches_on_the_model_improve_on_block() {
     let model = Model::new(&w.structure, &w.measurements, &w.cluster).unwrap();
     let block = Distribution::block(4096, 8).unwrap().rows;
     let block_time = model.predict(&block).unwrap().iteration_s;
-    let cfg = SearchConfig { budget: Duration::from_millis(300), seed: 3, start: None };
+    let cfg = SearchConfig {
+        budget: Duration::from_millis(300),
+        seed: 3,
+        start: None,
+    };
     for algorithm in [Algorithm::Gbs, Algorithm::Exact, Algorithm::Gs] {
         let r = search_model(&model, algorithm, &cfg);
         assert_eq!(r.rows.iter().sum::<u64>(), 4096);
         let predicted = model.predict(&r.rows).unwrap().iteration_s;
         assert!((predicted - r.predicted_s).abs() < 1e-12, "{algorithm:?}");
-        assert!(predicted < 0.9 * block_time, "{algorithm:?}: {predicted} vs block {block_time}");
+        assert!(
+            predicted < 0.9 * block_time,
+            "{algorithm:?}: {predicted} vs block {block_time}"
+        );
     }
     // GBS and exact agree on the per-node optimum.
-    let a = gbs(&model, &SearchConfig { budget: Duration::from_secs(10), ..cfg.clone() });
+    let a = gbs(
+        &model,
+        &SearchConfig {
+            budget: Duration::from_secs(10),
+            ..cfg.clone()
+        },
+    );
     let b = exact(&model, &cfg);
-    assert!((a.predicted_s - b.predicted_s).abs() <= 1e-12 * b.predicted_s, "{} vs {}", a.predicted_s, b.predicted_s);
+    assert!(
+        (a.predicted_s - b.predicted_s).abs() <= 1e-12 * b.predicted_s,
+        "{} vs {}",
+        a.predicted_s,
+        b.predicted_s
+    );
 }
 
 #[test]
 fn exact_is_optimal_when_zero_rows_already_cost_the_most() {
     // Node 1's replicated work (f(0) = 100) dominates: any distribution is optimal at 100 unless
     // node 1 gets many rows; exact must not give it any.
-    let f = Monotone { s: 10, base: vec![0.0, 100.0], slope: vec![1.0, 1.0], step_rows: vec![100, 100], step_cost: vec![0.0, 0.0] };
+    let f = Monotone {
+        s: 10,
+        base: vec![0.0, 100.0],
+        slope: vec![1.0, 1.0],
+        step_rows: vec![100, 100],
+        step_cost: vec![0.0, 0.0],
+    };
     let r = exact(&f, &config(1));
     assert_eq!(r.predicted_s, 100.0);
     assert!(r.rows[1] == 0);

@@ -1,0 +1,157 @@
+//! `#[mheta::solver]`: parse → analyze → expand.
+//!
+//! 1. Parse the function and validate the attribute, the signature and the markers inside.
+//! 2. Analyze ([`crate::analysis`]) and find this solver; analyzer errors for it become
+//!    compile errors, its warnings compile-time warnings.
+//! 3. Plan the guards from the solver's structure ([`crate::plan`]), place them
+//!    ([`crate::place`]), strip the markers, and prepend the registration of the embedded
+//!    structure. Any error emits the original function (markers stripped) next to it.
+
+use mheta_runtime::format::Level;
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, ToTokens};
+use syn::ItemFn;
+
+use crate::analysis::{self, FnSite, Scope};
+use crate::attrs;
+use crate::ctxt::Ctxt;
+use crate::expand;
+use crate::fallback;
+use crate::place;
+use crate::plan;
+use crate::position::{self, from_span, Pos};
+use crate::warnings;
+
+pub fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
+    let cx = Ctxt::new();
+    attrs::no_args(&cx, "solver", &args);
+    let item: ItemFn = match syn::parse2(input.clone()) {
+        Ok(f) => f,
+        Err(_) => {
+            cx.error_at(Span::call_site(), "`#[mheta::solver]` goes on a function with a body");
+            return fallback::with_original(cx.into_compile_errors(), input);
+        }
+    };
+    validate_signature(&cx, &item);
+    attrs::validate(&cx, &item.block);
+    if cx.has_errors() {
+        return fallback::with_original(cx.into_compile_errors(), stripped(item));
+    }
+    match instrument(&cx, &item, &input) {
+        Some(out) if !cx.has_errors() => out,
+        _ => fallback::with_original(cx.into_compile_errors(), stripped(item)),
+    }
+}
+
+fn validate_signature(cx: &Ctxt, item: &ItemFn) {
+    for attr in &item.attrs {
+        if attrs::is_mheta(attr, "solver") {
+            cx.error_spanned_by(attr, "duplicate `#[mheta::solver]`");
+        } else if attrs::is_mheta(attr, "comm") {
+            cx.error_spanned_by(attr, "a function is either `#[mheta::solver]` or `#[mheta::comm]`, not both");
+        } else if let Some(m) = attrs::marker_of(attr) {
+            cx.error_spanned_by(attr, format!("`#[mheta::{}]` goes {}", m.name(), m.belongs()));
+        }
+    }
+    if let Some(c) = &item.sig.constness {
+        cx.error_spanned_by(c, "a solver runs the program's main loop: it cannot be a `const fn`");
+    }
+    for input in &item.sig.inputs {
+        let attrs = match input {
+            syn::FnArg::Receiver(r) => &r.attrs,
+            syn::FnArg::Typed(t) => &t.attrs,
+        };
+        for attr in attrs {
+            if let Some(m) = attrs::marker_of(attr) {
+                cx.error_spanned_by(attr, format!("`#[mheta::{}]` goes {}", m.name(), m.belongs()));
+            }
+        }
+    }
+}
+
+/// The original function with the solver's markers removed (the fallback output).
+fn stripped(mut item: ItemFn) -> TokenStream {
+    attrs::strip(&mut item.block);
+    item.into_token_stream()
+}
+
+/// Analyzes and instruments; `None` (with errors in `cx`) when that is impossible.
+fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStream> {
+    let ident = &item.sig.ident;
+    let start = ident.span().start();
+    if start.line == 0 {
+        cx.error_at(ident.span(), "mheta needs source positions from the compiler (Rust 1.88 or later) to match the analyzer's structure to this function");
+        return None;
+    }
+    let site = FnSite { name: ident.to_string(), ident: (start.line as u32, start.column as u32), file: ident.span().local_file() };
+    let found = match analysis::analyze(&site, || position::layout_text(input.clone())) {
+        Ok(found) => found,
+        Err(message) => {
+            cx.error_at(ident.span(), message);
+            return None;
+        }
+    };
+    let solver = found.solver();
+    let mut leaves = Vec::new();
+    position::leaf_positions(input.clone(), &mut leaves);
+    let span_at = |pos: Pos| span_at(&leaves, pos).unwrap_or_else(|| ident.span());
+    for d in solver.diagnostics.iter().filter(|d| d.level == Level::Error) {
+        let span = d.span.as_ref().filter(|s| s.file == solver.span.file).map(|s| span_at(from_span(s).start));
+        cx.error_at(span.unwrap_or_else(|| ident.span()), format!("mheta analyze: {}", d.message));
+    }
+    if cx.has_errors() {
+        return None;
+    }
+
+    let plan = plan::plan(solver);
+    let mut block = (*item.block).clone();
+    let placement = place::place(&mut block, &plan);
+    attrs::strip(&mut block);
+
+    let mut messages: Vec<(String, Span)> = Vec::new();
+    for d in solver.diagnostics.iter().filter(|d| d.level == Level::Warning) {
+        let span = d.span.as_ref().filter(|s| s.file == solver.span.file).map(|s| span_at(from_span(s).start));
+        messages.push((d.message.clone(), span.unwrap_or_else(|| ident.span())));
+    }
+    for u in &placement.unplaced {
+        let message = format!(
+            "no hook for {} (line {}): it is not a run of statements or one expression of this function, so its time counts towards the enclosing region",
+            u.what, u.extent.start.0
+        );
+        messages.push((message, span_at(u.extent.start)));
+    }
+    if !plan.elsewhere.is_empty() {
+        let message = format!(
+            "regions of inlined callees are timed as part of the call that reaches them: {}",
+            plan.elsewhere.join(", ")
+        );
+        messages.push((message, ident.span()));
+    }
+    if found.scope == Scope::Tokens {
+        let message = "the crate and this function's file could not be analysed; ids come from the function's own tokens and may differ from `mheta analyze`".to_string();
+        messages.push((message, ident.span()));
+    }
+    let warnings = messages.iter().enumerate().map(|(i, (m, s))| warnings::warning(m, *s, i));
+
+    let tracked = found.config.as_ref().map(|p| p.display().to_string());
+    let registration = expand::registration(&solver.name, &found.json, tracked.as_deref());
+    let stmts = &block.stmts;
+    let (attrs, vis, sig) = (&item.attrs, &item.vis, &item.sig);
+    Some(quote! {
+        #(#warnings)*
+        #(#attrs)*
+        #vis #sig {
+            #registration
+            #(#stmts)*
+        }
+    })
+}
+
+/// The span of the first token at or after `pos` on the same line, else the last token before it.
+fn span_at(leaves: &[(Pos, Span)], pos: Pos) -> Option<Span> {
+    leaves
+        .iter()
+        .find(|(p, _)| p.0 == pos.0 && p.1 >= pos.1)
+        .or_else(|| leaves.iter().rev().find(|(p, _)| *p <= pos))
+        .map(|(_, s)| *s)
+}
