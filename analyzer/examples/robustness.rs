@@ -8,8 +8,9 @@
 //!
 //! Real-world files rarely communicate, so by themselves they only reach parsing and the solver
 //! search. With `--force-solvers` every function is first marked `#[mheta::solver]` and the first
-//! loop among its top-level statements `#[mheta::iterate]` (through syn, printed back as one line
-//! of tokens), so that lowering, the automaton and the classification run on real code too.
+//! loop among its top-level statements `#[mheta::iterate]` (inserted at their source positions,
+//! so the layout is kept), so that lowering, the automaton and the classification run on real
+//! code too.
 //!
 //! ```sh
 //! cargo run --release -p mheta-analyzer --example robustness -- [DIR] [--slow SECONDS] [--progress] [--force-solvers]
@@ -24,7 +25,8 @@ use std::time::{Duration, Instant};
 
 use mheta_analyzer::{analyze_source, Options};
 use mheta_runtime::format::Level;
-use quote::ToTokens;
+use proc_macro2::LineColumn;
+use syn::spanned::Spanned;
 
 /// What the command line asks for.
 struct Settings {
@@ -232,28 +234,53 @@ fn report(settings: &Settings, t: &Tally, wall: Duration) {
     }
 }
 
-/// `source` with every function marked `#[mheta::solver]` and the first loop among its top-level
-/// statements marked `#[mheta::iterate]`; `None` when it does not parse.
+/// `source` with `#[mheta::solver] ` inserted before every function and `#[mheta::iterate] `
+/// before the first loop among its top-level statements, at their source positions (the layout
+/// is kept); `None` when it does not parse.
 fn force_solvers(source: &str) -> Option<String> {
-    let mut file = syn::parse_file(source).ok()?;
-    mark_items(&mut file.items);
-    Some(file.to_token_stream().to_string())
+    let file = syn::parse_file(source).ok()?;
+    let mut marks = Vec::new();
+    collect_marks(&file.items, &mut marks);
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(source.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let mut inserts: Vec<(usize, &str)> = marks
+        .into_iter()
+        .filter_map(|(at, text)| {
+            let line_start = *line_starts.get(at.line.checked_sub(1)?)?;
+            let rest = &source[line_start..];
+            let byte = rest
+                .char_indices()
+                .nth(at.column)
+                .map_or(rest.len(), |(b, _)| b);
+            Some((line_start + byte, text))
+        })
+        .collect();
+    inserts.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut out = source.to_string();
+    for (at, text) in inserts {
+        out.insert_str(at, text);
+    }
+    Some(out)
 }
 
-fn mark_items(items: &mut [syn::Item]) {
+const SOLVER: &str = "#[mheta::solver] ";
+const ITERATE: &str = "#[mheta::iterate] ";
+
+fn collect_marks(items: &[syn::Item], marks: &mut Vec<(LineColumn, &'static str)>) {
     for item in items {
         match item {
-            syn::Item::Fn(f) => mark_function(&mut f.attrs, &mut f.block),
+            syn::Item::Fn(f) => mark_function(f.span().start(), &f.block, marks),
             syn::Item::Impl(block) => {
-                for member in &mut block.items {
+                for member in &block.items {
                     if let syn::ImplItem::Fn(m) = member {
-                        mark_function(&mut m.attrs, &mut m.block);
+                        mark_function(m.span().start(), &m.block, marks);
                     }
                 }
             }
             syn::Item::Mod(m) => {
-                if let Some((_, items)) = &mut m.content {
-                    mark_items(items);
+                if let Some((_, items)) = &m.content {
+                    collect_marks(items, marks);
                 }
             }
             _ => {}
@@ -261,20 +288,21 @@ fn mark_items(items: &mut [syn::Item]) {
     }
 }
 
-fn mark_function(attrs: &mut Vec<syn::Attribute>, block: &mut syn::Block) {
-    attrs.push(syn::parse_quote!(#[mheta::solver]));
-    for stmt in &mut block.stmts {
-        let syn::Stmt::Expr(expr, _) = stmt else {
-            continue;
-        };
-        let loop_attrs = match expr {
-            syn::Expr::ForLoop(l) => &mut l.attrs,
-            syn::Expr::While(l) => &mut l.attrs,
-            syn::Expr::Loop(l) => &mut l.attrs,
-            _ => continue,
-        };
-        loop_attrs.push(syn::parse_quote!(#[mheta::iterate]));
-        return;
+fn mark_function(
+    start: LineColumn,
+    block: &syn::Block,
+    marks: &mut Vec<(LineColumn, &'static str)>,
+) {
+    marks.push((start, SOLVER));
+    let first_loop = block.stmts.iter().find_map(|stmt| match stmt {
+        syn::Stmt::Expr(
+            e @ (syn::Expr::ForLoop(_) | syn::Expr::While(_) | syn::Expr::Loop(_)),
+            _,
+        ) => Some(e),
+        _ => None,
+    });
+    if let Some(e) = first_loop {
+        marks.push((e.span().start(), ITERATE));
     }
 }
 
