@@ -8,7 +8,7 @@
 //!
 //! Real-world files rarely communicate, so by themselves they only reach parsing and the solver
 //! search. With `--force-solvers` every function is first marked `#[mheta::solver]` and the first
-//! loop among its top-level statements `#[mheta::iterate]` (inserted at their source positions,
+//! loop in statement position `#[mheta::iterate]` (inserted at their source positions,
 //! so the layout is kept), so that lowering, the automaton and the classification run on real
 //! code too.
 //!
@@ -27,6 +27,7 @@ use mheta_analyzer::{analyze_source, Options};
 use mheta_runtime::format::Level;
 use proc_macro2::LineColumn;
 use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
 
 /// What the command line asks for.
 struct Settings {
@@ -51,6 +52,8 @@ struct Tally {
     errors: usize,
     warnings: usize,
     slowest: Option<(PathBuf, Duration)>,
+    /// Loops marked `#[mheta::iterate]` by `--force-solvers`.
+    marked_loops: usize,
     /// Diagnostic messages with quoted names removed, by level, with their counts.
     kinds: HashMap<(Level, String), usize>,
 }
@@ -115,7 +118,13 @@ fn main() -> ExitCode {
         };
         let source = if settings.force_solvers {
             // Unparsable files go through unchanged: the analyzer must report them.
-            force_solvers(&source).unwrap_or(source)
+            match force_solvers(&source) {
+                Some((marked, loops)) => {
+                    tally.marked_loops += loops;
+                    marked
+                }
+                None => source,
+            }
         } else {
             source
         };
@@ -203,6 +212,9 @@ fn report(settings: &Settings, t: &Tally, wall: Duration) {
         "files with solver: {} ({} solvers)",
         t.with_solver, t.solvers
     );
+    if settings.force_solvers {
+        println!("marked main loops: {}", t.marked_loops);
+    }
     println!(
         "diagnostics:       {} errors in {} files, {} warnings in {} files",
         t.errors, t.with_errors, t.warnings, t.with_warnings
@@ -235,9 +247,9 @@ fn report(settings: &Settings, t: &Tally, wall: Duration) {
 }
 
 /// `source` with `#[mheta::solver] ` inserted before every function and `#[mheta::iterate] `
-/// before the first loop among its top-level statements, at their source positions (the layout
-/// is kept); `None` when it does not parse.
-fn force_solvers(source: &str) -> Option<String> {
+/// before its first loop in statement position, at their source positions (the layout
+/// is kept), and the number of loops marked; `None` when it does not parse.
+fn force_solvers(source: &str) -> Option<(String, usize)> {
     let file = syn::parse_file(source).ok()?;
     let mut marks = Vec::new();
     collect_marks(&file.items, &mut marks);
@@ -256,12 +268,13 @@ fn force_solvers(source: &str) -> Option<String> {
             Some((line_start + byte, text))
         })
         .collect();
+    let loops = inserts.iter().filter(|(_, text)| *text == ITERATE).count();
     inserts.sort_by(|a, b| b.0.cmp(&a.0));
     let mut out = source.to_string();
     for (at, text) in inserts {
         out.insert_str(at, text);
     }
-    Some(out)
+    Some((out, loops))
 }
 
 const SOLVER: &str = "#[mheta::solver] ";
@@ -294,16 +307,36 @@ fn mark_function(
     marks: &mut Vec<(LineColumn, &'static str)>,
 ) {
     marks.push((start, SOLVER));
-    let first_loop = block.stmts.iter().find_map(|stmt| match stmt {
-        syn::Stmt::Expr(
+    let mut finder = FirstLoop(None);
+    finder.visit_block(block);
+    if let Some(at) = finder.0 {
+        marks.push((at, ITERATE));
+    }
+}
+
+/// Finds the first loop in statement position (where an attribute is allowed), outside closures
+/// and nested items, in source order.
+struct FirstLoop(Option<LineColumn>);
+
+impl<'ast> Visit<'ast> for FirstLoop {
+    fn visit_stmt(&mut self, stmt: &'ast syn::Stmt) {
+        if self.0.is_some() {
+            return;
+        }
+        if let syn::Stmt::Expr(
             e @ (syn::Expr::ForLoop(_) | syn::Expr::While(_) | syn::Expr::Loop(_)),
             _,
-        ) => Some(e),
-        _ => None,
-    });
-    if let Some(e) = first_loop {
-        marks.push((e.span().start(), ITERATE));
+        ) = stmt
+        {
+            self.0 = Some(e.span().start());
+            return;
+        }
+        visit::visit_stmt(self, stmt);
     }
+
+    fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+
+    fn visit_item(&mut self, _: &'ast syn::Item) {}
 }
 
 /// A diagnostic message with every `quoted` name replaced by `…`, so that messages of one kind

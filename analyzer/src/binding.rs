@@ -204,6 +204,10 @@ impl Env {
             (Some(text.of(args[0])), &args[1..])
         } else if receiver.kind == ValueKind::Process {
             (receiver.peer.clone(), &args[..])
+        } else if receiver.family == Family::Runtime && ROOTED.contains(&name.as_str()) {
+            // `comm.broadcast(0, &mut buf)`: the root is the plain (non-reference) argument.
+            let root = args.iter().find(|a| matches!(a, syn::Expr::Lit(_) | syn::Expr::Path(_)));
+            (root.map(|r| text.of(*r)), &args[..])
         } else {
             (None, &args[..])
         };
@@ -245,6 +249,9 @@ impl Env {
         })
     }
 }
+
+/// Runtime collectives with a root.
+const ROOTED: &[&str] = &["broadcast", "reduce", "gather", "scatter", "gather_varcount", "scatter_varcount"];
 
 fn immediate(name: &str, family: Family) -> Option<CommValue> {
     (name.starts_with("immediate_") && catalogue::method(family, name).is_some())

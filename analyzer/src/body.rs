@@ -19,7 +19,7 @@ use crate::catalogue::ValueKind;
 use crate::diagnostics::{Diagnostic, Diagnostics, Loc};
 use crate::ir::{Branch, CallSite, Loop, LoopKind, Node, Stmt};
 use crate::load::{Function, Program};
-use crate::scan::{base_var, is_glue, Scanner};
+use crate::scan::{base_var, is_glue, Scanner, UserCall};
 
 /// How deep user functions are inlined.
 const MAX_INLINE_DEPTH: usize = 8;
@@ -189,7 +189,7 @@ impl<'p, 'f> Builder<'p, 'f> {
     }
 
     fn scan(&self, e: Option<&syn::Expr>, bound: &[String], loc: Loc) -> Stmt {
-        let user_comm = |e: &syn::Expr| self.nested_user_comm(e);
+        let user_comm = |c: UserCall<'_>| self.nested_user_comm(c);
         let scanner = Scanner {
             env: &self.env,
             text: self.text,
@@ -250,8 +250,11 @@ impl<'p, 'f> Builder<'p, 'f> {
         if m.methods.iter().any(|x| x == "size") && !m.is_array && m.idents.iter().all(|i| !self.facts.rank_vars.contains(i)) {
             self.facts.size_vars.insert(name.to_string());
         }
+        let distributed_arrays: BTreeSet<&str> =
+            self.facts.variables.iter().filter(|v| v.distributed).map(|v| v.name.as_str()).collect();
         let partition_marker = m.methods.iter().any(|x| matches!(x.as_str(), "local_rows" | "partition" | "array"))
             || m.idents.iter().any(|i| self.facts.dist_sizes.contains(i) || i == "DistArray")
+            || m.idents.iter().any(|i| distributed_arrays.contains(i.as_str()))
             || m.divisors.iter().any(|d| self.facts.size_vars.contains(d) || d == "size");
         let forced_dist = self.program.config.variables.distributed.iter().any(|v| v == name);
         let forced_repl = self.program.config.variables.replicated.iter().any(|v| v == name);
@@ -263,13 +266,30 @@ impl<'p, 'f> Builder<'p, 'f> {
             }
             _ => false,
         };
-        if m.is_array || annotated_array {
+        // A copy of an array is an array (`let scratch = field.clone()`), as is a literal one.
+        let copies_array = match e {
+            syn::Expr::MethodCall(mc) => {
+                matches!(mc.method.to_string().as_str(), "clone" | "to_vec" | "to_owned")
+                    && crate::scan::base_var(&mc.receiver).is_some_and(|v| self.facts.arrays.contains(&v))
+            }
+            syn::Expr::Array(_) | syn::Expr::Repeat(_) => true,
+            _ => false,
+        };
+        let copied_elem = match e {
+            syn::Expr::MethodCall(mc) => crate::scan::base_var(&mc.receiver)
+                .and_then(|v| self.facts.variables.iter().find(|x| x.name == v).and_then(|x| x.elem_type.clone())),
+            syn::Expr::Array(a) => a.elems.first().and_then(literal_type),
+            syn::Expr::Repeat(r) => literal_type(&r.expr),
+            _ => None,
+        };
+        if m.is_array || annotated_array || copies_array {
             self.facts.arrays.insert(name.to_string());
             let elem_type = match &l.pat {
                 syn::Pat::Type(t) => elem_of_type(&t.ty),
                 _ => None,
             }
-            .or(m.elem_type.clone());
+            .or(m.elem_type.clone())
+            .or(copied_elem);
             let distributed = (partition_marker || forced_dist) && !forced_repl;
             self.facts.variables.retain(|v| v.name != name);
             self.facts.variables.push(VarDecl { name: name.to_string(), distributed, elem_type, loc });
@@ -345,8 +365,8 @@ impl<'p, 'f> Builder<'p, 'f> {
                     iterate: has_iterate_attr(&l.attrs),
                 }));
             }
-            Expr::If(i) => out.push(self.if_expr(i, bound, loc)),
-            Expr::Match(m) => out.push(self.match_expr(m, bound, loc)),
+            Expr::If(i) => out.push(self.if_expr(e, i, bound, loc)),
+            Expr::Match(m) => out.push(self.match_expr(e, m, bound, loc)),
             Expr::Block(b) if bound.is_empty() => out.extend(self.block(&b.block)),
             Expr::Unsafe(u) if bound.is_empty() => out.extend(self.block(&u.block)),
             Expr::Paren(p) => self.expr(&p.expr, bound, loc, out),
@@ -378,18 +398,17 @@ impl<'p, 'f> Builder<'p, 'f> {
         }
     }
 
-    fn if_expr(&mut self, i: &syn::ExprIf, bound: &[String], loc: Loc) -> Node {
+    fn if_expr(&mut self, whole: &syn::Expr, i: &syn::ExprIf, bound: &[String], loc: Loc) -> Node {
         let mut arms = vec![self.block(&i.then_branch)];
         if let Some((_, els)) = &i.else_branch {
             let mut arm = Vec::new();
             self.expr(els, &[], self.loc(els.span()), &mut arm);
             arms.push(arm);
         }
-        let whole = syn::Expr::If(i.clone());
-        self.branch_or_stmt(&whole, &i.cond, arms, bound, loc)
+        self.branch_or_stmt(whole, &i.cond, arms, bound, loc)
     }
 
-    fn match_expr(&mut self, m: &syn::ExprMatch, bound: &[String], loc: Loc) -> Node {
+    fn match_expr(&mut self, whole: &syn::Expr, m: &syn::ExprMatch, bound: &[String], loc: Loc) -> Node {
         // `match rank { r if r == last => .. }`: the arm's binding is the rank.
         if let syn::Expr::Path(p) = &*m.expr {
             if p.path.get_ident().is_some_and(|i| self.facts.rank_vars.contains(&i.to_string())) {
@@ -405,8 +424,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             self.expr(&arm.body, &[], self.loc(arm.body.span()), &mut nodes);
             arms.push(nodes);
         }
-        let whole = syn::Expr::Match(m.clone());
-        self.branch_or_stmt(&whole, &m.expr, arms, bound, loc)
+        self.branch_or_stmt(whole, &m.expr, arms, bound, loc)
     }
 
     /// A branch whose arms hold loops or communication stays a branch; otherwise the whole
@@ -488,10 +506,10 @@ impl<'p, 'f> Builder<'p, 'f> {
     }
 
     /// Resolves a call to a user function (`f(..)`, `m::f(..)`, `x.method(..)`).
-    fn resolve(&self, e: &syn::Expr) -> Option<usize> {
+    fn resolve(&self, call: UserCall<'_>) -> Option<usize> {
         let fns = &self.program.functions;
-        match e {
-            syn::Expr::Call(c) => {
+        match call {
+            UserCall::Call(c) => {
                 let syn::Expr::Path(p) = &*c.func else { return None };
                 let segs: Vec<String> = p
                     .path
@@ -507,7 +525,7 @@ impl<'p, 'f> Builder<'p, 'f> {
                 candidates.sort_by_key(|&i| Some(fns[i].file) != here);
                 candidates.first().copied()
             }
-            syn::Expr::MethodCall(m) => {
+            UserCall::Method(m) => {
                 if self.env.value_of(&m.receiver, &self.text).is_some() {
                     return None;
                 }
@@ -518,13 +536,12 @@ impl<'p, 'f> Builder<'p, 'f> {
                 let first = *candidates.first()?;
                 candidates.iter().all(|&i| self.comm_fns.get(i) == self.comm_fns.get(first)).then_some(first)
             }
-            _ => None,
         }
     }
 
     /// Expands a top-level call of a communicating user function.
     fn user_call(&mut self, e: &syn::Expr, bound: &[String], loc: Loc) -> Option<Vec<Node>> {
-        let call = peel(e);
+        let call = UserCall::of(peel(e))?;
         let index = self.resolve(call)?;
         self.called.insert(index);
         if !self.comm_fns.get(index).copied().unwrap_or(false) {
@@ -545,8 +562,8 @@ impl<'p, 'f> Builder<'p, 'f> {
     }
 
     /// Communication calls of a user function called inside a larger expression.
-    fn nested_user_comm(&self, e: &syn::Expr) -> Option<Vec<CallSite>> {
-        let index = self.resolve(e)?;
+    fn nested_user_comm(&self, call: UserCall<'_>) -> Option<Vec<CallSite>> {
+        let index = self.resolve(call)?;
         if !self.comm_fns.get(index).copied().unwrap_or(false) || self.stack.contains(&index) {
             return None;
         }
@@ -562,7 +579,7 @@ impl<'p, 'f> Builder<'p, 'f> {
         Some(collect_calls(&nodes, &path, hint))
     }
 
-    fn expand(&mut self, call: &syn::Expr, index: usize, loc: Loc) -> Option<Expansion> {
+    fn expand(&mut self, call: UserCall<'_>, index: usize, loc: Loc) -> Option<Expansion> {
         let f = &self.program.functions[index];
         if let Some(pos) = self.stack.iter().position(|&i| i == index) {
             let cycle: Vec<&str> = self.stack[pos..].iter().chain([&index]).map(|&i| self.program.functions[i].path.as_str()).collect();
@@ -577,11 +594,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             return None;
         }
         // Communicator arguments bind the callee's parameters.
-        let args: Vec<&syn::Expr> = match call {
-            syn::Expr::Call(c) => c.args.iter().collect(),
-            syn::Expr::MethodCall(m) => m.args.iter().collect(),
-            _ => vec![],
-        };
+        let args = call.args();
         let mut env = Env::new(&self.program.fields, &self.program.config);
         let params: Vec<&syn::Pat> = f.sig.inputs.iter().filter_map(|i| match i {
             syn::FnArg::Typed(t) => Some(&*t.pat),
@@ -679,15 +692,20 @@ fn is_chain(m: &syn::ExprMethodCall) -> bool {
     let mut is_iter = false;
     let mut consumes = false;
     let mut from_source = false;
-    let mut cur: &syn::Expr = &syn::Expr::MethodCall(m.clone());
-    while let syn::Expr::MethodCall(mc) = cur {
-        let name = mc.method.to_string();
+    let mut cur = m;
+    loop {
+        let name = cur.method.to_string();
         consumes |= CONSUMING_METHODS.contains(&name.as_str());
         from_source |= ITER_SOURCES.contains(&name.as_str());
-        is_iter |= ITER_CLOSURE_METHODS.contains(&name.as_str()) && mc.args.iter().any(|a| matches!(a, syn::Expr::Closure(_)));
-        cur = &mc.receiver;
+        is_iter |= ITER_CLOSURE_METHODS.contains(&name.as_str()) && cur.args.iter().any(|a| matches!(a, syn::Expr::Closure(_)));
+        match &*cur.receiver {
+            syn::Expr::MethodCall(inner) => cur = inner,
+            _ => break,
+        }
     }
-    (is_iter || consumes && from_source) && !is_glue(&syn::Expr::MethodCall(m.clone()))
+    let no_closures = std::collections::BTreeSet::new();
+    let glue = crate::scan::Glue { closures: &no_closures, data: &no_closures };
+    (is_iter || consumes && from_source) && !glue.method_call(m)
 }
 
 /// The outermost iterator chain in an expression (closures are not searched).
@@ -798,6 +816,20 @@ fn elem_of_type(ty: &syn::Type) -> Option<String> {
     }
 }
 
+/// The type of a literal as Rust infers it without context (`1.0` → `f64`).
+fn literal_type(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Lit(l) => match &l.lit {
+            syn::Lit::Float(f) => Some(if f.suffix().is_empty() { "f64".into() } else { f.suffix().into() }),
+            syn::Lit::Int(i) if !i.suffix().is_empty() => Some(i.suffix().into()),
+            syn::Lit::Bool(_) => Some("bool".into()),
+            _ => None,
+        },
+        syn::Expr::Unary(u) => literal_type(&u.expr),
+        _ => None,
+    }
+}
+
 /// A type as Rust prints it (`Vec<f64>`, not `Vec < f64 >`).
 pub fn type_text(t: &syn::Type) -> String {
     quote::quote!(#t).to_string().replace(" < ", "<").replace("< ", "<").replace(" >", ">").replace(" ,", ",").replace("& ", "&")
@@ -856,14 +888,7 @@ fn mentions(e: &syn::Expr) -> Mentions {
                 self.0.is_array = true;
                 for e in crate::scan::macro_args(m) {
                     if let syn::Expr::Repeat(r) = &e {
-                        if let syn::Expr::Lit(l) = &*r.expr {
-                            self.0.elem_type = match &l.lit {
-                                syn::Lit::Float(f) => Some(if f.suffix().is_empty() { "f64".into() } else { f.suffix().into() }),
-                                syn::Lit::Int(i) if !i.suffix().is_empty() => Some(i.suffix().into()),
-                                syn::Lit::Bool(_) => Some("bool".into()),
-                                _ => None,
-                            };
-                        }
+                        self.0.elem_type = literal_type(&r.expr);
                     }
                     self.visit_expr(&e);
                 }

@@ -32,9 +32,6 @@ pub fn variable_classes(facts: &Facts, config: &crate::config::Config) -> BTreeM
         };
         out.insert(v.name.clone(), class);
     }
-    for name in &config.variables.distributed {
-        out.entry(name.clone()).or_insert(VarClass::Distributed);
-    }
     out
 }
 

@@ -248,12 +248,27 @@ pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
 fn resolve_peer(peer: &str, ranges: &[(String, String)], facts: &Facts) -> (String, bool) {
     let name = peer.trim();
     if let Some((_, range)) = ranges.iter().rev().find(|(v, _)| v == name) {
-        return (range.clone(), true);
+        return (collection_of(range), true);
     }
     if let Some(def) = facts.glue_defs.get(name) {
         return (def.clone(), false);
     }
     (name.to_string(), false)
+}
+
+/// The collection an iteration runs over: `halo.neighbours` for
+/// `halo.neighbours.iter().enumerate()`, `1..size` for `(1..size)`.
+fn collection_of(range: &str) -> String {
+    let mut r = range.trim().trim_start_matches('&').trim().to_string();
+    for suffix in [".enumerate()", ".copied()", ".cloned()", ".rev()", ".iter()", ".into_iter()", ".iter_mut()"].iter().cycle().take(14) {
+        if let Some(stripped) = r.strip_suffix(suffix) {
+            r = stripped.to_string();
+        }
+    }
+    if r.starts_with('(') && r.ends_with(')') && r[1..r.len() - 1].matches('(').count() == r[1..r.len() - 1].matches(')').count() {
+        r = r[1..r.len() - 1].to_string();
+    }
+    r
 }
 
 fn idents(s: &str) -> Vec<String> {

@@ -42,6 +42,30 @@ const MUTATING_METHODS: &[&str] = &[
     "drain", "retain", "set", "write_block", "par_iter_mut", "chunks_mut", "get_mut", "fill_with", "reverse",
 ];
 
+/// A call that may be of a user function.
+#[derive(Clone, Copy)]
+pub enum UserCall<'a> {
+    Call(&'a syn::ExprCall),
+    Method(&'a syn::ExprMethodCall),
+}
+
+impl<'a> UserCall<'a> {
+    pub fn of(e: &'a syn::Expr) -> Option<Self> {
+        match e {
+            syn::Expr::Call(c) => Some(UserCall::Call(c)),
+            syn::Expr::MethodCall(m) => Some(UserCall::Method(m)),
+            _ => None,
+        }
+    }
+
+    pub fn args(self) -> Vec<&'a syn::Expr> {
+        match self {
+            UserCall::Call(c) => c.args.iter().collect(),
+            UserCall::Method(m) => m.args.iter().collect(),
+        }
+    }
+}
+
 /// What scanning needs from its surroundings.
 pub struct Scanner<'a> {
     pub env: &'a Env,
@@ -49,7 +73,7 @@ pub struct Scanner<'a> {
     pub config: &'a Config,
     /// Resolves a user function call to communication calls it makes when it is a
     /// communication function (rule 2): `Some(calls)`, or `None` when it does not communicate.
-    pub user_comm: &'a dyn Fn(&syn::Expr) -> Option<Vec<CallSite>>,
+    pub user_comm: &'a dyn Fn(UserCall<'_>) -> Option<Vec<CallSite>>,
     /// Local closures whose bodies are glue (`let lo = |k| k * n;`): calling them is glue.
     pub glue_closures: &'a BTreeSet<String>,
     /// Arrays holding the program's data: reading one of their elements is not glue.
@@ -203,7 +227,7 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
                 }
             }
         }
-        if let Some(calls) = (self.s.user_comm)(&syn::Expr::MethodCall(m.clone())) {
+        if let Some(calls) = (self.s.user_comm)(UserCall::Method(m)) {
             self.out.calls.extend(calls);
         }
         if MUTATING_METHODS.contains(&name.as_str()) {
@@ -217,7 +241,7 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
     fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
         if let Some(call) = self.s.env.free_comm_call(c, &self.s.text) {
             self.out.calls.push(call);
-        } else if let Some(calls) = (self.s.user_comm)(&syn::Expr::Call(c.clone())) {
+        } else if let Some(calls) = (self.s.user_comm)(UserCall::Call(c)) {
             self.out.calls.extend(calls);
         } else if let syn::Expr::Path(p) = &*c.func {
             let name = p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default();
@@ -326,29 +350,33 @@ impl Glue<'_> {
                 matches!(name.as_str(), "vec" | "assert" | "assert_eq" | "assert_ne" | "debug_assert" | "debug_assert_eq")
                     && macro_args(&m.mac).iter().all(g)
             }
-            MethodCall(m) => {
-                let name = m.method.to_string();
-                // Iterating is glue only over a range (ranks, tags), never over data.
-                let iterates = matches!(name.as_str(), "iter" | "into_iter" | "iter_mut");
-                let over_range = matches!(strip_parens(&m.receiver), Range(_));
-                GLUE_METHODS.contains(&name.as_str())
-                    && (!iterates || over_range)
-                    && g(&m.receiver)
-                    && m.args.iter().all(g)
-            }
-            Call(c) => {
-                let Path(p) = &*c.func else { return false };
-                let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
-                let last = segs.last().map(String::as_str).unwrap_or("");
-                let constructor = last.starts_with(char::is_uppercase);
-                let parent = if segs.len() >= 2 { segs[segs.len() - 2].as_str() } else { "" };
-                let type_assoc = parent.starts_with(char::is_uppercase)
-                    || matches!(parent, "usize" | "u32" | "i32" | "i64" | "u64" | "f64" | "f32");
-                let closure = segs.len() == 1 && self.closures.contains(last);
-                (constructor || type_assoc || closure) && c.args.iter().all(g)
-            }
+            MethodCall(m) => self.method_call(m),
+            Call(c) => self.call(c),
             _ => false,
         }
+    }
+
+    pub fn method_call(&self, m: &syn::ExprMethodCall) -> bool {
+        let name = m.method.to_string();
+        // Iterating is glue only over a range (ranks, tags), never over data.
+        let iterates = matches!(name.as_str(), "iter" | "into_iter" | "iter_mut");
+        let over_range = matches!(strip_parens(&m.receiver), syn::Expr::Range(_));
+        GLUE_METHODS.contains(&name.as_str())
+            && (!iterates || over_range)
+            && self.expr(&m.receiver)
+            && m.args.iter().all(|a| self.expr(a))
+    }
+
+    pub fn call(&self, c: &syn::ExprCall) -> bool {
+        let syn::Expr::Path(p) = &*c.func else { return false };
+        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let last = segs.last().map(String::as_str).unwrap_or("");
+        let constructor = last.starts_with(char::is_uppercase);
+        let parent = if segs.len() >= 2 { segs[segs.len() - 2].as_str() } else { "" };
+        let type_assoc = parent.starts_with(char::is_uppercase)
+            || matches!(parent, "usize" | "u32" | "i32" | "i64" | "u64" | "f64" | "f32");
+        let closure = segs.len() == 1 && self.closures.contains(last);
+        (constructor || type_assoc || closure) && c.args.iter().all(|a| self.expr(a))
     }
 
     fn block(&self, b: &syn::Block) -> bool {
@@ -388,7 +416,7 @@ fn computes_besides_comm(e: &syn::Expr, glue: &Glue<'_>) -> bool {
     struct Finder<'g, 'a>(bool, &'g Glue<'a>);
     impl<'ast> Visit<'ast> for Finder<'_, '_> {
         fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
-            if !self.1.expr(&syn::Expr::Call(c.clone())) {
+            if !self.1.call(c) {
                 let is_op = matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.iter().any(|s| s.ident == "SystemOperation" || s.ident == "ReduceOp"));
                 let is_comm_free = matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.last().is_some_and(|s| catalogue::free_function(&s.ident.to_string()).is_some()));
                 if !is_op && !is_comm_free {

@@ -30,11 +30,6 @@ impl Ctxt {
         self.errors.borrow_mut().push(syn::Error::new(span, message));
     }
 
-    /// An error produced elsewhere (e.g. by syn's parser).
-    pub fn syn_error(&self, error: syn::Error) {
-        self.errors.borrow_mut().push(error);
-    }
-
     pub fn has_errors(&self) -> bool {
         !self.errors.borrow().is_empty()
     }

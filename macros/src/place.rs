@@ -32,8 +32,6 @@ pub struct Unplaced {
 #[derive(Debug, Default)]
 pub struct Placement {
     pub unplaced: Vec<Unplaced>,
-    /// I/O regions left to the runtime's out-of-core arrays, which record their own I/O.
-    pub runtime_io: usize,
 }
 
 /// Inserts the plan's guards into `block` (the solver's body).
@@ -42,7 +40,6 @@ pub fn place(block: &mut Block, plan: &Plan) -> Placement {
         plan,
         regions_done: vec![false; plan.regions.len()],
         loops_done: vec![false; plan.loops.len()],
-        runtime_io: 0,
         next_guard: 0,
     };
     placer.visit_block_mut(block);
@@ -57,14 +54,13 @@ pub fn place(block: &mut Block, plan: &Plan) -> Placement {
             unplaced.push(Unplaced { what: l.kind.describe(), extent: Extent { start: l.start, end: l.start } });
         }
     }
-    Placement { unplaced, runtime_io: placer.runtime_io }
+    Placement { unplaced }
 }
 
 struct Placer<'a> {
     plan: &'a Plan,
     regions_done: Vec<bool>,
     loops_done: Vec<bool>,
-    runtime_io: usize,
     next_guard: usize,
 }
 
@@ -192,8 +188,7 @@ impl Placer<'_> {
         if let RegionKind::Io { .. } = region.kind {
             if let Expr::MethodCall(call) = expr {
                 if mheta_analyzer::catalogue::io_method(&call.method.to_string()).is_some() {
-                    self.runtime_io += 1;
-                    return;
+                    return; // The out-of-core array records its own I/O.
                 }
             }
         }

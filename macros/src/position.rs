@@ -21,13 +21,6 @@ pub struct Extent {
     pub end: Pos,
 }
 
-impl Extent {
-    /// Whether `pos` lies inside this extent (start inclusive, end exclusive).
-    pub fn contains(&self, pos: Pos) -> bool {
-        self.start <= pos && pos < self.end
-    }
-}
-
 fn pos(lc: LineColumn) -> Pos {
     (lc.line as u32, lc.column as u32)
 }
@@ -157,13 +150,6 @@ mod tests {
         assert_eq!(from_span(&s), Extent { start: (4, 8), end: (6, 9) });
         let only_start = Span::new("src/main.rs", 3, 1);
         assert_eq!(from_span(&only_start), Extent { start: (3, 0), end: (3, 0) });
-    }
-
-    #[test]
-    fn extents_contain_their_start_but_not_their_end() {
-        let e = Extent { start: (2, 4), end: (3, 1) };
-        assert!(e.contains((2, 4)) && e.contains((2, 90)) && e.contains((3, 0)));
-        assert!(!e.contains((3, 1)) && !e.contains((2, 3)));
     }
 
     #[test]

@@ -83,7 +83,7 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
         cx.error_at(ident.span(), "mheta needs source positions from the compiler (Rust 1.88 or later) to match the analyzer's structure to this function");
         return None;
     }
-    let site = FnSite { name: ident.to_string(), ident: (start.line as u32, start.column as u32), file: ident.span().local_file() };
+    let site = FnSite { name: ident.to_string(), ident: (start.line as u32, start.column as u32), file: ident.span().local_file().map(absolute) };
     let found = match analysis::analyze(&site, || position::layout_text(input.clone())) {
         Ok(found) => found,
         Err(message) => {
@@ -145,6 +145,14 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
             #(#stmts)*
         }
     })
+}
+
+/// The compiler names files relative to its working directory, which is this process's.
+fn absolute(path: std::path::PathBuf) -> std::path::PathBuf {
+    if path.is_absolute() {
+        return path;
+    }
+    std::env::current_dir().map(|cwd| cwd.join(&path)).unwrap_or(path)
 }
 
 /// The span of the first token at or after `pos` on the same line, else the last token before it.

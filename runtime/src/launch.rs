@@ -173,23 +173,35 @@ impl<'a> Launch<'a> {
         E: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let settings = self.settings()?;
-        if let Some(path) = &self.args.emit_structure {
-            let (structure, _) = self.structure.as_ref().ok_or_else(|| {
-                Error::Args("--emit-structure: this program embeds no structure".into())
-            })?;
+        if let (Some(path), Some((structure, _))) = (&self.args.emit_structure, &self.structure) {
             let json =
                 serde_json::to_vec_pretty(structure).map_err(|e| Error::Args(e.to_string()))?;
             write_atomic(path, &json)?;
         }
         let (results, records, micro) = self.run_settings(settings.clone(), f)?;
+        // Without `Launch::structure`, a `#[mheta::solver]` registered its embedded structure
+        // when it first ran: write that text byte for byte (it is `mheta analyze`'s output).
+        let embedded = crate::embedded::first();
+        if let (Some(path), None) = (&self.args.emit_structure, &self.structure) {
+            let e = embedded.ok_or_else(|| {
+                Error::Args("--emit-structure: this program embeds no structure".into())
+            })?;
+            write_atomic(path, e.structure_json.as_bytes())?;
+        }
         if settings.instrument {
-            let id = match &self.structure {
-                Some((s, solver)) => StructureId {
+            let registered = embedded.and_then(|e| e.structure().ok().map(|s| (s, e.solver)));
+            let id = match (&self.structure, registered) {
+                (Some((s, solver)), _) => StructureId {
                     crate_name: s.crate_name.clone(),
                     solver: solver.clone(),
                     digest: s.digest(),
                 },
-                None => StructureId {
+                (None, Some((s, solver))) => StructureId {
+                    crate_name: s.crate_name.clone(),
+                    solver: solver.to_string(),
+                    digest: s.digest(),
+                },
+                (None, None) => StructureId {
                     crate_name: String::new(),
                     solver: String::new(),
                     digest: String::new(),

@@ -1,0 +1,14 @@
+use mheta::{CommError, CommExt, Context, ReduceOp};
+
+#[mheta::solver]
+fn solve(ctx: &Context) -> Result<(), CommError> {
+    #[mheta::distributed(rows)]
+    let mut x = [0.0];
+    #[mheta::iterate(main)]
+    for _ in 0..ctx.iterations() {
+        ctx.comm().all_reduce(&[1.0], &mut x, ReduceOp::Sum)?;
+    }
+    Ok(())
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[mheta::solver(fast)]
+fn solve(ctx: &mheta::Context) {
+    let _ = ctx;
+}
+
+fn main() {}

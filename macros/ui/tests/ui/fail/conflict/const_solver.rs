@@ -1,0 +1,6 @@
+#[mheta::solver]
+const fn solve(rows: usize) -> usize {
+    rows
+}
+
+fn main() {}

@@ -1,0 +1,17 @@
+use mheta::{CommError, CommExt, Context, ReduceOp};
+
+#[mheta::solver]
+fn solve(ctx: &Context) -> Result<(), CommError> {
+    let mut x = [0.0];
+    #[mheta::iterate]
+    for _ in 0..ctx.iterations() {
+        ctx.comm().all_reduce(&[1.0], &mut x, ReduceOp::Sum)?;
+    }
+    #[mheta::iterate]
+    for _ in 0..ctx.iterations() {
+        ctx.comm().all_reduce(&[2.0], &mut x, ReduceOp::Sum)?;
+    }
+    Ok(())
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+trait Halo {
+    #[mheta::comm]
+    fn exchange(&self);
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[mheta::distributed]
+fn rows() -> usize {
+    4
+}
+
+fn main() {}

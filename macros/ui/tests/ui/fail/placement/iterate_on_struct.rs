@@ -1,0 +1,4 @@
+#[mheta::iterate]
+struct MainLoop;
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[mheta::solver]
+struct Solver {
+    rows: usize,
+}
+
+fn main() {}
