@@ -178,7 +178,10 @@ impl<'a> Machine<'a> {
     }
 
     fn snapshot(&self) -> Snapshot {
-        Snapshot { state: self.state, vars: self.vars }
+        Snapshot {
+            state: self.state,
+            vars: self.vars,
+        }
     }
 
     fn role(&self, t: Token) -> Option<LoopRole> {
@@ -206,7 +209,10 @@ impl<'a> Machine<'a> {
 
     fn open_stage(&mut self, kind: StageKind, first: Token) {
         self.vars.implicit = kind == StageKind::Implicit;
-        self.stage = Some(StageOut { kind, tokens: vec![first] });
+        self.stage = Some(StageOut {
+            kind,
+            tokens: vec![first],
+        });
     }
 
     fn record(&mut self, t: Token) {
@@ -261,8 +267,15 @@ impl<'a> Machine<'a> {
                 self.state = S::Stage;
             }
             // SECTION | LoopStart, la is a receive-like Comm | open tile loop | TILE_START
-            (S::Section, T::LoopStart(i)) if self.role(t) == Some(LoopRole::Tile) && matches!(la, Some(T::Comm(_))) => {
-                self.tile = Some(TileOut { loop_id: i, recv: None, send: None, stages: vec![] });
+            (S::Section, T::LoopStart(i))
+                if self.role(t) == Some(LoopRole::Tile) && matches!(la, Some(T::Comm(_))) =>
+            {
+                self.tile = Some(TileOut {
+                    loop_id: i,
+                    recv: None,
+                    send: None,
+                    stages: vec![],
+                });
                 self.vars.in_tile = true;
                 self.vars.stage = 0;
                 self.state = S::TileStart;
@@ -271,7 +284,10 @@ impl<'a> Machine<'a> {
             (S::Section, T::LoopStart(i)) if self.role(t) == Some(LoopRole::Nested) => {
                 self.close_section(None);
                 let id = self.out.groups.len() as u32;
-                self.out.groups.push(GroupOut { loop_id: i, parent: self.groups.last().map(|g| g.0) });
+                self.out.groups.push(GroupOut {
+                    loop_id: i,
+                    parent: self.groups.last().map(|g| g.0),
+                });
                 self.groups.push((id, i));
             }
             // (group end) SECTION | LoopEnd of the open nested iteration | close section; pop group
@@ -296,13 +312,17 @@ impl<'a> Machine<'a> {
                 self.state = S::Done;
             }
             (S::Section, T::LoopEnd(_)) => {
-                self.diag(Diagnostic::error("internal: loop end without a loop start", self.loc(t)));
+                self.diag(Diagnostic::error(
+                    "internal: loop end without a loop start",
+                    self.loc(t),
+                ));
             }
             // STAGE | Stmt or Io | record | STAGE
             (S::Stage, T::Stmt(_) | T::Io(_)) => self.record(t),
             // STAGE | LoopStart of a tile loop or nested iteration | close stage | ε SECTION, same token
             (S::Stage, T::LoopStart(_))
-                if !self.vars.in_tile && matches!(self.role(t), Some(LoopRole::Tile | LoopRole::Nested)) =>
+                if !self.vars.in_tile
+                    && matches!(self.role(t), Some(LoopRole::Tile | LoopRole::Nested)) =>
             {
                 self.close_stage();
                 self.state = S::Section;
@@ -328,17 +348,28 @@ impl<'a> Machine<'a> {
             // (tile or group end) STAGE | LoopEnd | close stage | ε TILE / SECTION, same token
             (S::Stage, T::LoopEnd(_)) if self.is_tile_end(t) || self.is_group_end(t) => {
                 self.close_stage();
-                self.state = if self.vars.in_tile { S::Tile } else { S::Section };
+                self.state = if self.vars.in_tile {
+                    S::Tile
+                } else {
+                    S::Section
+                };
                 return Outcome::Again;
             }
             // STAGE | IterEnd | close stage | DONE
             (S::Stage, T::IterEnd) => {
                 self.close_stage();
-                self.state = if self.vars.in_tile { S::Tile } else { S::Section };
+                self.state = if self.vars.in_tile {
+                    S::Tile
+                } else {
+                    S::Section
+                };
                 return Outcome::Again;
             }
             (S::Stage, T::LoopEnd(_)) => {
-                self.diag(Diagnostic::error("internal: loop end without a loop start", self.loc(t)));
+                self.diag(Diagnostic::error(
+                    "internal: loop end without a loop start",
+                    self.loc(t),
+                ));
             }
             // LOOP | Stmt, Io | record | LOOP
             (S::Loop, T::Stmt(_) | T::Io(_)) => self.record(t),
@@ -362,7 +393,10 @@ impl<'a> Machine<'a> {
                 self.record(t);
             }
             (S::Loop, T::IterEnd) => {
-                self.diag(Diagnostic::error("internal: iteration ended inside a loop", None));
+                self.diag(Diagnostic::error(
+                    "internal: iteration ended inside a loop",
+                    None,
+                ));
                 self.close_stage();
                 self.state = S::Section;
                 return Outcome::Again;
@@ -393,8 +427,11 @@ impl<'a> Machine<'a> {
             (S::Tile, T::Comm(e)) => {
                 let second = self.tile.as_ref().is_some_and(|tile| tile.send.is_some());
                 if second {
-                    let d = Diagnostic::warning("a tile loop may send only once, at its end", self.loc(t))
-                        .with_label("second communication in this tile");
+                    let d = Diagnostic::warning(
+                        "a tile loop may send only once, at its end",
+                        self.loc(t),
+                    )
+                    .with_label("second communication in this tile");
                     self.diag(d);
                 } else if let Some(tile) = &mut self.tile {
                     tile.send = Some(e);
@@ -406,7 +443,10 @@ impl<'a> Machine<'a> {
                 self.state = S::Section;
             }
             (S::Tile, T::LoopEnd(_)) => {
-                self.diag(Diagnostic::error("internal: loop end inside a tile", self.loc(t)));
+                self.diag(Diagnostic::error(
+                    "internal: loop end inside a tile",
+                    self.loc(t),
+                ));
             }
             (S::Tile, T::IterEnd) => {
                 self.close_tile();
@@ -457,7 +497,11 @@ impl<'a> Machine<'a> {
             // LOOP_END | loops = 0 | close stage; stage++ | SECTION (TILE inside a tile)
             State::LoopEnd if self.vars.loops == 0 => {
                 self.close_stage();
-                self.state = if self.vars.in_tile { State::Tile } else { State::Section };
+                self.state = if self.vars.in_tile {
+                    State::Tile
+                } else {
+                    State::Section
+                };
             }
             // LOOP_END | loops > 0 | — | LOOP
             State::LoopEnd => self.state = State::Loop,
@@ -478,10 +522,17 @@ pub fn run(lowered: &Lowered) -> Outline {
             let before = m.snapshot();
             let eps = m.state.is_epsilon();
             let outcome = m.step(if eps { None } else { Some(t) }, la);
-            m.out.trace.push(TraceStep { token: (!eps).then_some(t), before, after: m.snapshot() });
+            m.out.trace.push(TraceStep {
+                token: (!eps).then_some(t),
+                before,
+                after: m.snapshot(),
+            });
             budget = budget.saturating_sub(1);
             if budget == 0 {
-                m.out.diags.push(Diagnostic::error("internal: the automaton did not terminate", None));
+                m.out.diags.push(Diagnostic::error(
+                    "internal: the automaton did not terminate",
+                    None,
+                ));
                 return m.out;
             }
             if !eps && outcome == Outcome::Consumed {
@@ -491,7 +542,11 @@ pub fn run(lowered: &Lowered) -> Outline {
         while m.state.is_epsilon() {
             let before = m.snapshot();
             m.step(None, la);
-            m.out.trace.push(TraceStep { token: None, before, after: m.snapshot() });
+            m.out.trace.push(TraceStep {
+                token: None,
+                before,
+                after: m.snapshot(),
+            });
         }
     }
     m.out

@@ -27,7 +27,11 @@ pub struct CommValue {
 
 impl CommValue {
     fn new(kind: ValueKind, family: Family) -> Self {
-        CommValue { kind, family, peer: None }
+        CommValue {
+            kind,
+            family,
+            peer: None,
+        }
     }
 }
 
@@ -43,7 +47,10 @@ pub struct Env {
 impl Env {
     /// An environment knowing the program's communicator fields and the config's communicators.
     pub fn new(fields: &[(String, syn::Type)], config: &Config) -> Env {
-        let mut env = Env { configured: config.comm.communicators.clone(), ..Env::default() };
+        let mut env = Env {
+            configured: config.comm.communicators.clone(),
+            ..Env::default()
+        };
         for (name, ty) in fields {
             if let Some(value) = type_value(ty) {
                 env.fields.insert(name.clone(), value);
@@ -67,12 +74,17 @@ impl Env {
     /// `&impl Communicator`, `C` with `C: CommunicatorCollectives`, `&dyn Comm`, `&Context`).
     pub fn bind_params(&mut self, sig: &syn::Signature) {
         let mut generic: HashMap<String, (ValueKind, Family)> = HashMap::new();
-        let bounds_of = |bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, syn::Token![+]>| {
-            bounds.iter().find_map(|b| match b {
-                syn::TypeParamBound::Trait(t) => t.path.segments.last().and_then(|s| catalogue::type_kind(&s.ident.to_string())),
-                _ => None,
-            })
-        };
+        let bounds_of =
+            |bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, syn::Token![+]>| {
+                bounds.iter().find_map(|b| match b {
+                    syn::TypeParamBound::Trait(t) => t
+                        .path
+                        .segments
+                        .last()
+                        .and_then(|s| catalogue::type_kind(&s.ident.to_string())),
+                    _ => None,
+                })
+            };
         for param in &sig.generics.params {
             if let syn::GenericParam::Type(tp) = param {
                 if let Some(k) = bounds_of(&tp.bounds) {
@@ -110,7 +122,7 @@ impl Env {
         match expr {
             Expr::Path(p) => {
                 let name = p.path.get_ident()?.to_string();
-                if self.configured.iter().any(|c| *c == name) {
+                if self.configured.contains(&name) {
                     return Some(CommValue::new(ValueKind::Communicator, Family::Mpi));
                 }
                 self.values.get(&name).cloned()
@@ -121,7 +133,11 @@ impl Env {
                     syn::Member::Unnamed(_) => return None,
                 };
                 let written = text.of(expr).replace(' ', "");
-                if self.configured.iter().any(|c| c.replace(' ', "") == written || *c == member) {
+                if self
+                    .configured
+                    .iter()
+                    .any(|c| c.replace(' ', "") == written || *c == member)
+                {
                     return Some(CommValue::new(ValueKind::Communicator, Family::Mpi));
                 }
                 self.fields.get(&member).cloned()
@@ -133,13 +149,21 @@ impl Env {
             Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.value_of(&u.expr, text),
             Expr::Call(c) => {
                 let Expr::Path(p) = &*c.func else { return None };
-                let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                let segs: Vec<String> = p
+                    .path
+                    .segments
+                    .iter()
+                    .map(|s| s.ident.to_string())
+                    .collect();
                 let last = segs.last()?.as_str();
                 let is_init = matches!(last, "initialize" | "initialize_with_threading");
                 if is_init && (segs.len() == 1 || segs[0] == "mpi") {
                     return Some(CommValue::new(ValueKind::Universe, Family::Mpi));
                 }
-                if segs.len() >= 2 && last == "world" && segs[segs.len() - 2] == "SimpleCommunicator" {
+                if segs.len() >= 2
+                    && last == "world"
+                    && segs[segs.len() - 2] == "SimpleCommunicator"
+                {
                     return Some(CommValue::new(ValueKind::Communicator, Family::Mpi));
                 }
                 None
@@ -152,13 +176,18 @@ impl Env {
     fn method_value(&self, m: &syn::ExprMethodCall, text: &Text<'_>) -> Option<CommValue> {
         let name = m.method.to_string();
         let receiver = self.value_of(&m.receiver, text);
-        if matches!(name.as_str(), "unwrap" | "expect" | "clone" | "as_ref" | "borrow" | "unwrap_or_else") {
+        if matches!(
+            name.as_str(),
+            "unwrap" | "expect" | "clone" | "as_ref" | "borrow" | "unwrap_or_else"
+        ) {
             return receiver;
         }
         if name == "comm" && m.args.is_empty() {
             let ctx_like = match &receiver {
                 Some(v) => v.kind == ValueKind::Context,
-                None => matches!(&*m.receiver, syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| i == "ctx" || i == "context")),
+                None => {
+                    matches!(&*m.receiver, syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| i == "ctx" || i == "context"))
+                }
             };
             if ctx_like {
                 return Some(CommValue::new(ValueKind::Communicator, Family::Runtime));
@@ -166,7 +195,9 @@ impl Env {
         }
         let receiver = receiver?;
         match receiver.kind {
-            ValueKind::Universe if name == "world" => Some(CommValue::new(ValueKind::Communicator, receiver.family)),
+            ValueKind::Universe if name == "world" => {
+                Some(CommValue::new(ValueKind::Communicator, receiver.family))
+            }
             ValueKind::Communicator => {
                 if let Some(kind) = catalogue::derived_value(&name) {
                     let peer = match name.as_str() {
@@ -174,12 +205,18 @@ impl Env {
                         "this_process" => Some("rank".to_string()),
                         _ => m.args.first().map(|a| text.of(a)),
                     };
-                    return Some(CommValue { kind, family: receiver.family, peer });
+                    return Some(CommValue {
+                        kind,
+                        family: receiver.family,
+                        peer,
+                    });
                 }
                 immediate(&name, receiver.family)
             }
             ValueKind::Process => immediate(&name, receiver.family),
-            ValueKind::Requests if matches!(name.as_str(), "into_iter" | "iter_mut" | "drain" | "pop") => {
+            ValueKind::Requests
+                if matches!(name.as_str(), "into_iter" | "iter_mut" | "drain" | "pop") =>
+            {
                 Some(CommValue::new(ValueKind::Request, receiver.family))
             }
             _ => None,
@@ -200,13 +237,16 @@ impl Env {
             ValueKind::Universe => None,
         }?;
         let args: Vec<&syn::Expr> = m.args.iter().collect();
-        let (peer, rest) = if entry.peer_arg && !args.is_empty() && entry.kind != CallKind::Complete {
+        let (peer, rest) = if entry.peer_arg && !args.is_empty() && entry.kind != CallKind::Complete
+        {
             (Some(text.of(args[0])), &args[1..])
         } else if receiver.kind == ValueKind::Process {
             (receiver.peer.clone(), &args[..])
         } else if receiver.family == Family::Runtime && ROOTED.contains(&name.as_str()) {
             // `comm.broadcast(0, &mut buf)`: the root is the plain (non-reference) argument.
-            let root = args.iter().find(|a| matches!(a, syn::Expr::Lit(_) | syn::Expr::Path(_)));
+            let root = args
+                .iter()
+                .find(|a| matches!(a, syn::Expr::Lit(_) | syn::Expr::Path(_)));
             (root.map(|r| text.of(*r)), &args[..])
         } else {
             (None, &args[..])
@@ -214,14 +254,25 @@ impl Env {
         let message = rest
             .iter()
             .find(|a| matches!(a, syn::Expr::Reference(_)))
-            .or_else(|| rest.iter().find(|a| !matches!(a, syn::Expr::Path(p) if p.path.is_ident("scope"))))
+            .or_else(|| {
+                rest.iter()
+                    .find(|a| !matches!(a, syn::Expr::Path(p) if p.path.is_ident("scope")))
+            })
             .map(|a| strip_ref(&text.of(a)));
-        let elem_type = m.turbofish.as_ref().and_then(|t| t.args.first()).map(|a| quote::quote!(#a).to_string());
+        let elem_type = m
+            .turbofish
+            .as_ref()
+            .and_then(|t| t.args.first())
+            .map(|a| quote::quote!(#a).to_string());
         Some(CallSite {
             api: format!("{}::{}", receiver.family.prefix(), name),
             kind: entry.kind,
             peer,
-            message: if matches!(entry.kind, CallKind::Complete) { None } else { message },
+            message: if matches!(entry.kind, CallKind::Complete) {
+                None
+            } else {
+                message
+            },
             elem_type,
             loc: text.loc(m.method.span()).to(text.loc(m.span())),
             pattern_hint: None,
@@ -231,8 +282,15 @@ impl Env {
 
     /// The rsmpi free function a call is (`mpi::request::wait_all(..)`), when not a user function.
     pub fn free_comm_call(&self, c: &syn::ExprCall, text: &Text<'_>) -> Option<CallSite> {
-        let syn::Expr::Path(p) = &*c.func else { return None };
-        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let syn::Expr::Path(p) = &*c.func else {
+            return None;
+        };
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
         let entry = catalogue::free_function(segs.last()?)?;
         if segs.len() > 1 && segs[0] != "mpi" {
             return None;
@@ -251,7 +309,14 @@ impl Env {
 }
 
 /// Runtime collectives with a root.
-const ROOTED: &[&str] = &["broadcast", "reduce", "gather", "scatter", "gather_varcount", "scatter_varcount"];
+const ROOTED: &[&str] = &[
+    "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
+    "gather_varcount",
+    "scatter_varcount",
+];
 
 fn immediate(name: &str, family: Family) -> Option<CommValue> {
     (name.starts_with("immediate_") && catalogue::method(family, name).is_some())
@@ -259,7 +324,10 @@ fn immediate(name: &str, family: Family) -> Option<CommValue> {
 }
 
 fn strip_ref(s: &str) -> String {
-    s.trim_start_matches("&mut ").trim_start_matches('&').trim().to_string()
+    s.trim_start_matches("&mut ")
+        .trim_start_matches('&')
+        .trim()
+        .to_string()
 }
 
 /// The value kind a written type carries (`&SimpleCommunicator`, `&impl Communicator`, …).
@@ -275,7 +343,8 @@ pub fn type_value(ty: &syn::Type) -> Option<CommValue> {
                 if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
                     if let Some(syn::GenericArgument::Type(inner)) = a.args.first() {
                         let v = type_value(inner)?;
-                        return (v.kind == ValueKind::Request).then(|| CommValue::new(ValueKind::Requests, v.family));
+                        return (v.kind == ValueKind::Request)
+                            .then(|| CommValue::new(ValueKind::Requests, v.family));
                     }
                 }
                 return None;
@@ -298,7 +367,9 @@ pub fn type_value(ty: &syn::Type) -> Option<CommValue> {
 
 fn trait_kind(b: &syn::TypeParamBound) -> Option<(ValueKind, Family)> {
     match b {
-        syn::TypeParamBound::Trait(t) => catalogue::type_kind(&t.path.segments.last()?.ident.to_string()),
+        syn::TypeParamBound::Trait(t) => {
+            catalogue::type_kind(&t.path.segments.last()?.ident.to_string())
+        }
         _ => None,
     }
 }
@@ -338,7 +409,10 @@ impl Text<'_> {
 
     /// The source text of a node as written (whitespace collapsed), or its tokens.
     pub fn of<T: Spanned + quote::ToTokens>(&self, node: &T) -> String {
-        self.sources.snippet(self.loc(node.span())).filter(|s| !s.is_empty()).unwrap_or_else(|| node.to_token_stream().to_string())
+        self.sources
+            .snippet(self.loc(node.span()))
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| node.to_token_stream().to_string())
     }
 }
 
@@ -356,8 +430,13 @@ mod tests {
     /// expression statements.
     fn calls_in(src: &str) -> Vec<CallSite> {
         let (map, file) = setup(src);
-        let text = Text { sources: &map, file: 0 };
-        let syn::Item::Fn(f) = &file.items[0] else { panic!() };
+        let text = Text {
+            sources: &map,
+            file: 0,
+        };
+        let syn::Item::Fn(f) = &file.items[0] else {
+            panic!()
+        };
         let mut env = Env::default();
         env.bind_params(&f.sig);
         let mut out = vec![];
@@ -378,7 +457,8 @@ mod tests {
 
     #[test]
     fn channel_send_is_not_communication() {
-        let calls = calls_in("fn f() { let (tx, rx) = std::sync::mpsc::channel(); tx.send(1).unwrap(); }");
+        let calls =
+            calls_in("fn f() { let (tx, rx) = std::sync::mpsc::channel(); tx.send(1).unwrap(); }");
         assert!(calls.is_empty());
         let calls = calls_in("fn f() { let (tx, rx) = std::sync::mpsc::channel(); tx.send(1); }");
         assert!(calls.is_empty());
@@ -399,13 +479,19 @@ mod tests {
     #[test]
     fn communicator_parameter_types() {
         let calls = calls_in("fn f(w: &SimpleCommunicator) { w.all_reduce_into(&x, &mut y, op); }");
-        assert_eq!(calls[0].kind, CallKind::Collective(mheta_runtime::format::Pattern::Reduction));
+        assert_eq!(
+            calls[0].kind,
+            CallKind::Collective(mheta_runtime::format::Pattern::Reduction)
+        );
         let calls = calls_in("fn f<C: CommunicatorCollectives>(w: &C) { w.barrier(); }");
         assert_eq!(calls.len(), 1);
         let calls = calls_in("fn f(c: &impl Communicator) { c.barrier(); }");
         assert_eq!(calls.len(), 1);
         let calls = calls_in("fn f(c: &dyn Comm) { c.send(1, &x); }");
-        assert_eq!((calls[0].api.as_str(), calls[0].peer.as_deref()), ("comm::send", Some("1")));
+        assert_eq!(
+            (calls[0].api.as_str(), calls[0].peer.as_deref()),
+            ("comm::send", Some("1"))
+        );
         let calls = calls_in("fn f(w: &Widget) { w.barrier(); }");
         assert!(calls.is_empty());
     }

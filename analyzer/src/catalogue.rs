@@ -51,11 +51,19 @@ use CallKind::*;
 use Pattern::*;
 
 const fn e(name: &'static str, kind: CallKind) -> Entry {
-    Entry { name, kind, peer_arg: false }
+    Entry {
+        name,
+        kind,
+        peer_arg: false,
+    }
 }
 
 const fn p(name: &'static str, kind: CallKind) -> Entry {
-    Entry { name, kind, peer_arg: true }
+    Entry {
+        name,
+        kind,
+        peer_arg: true,
+    }
 }
 
 /// rsmpi methods on a `Process` (point-to-point, rooted collectives) and on a communicator.
@@ -203,11 +211,17 @@ pub fn derived_value(name: &str) -> Option<ValueKind> {
     Some(match name {
         "world" => ValueKind::Communicator,
         "comm" => ValueKind::Communicator,
-        "duplicate" | "split_by_color" | "split_by_color_with_key" | "split_shared" | "split_by_subgroup"
-        | "split_by_subgroup_collective" | "create_cartesian_communicator" | "cartesian_communicator" => {
-            ValueKind::Communicator
+        "duplicate"
+        | "split_by_color"
+        | "split_by_color_with_key"
+        | "split_shared"
+        | "split_by_subgroup"
+        | "split_by_subgroup_collective"
+        | "create_cartesian_communicator"
+        | "cartesian_communicator" => ValueKind::Communicator,
+        "process_at_rank" | "any_process" | "this_process" | "root_process" | "process_at" => {
+            ValueKind::Process
         }
-        "process_at_rank" | "any_process" | "this_process" | "root_process" | "process_at" => ValueKind::Process,
         _ => return None,
     })
 }
@@ -232,9 +246,17 @@ pub enum ValueKind {
 /// carries, if any (`&SimpleCommunicator`, `&impl Communicator`, `&dyn Comm`, `Process<'_>`…).
 pub fn type_kind(type_name: &str) -> Option<(ValueKind, Family)> {
     Some(match type_name {
-        "SimpleCommunicator" | "UserCommunicator" | "SystemCommunicator" | "Communicator" | "CommunicatorCollectives"
-        | "AnyCommunicator" | "CartesianCommunicator" | "InterCommunicator" => (ValueKind::Communicator, Family::Mpi),
-        "Process" | "AnyProcess" | "Root" | "Destination" | "Source" => (ValueKind::Process, Family::Mpi),
+        "SimpleCommunicator"
+        | "UserCommunicator"
+        | "SystemCommunicator"
+        | "Communicator"
+        | "CommunicatorCollectives"
+        | "AnyCommunicator"
+        | "CartesianCommunicator"
+        | "InterCommunicator" => (ValueKind::Communicator, Family::Mpi),
+        "Process" | "AnyProcess" | "Root" | "Destination" | "Source" => {
+            (ValueKind::Process, Family::Mpi)
+        }
         "Universe" => (ValueKind::Universe, Family::Mpi),
         "Request" => (ValueKind::Request, Family::Mpi),
         "Comm" | "ThreadComm" | "MpiComm" => (ValueKind::Communicator, Family::Runtime),
@@ -260,11 +282,26 @@ mod tests {
 
     #[test]
     fn rsmpi_point_to_point_and_collectives() {
-        assert_eq!(method(Family::Mpi, "send_with_tag").map(|e| e.kind), Some(Send));
-        assert_eq!(method(Family::Mpi, "receive_into").map(|e| e.kind), Some(Receive));
-        assert_eq!(method(Family::Mpi, "all_reduce_into").map(|e| e.kind), Some(Collective(Reduction)));
-        assert_eq!(method(Family::Mpi, "gather_varcount_into_root").map(|e| e.kind), Some(Collective(Gather)));
-        assert_eq!(method(Family::Mpi, "immediate_all_to_all_into").map(|e| e.kind), Some(Collective(AllToAll)));
+        assert_eq!(
+            method(Family::Mpi, "send_with_tag").map(|e| e.kind),
+            Some(Send)
+        );
+        assert_eq!(
+            method(Family::Mpi, "receive_into").map(|e| e.kind),
+            Some(Receive)
+        );
+        assert_eq!(
+            method(Family::Mpi, "all_reduce_into").map(|e| e.kind),
+            Some(Collective(Reduction))
+        );
+        assert_eq!(
+            method(Family::Mpi, "gather_varcount_into_root").map(|e| e.kind),
+            Some(Collective(Gather))
+        );
+        assert_eq!(
+            method(Family::Mpi, "immediate_all_to_all_into").map(|e| e.kind),
+            Some(Collective(AllToAll))
+        );
         assert_eq!(method(Family::Mpi, "len"), None);
     }
 
@@ -272,7 +309,10 @@ mod tests {
     fn runtime_point_to_point_takes_the_peer_as_argument() {
         let send = method(Family::Runtime, "send").unwrap();
         assert!(send.peer_arg);
-        assert_eq!(method(Family::Runtime, "all_gather_varcount").map(|e| e.kind), Some(Collective(AllGather)));
+        assert_eq!(
+            method(Family::Runtime, "all_gather_varcount").map(|e| e.kind),
+            Some(Collective(AllGather))
+        );
         // rsmpi names are not runtime names and vice versa.
         assert_eq!(method(Family::Runtime, "all_reduce_into"), None);
         assert_eq!(method(Family::Mpi, "all_reduce"), None);
@@ -280,8 +320,14 @@ mod tests {
 
     #[test]
     fn communicator_types_and_derivations() {
-        assert_eq!(type_kind("SimpleCommunicator"), Some((ValueKind::Communicator, Family::Mpi)));
-        assert_eq!(type_kind("Comm"), Some((ValueKind::Communicator, Family::Runtime)));
+        assert_eq!(
+            type_kind("SimpleCommunicator"),
+            Some((ValueKind::Communicator, Family::Mpi))
+        );
+        assert_eq!(
+            type_kind("Comm"),
+            Some((ValueKind::Communicator, Family::Runtime))
+        );
         assert_eq!(type_kind("Sender"), None);
         assert_eq!(derived_value("process_at_rank"), Some(ValueKind::Process));
         assert_eq!(derived_value("send"), None);

@@ -18,7 +18,10 @@ use crate::load::SourceMap;
 use crate::lower::{Lowered, Token};
 
 /// The class of every variable the solver declares, after mheta.toml overrides.
-pub fn variable_classes(facts: &Facts, config: &crate::config::Config) -> BTreeMap<String, VarClass> {
+pub fn variable_classes(
+    facts: &Facts,
+    config: &crate::config::Config,
+) -> BTreeMap<String, VarClass> {
     let mut out = BTreeMap::new();
     for v in &facts.variables {
         let forced_dist = config.variables.distributed.contains(&v.name);
@@ -36,7 +39,13 @@ pub fn variable_classes(facts: &Facts, config: &crate::config::Config) -> BTreeM
 }
 
 /// Builds the structure-file stage for `stage` (its `id` within its container).
-pub fn stage(id: u32, stage: &StageOut, lowered: &Lowered, classes: &BTreeMap<String, VarClass>, sources: &SourceMap) -> Stage {
+pub fn stage(
+    id: u32,
+    stage: &StageOut,
+    lowered: &Lowered,
+    classes: &BTreeMap<String, VarClass>,
+    sources: &SourceMap,
+) -> Stage {
     let mut loc: Option<Loc> = None;
     let mut widen = |l: Option<Loc>| {
         if let Some(l) = l {
@@ -59,7 +68,9 @@ pub fn stage(id: u32, stage: &StageOut, lowered: &Lowered, classes: &BTreeMap<St
     for &t in &stage.tokens {
         match t {
             Token::LoopStart(i) => {
-                let Some(l) = lowered.loops.get(i) else { continue };
+                let Some(l) = lowered.loops.get(i) else {
+                    continue;
+                };
                 widen(Some(l.loc));
                 if l.bound_reads.iter().any(|r| tainted.contains(r)) && !open.is_empty() {
                     variable_load = true;
@@ -77,7 +88,9 @@ pub fn stage(id: u32, stage: &StageOut, lowered: &Lowered, classes: &BTreeMap<St
                 open.pop();
             }
             Token::Stmt(i) => {
-                let Some(s) = lowered.stmts.get(i) else { continue };
+                let Some(s) = lowered.stmts.get(i) else {
+                    continue;
+                };
                 widen(s.loc);
                 if depth > 0 {
                     locals.extend(s.declares.iter().cloned());
@@ -96,43 +109,65 @@ pub fn stage(id: u32, stage: &StageOut, lowered: &Lowered, classes: &BTreeMap<St
                 }
             }
             Token::Io(i) => {
-                let Some(op) = lowered.io.get(i) else { continue };
+                let Some(op) = lowered.io.get(i) else {
+                    continue;
+                };
                 widen(Some(op.loc));
-                io.push(IoOp { op: op.op, var: op.var.clone(), span: sources.span(op.loc) });
+                io.push(IoOp {
+                    op: op.op,
+                    var: op.var.clone(),
+                    span: sources.span(op.loc),
+                });
             }
             Token::Comm(i) => widen(lowered.events.get(i).map(|e| e.draft.loc)),
             Token::IterEnd => {}
         }
     }
-    let keep = |v: &String| !loop_vars.contains(v) && !locals.contains(v) && !v.starts_with(char::is_uppercase) && v != "self";
+    let keep = |v: &String| {
+        !loop_vars.contains(v)
+            && !locals.contains(v)
+            && !v.starts_with(char::is_uppercase)
+            && v != "self"
+    };
     reads.retain(keep);
     writes.retain(keep);
 
     let loop_var_list: Vec<String> = loop_vars.iter().cloned().collect();
-    let outermost: Option<&String> = stage
-        .tokens
-        .iter()
-        .find_map(|t| match t {
-            Token::LoopStart(i) => lowered.loops.get(*i).and_then(|l| l.vars.first()),
-            _ => None,
-        });
+    let outermost: Option<&String> = stage.tokens.iter().find_map(|t| match t {
+        Token::LoopStart(i) => lowered.loops.get(*i).and_then(|l| l.vars.first()),
+        _ => None,
+    });
     let mut affine: Vec<AffineAccess> = Vec::new();
     for (a, _) in &accesses {
-        let dims: Option<Vec<AffineIndex>> = a.dims.iter().map(|d| affine_index(d, &loop_var_list)).collect();
+        let dims: Option<Vec<AffineIndex>> = a
+            .dims
+            .iter()
+            .map(|d| affine_index(d, &loop_var_list))
+            .collect();
         if let Some(dims) = dims {
-            let entry = AffineAccess { var: a.var.clone(), dims, write: a.write };
+            let entry = AffineAccess {
+                var: a.var.clone(),
+                dims,
+                write: a.write,
+            };
             if !affine.contains(&entry) {
                 affine.push(entry);
             }
         }
     }
-    let any_distributed = affine.iter().any(|a| classes.get(&a.var) == Some(&mheta_runtime::format::VarClass::Distributed));
+    let any_distributed = affine
+        .iter()
+        .any(|a| classes.get(&a.var) == Some(&mheta_runtime::format::VarClass::Distributed));
     let stencil = affine.iter().enumerate().any(|(i, a)| {
         let eligible = !any_distributed || classes.get(&a.var) == Some(&VarClass::Distributed);
-        eligible && affine[i + 1..].iter().any(|b| b.var == a.var && neighbouring_rows(a, b, outermost))
+        eligible
+            && affine[i + 1..]
+                .iter()
+                .any(|b| b.var == a.var && neighbouring_rows(a, b, outermost))
     });
 
-    let representative = representative(&reads, &writes, classes, &var_depth);
+    let io_vars: Vec<String> = io.iter().map(|o| o.var.clone()).collect();
+    let representative = representative(&reads, &writes, &io_vars, classes, &var_depth);
     Stage {
         id,
         kind: stage.kind,
@@ -142,8 +177,16 @@ pub fn stage(id: u32, stage: &StageOut, lowered: &Lowered, classes: &BTreeMap<St
         writes,
         representative,
         io,
-        access: if stencil { Access::Stencil } else { Access::Independent },
-        load: if variable_load { Load::Variable } else { Load::Fixed },
+        access: if stencil {
+            Access::Stencil
+        } else {
+            Access::Independent
+        },
+        load: if variable_load {
+            Load::Variable
+        } else {
+            Load::Fixed
+        },
         affine,
     }
 }
@@ -156,15 +199,34 @@ fn extend(into: &mut Vec<String>, from: &[String]) {
     }
 }
 
-/// Distributed first, then written, then the one used in the deepest loop nest.
-fn representative(reads: &[String], writes: &[String], classes: &BTreeMap<String, VarClass>, depth: &BTreeMap<String, u32>) -> Option<String> {
-    let all: Vec<&String> = writes.iter().chain(reads.iter().filter(|r| !writes.contains(r))).collect();
-    let known: Vec<&String> = all.iter().copied().filter(|v| classes.contains_key(*v)).collect();
+/// Distributed first, then the target of the stage's I/O (an out-of-core array), then written,
+/// then the one used in the deepest loop nest.
+fn representative(
+    reads: &[String],
+    writes: &[String],
+    io: &[String],
+    classes: &BTreeMap<String, VarClass>,
+    depth: &BTreeMap<String, u32>,
+) -> Option<String> {
+    let all: Vec<&String> = writes
+        .iter()
+        .chain(reads.iter().filter(|r| !writes.contains(r)))
+        .collect();
+    let known: Vec<&String> = all
+        .iter()
+        .copied()
+        .filter(|v| classes.contains_key(*v))
+        .collect();
     let pool = if known.is_empty() { all.clone() } else { known };
     let score = |v: &String| {
         let dist = classes.get(v) == Some(&VarClass::Distributed);
         let written = writes.contains(v);
-        (dist, written, depth.get(v).copied().unwrap_or(0))
+        (
+            dist,
+            io.contains(v),
+            written,
+            depth.get(v).copied().unwrap_or(0),
+        )
     };
     let mut best: Option<&String> = None;
     for v in pool {
@@ -198,7 +260,7 @@ fn neighbouring_rows(a: &AffineAccess, b: &AffineAccess, outermost: Option<&Stri
 }
 
 /// A polynomial: monomial (sorted names) → integer coefficient.
-type Poly = BTreeMap<Vec<String>, i64>;
+pub(crate) type Poly = BTreeMap<Vec<String>, i64>;
 
 /// The affine form of an index expression in `loop_vars`, if it is affine.
 pub fn affine_index(e: &syn::Expr, loop_vars: &[String]) -> Option<AffineIndex> {
@@ -222,13 +284,20 @@ pub fn affine_index(e: &syn::Expr, loop_vars: &[String]) -> Option<AffineIndex> 
             _ => return None,
         }
     }
-    Some(AffineIndex { coefficients, constant, symbols })
+    Some(AffineIndex {
+        coefficients,
+        constant,
+        symbols,
+    })
 }
 
-fn poly(e: &syn::Expr) -> Option<Poly> {
+pub(crate) fn poly(e: &syn::Expr) -> Option<Poly> {
     use syn::{BinOp, Expr};
     match e {
-        Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => Some(BTreeMap::from([(vec![], i.base10_parse().ok()?)])),
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => Some(BTreeMap::from([(vec![], i.base10_parse().ok()?)])),
         Expr::Path(p) => Some(BTreeMap::from([(vec![p.path.get_ident()?.to_string()], 1)])),
         Expr::Paren(p) => poly(&p.expr),
         Expr::Group(g) => poly(&g.expr),
@@ -248,10 +317,12 @@ fn poly(e: &syn::Expr) -> Option<Poly> {
 }
 
 fn scale(p: Poly, k: i64) -> Poly {
-    p.into_iter().map(|(m, c)| (m, c.saturating_mul(k))).collect()
+    p.into_iter()
+        .map(|(m, c)| (m, c.saturating_mul(k)))
+        .collect()
 }
 
-fn add(mut l: Poly, r: Poly, sign: i64) -> Poly {
+pub(crate) fn add(mut l: Poly, r: Poly, sign: i64) -> Poly {
     for (m, c) in r {
         let e = l.entry(m).or_insert(0);
         *e = e.saturating_add(c.saturating_mul(sign));
@@ -284,22 +355,44 @@ mod tests {
     #[test]
     fn affine_coefficients_of_flattened_and_plain_indices() {
         let a = aff("(i - 1) * cols + j", &["i", "j"]).unwrap();
-        assert_eq!(a.coefficients, vec![("i*cols".to_string(), 1), ("j".to_string(), 1)]);
+        assert_eq!(
+            a.coefficients,
+            vec![("i*cols".to_string(), 1), ("j".to_string(), 1)]
+        );
         assert_eq!(a.symbols, vec![("cols".to_string(), -1)]);
         assert_eq!(a.constant, 0);
         let b = aff("2 * i + 3", &["i"]).unwrap();
-        assert_eq!((b.coefficients, b.constant), (vec![("i".to_string(), 2)], 3));
+        assert_eq!(
+            (b.coefficients, b.constant),
+            (vec![("i".to_string(), 2)], 3)
+        );
         assert!(aff("i * j", &["i", "j"]).is_none());
         assert!(aff("idx[i]", &["i"]).is_none());
     }
 
     #[test]
     fn neighbouring_rows_are_a_stencil_columns_alone_are_not() {
-        let acc = |src: &str| AffineAccess { var: "a".into(), dims: vec![aff(src, &["i", "j"]).unwrap()], write: false };
+        let acc = |src: &str| AffineAccess {
+            var: "a".into(),
+            dims: vec![aff(src, &["i", "j"]).unwrap()],
+            write: false,
+        };
         let i = "i".to_string();
-        assert!(neighbouring_rows(&acc("(i - 1) * n + j"), &acc("i * n + j"), Some(&i)));
-        assert!(!neighbouring_rows(&acc("i * n + j - 1"), &acc("i * n + j"), Some(&i)));
-        let one = |src: &str| AffineAccess { var: "u".into(), dims: vec![aff(src, &["i"]).unwrap()], write: false };
+        assert!(neighbouring_rows(
+            &acc("(i - 1) * n + j"),
+            &acc("i * n + j"),
+            Some(&i)
+        ));
+        assert!(!neighbouring_rows(
+            &acc("i * n + j - 1"),
+            &acc("i * n + j"),
+            Some(&i)
+        ));
+        let one = |src: &str| AffineAccess {
+            var: "u".into(),
+            dims: vec![aff(src, &["i"]).unwrap()],
+            write: false,
+        };
         assert!(neighbouring_rows(&one("i - 1"), &one("i + 1"), Some(&i)));
     }
 }

@@ -73,14 +73,20 @@ pub struct VariablesConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read `{file}`: {source}")]
-    Read { file: String, source: std::io::Error },
+    Read {
+        file: String,
+        source: std::io::Error,
+    },
     #[error("{file}: {message}")]
     Parse { file: String, message: String },
 }
 
 /// Parses the text of a `mheta.toml`; `file` names it in errors.
 pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
-    toml::from_str(text).map_err(|e| ConfigError::Parse { file: file.to_string(), message: e.to_string().trim().to_string() })
+    toml::from_str(text).map_err(|e| ConfigError::Parse {
+        file: file.to_string(),
+        message: e.to_string().trim().to_string(),
+    })
 }
 
 /// Reads `dir/mheta.toml` when it exists; problems become diagnostics and the default config.
@@ -91,7 +97,10 @@ pub fn load(dir: &Path, diags: &mut Diagnostics) -> Config {
     }
     let file = path.display().to_string();
     let result = std::fs::read_to_string(&path)
-        .map_err(|source| ConfigError::Read { file: file.clone(), source })
+        .map_err(|source| ConfigError::Read {
+            file: file.clone(),
+            source,
+        })
         .and_then(|text| parse(&file, &text));
     result.unwrap_or_else(|e| {
         diags.push(Diagnostic::error(e.to_string(), None));
@@ -114,17 +123,26 @@ impl Config {
     }
 
     pub fn comm_pattern(&self, path: &str) -> Option<Pattern> {
-        self.comm.patterns.iter().find(|(e, _)| names(e, path)).map(|(_, p)| *p)
+        self.comm
+            .patterns
+            .iter()
+            .find(|(e, _)| names(e, path))
+            .map(|(_, p)| *p)
     }
 
     /// The I/O operation a user function or method name performs, if configured.
     pub fn io_op(&self, name: &str) -> Option<mheta_runtime::format::IoKind> {
         use mheta_runtime::format::IoKind;
         let io = &self.io;
-        [(&io.read, IoKind::Read), (&io.write, IoKind::Write), (&io.prefetch, IoKind::Prefetch), (&io.wait, IoKind::Wait)]
-            .into_iter()
-            .find(|(list, _)| list.iter().any(|e| names(e, name)))
-            .map(|(_, k)| k)
+        [
+            (&io.read, IoKind::Read),
+            (&io.write, IoKind::Write),
+            (&io.prefetch, IoKind::Prefetch),
+            (&io.wait, IoKind::Wait),
+        ]
+        .into_iter()
+        .find(|(list, _)| list.iter().any(|e| names(e, name)))
+        .map(|(_, k)| k)
     }
 }
 
@@ -156,7 +174,9 @@ mod tests {
 
     #[test]
     fn unknown_field_names_file_line_and_field() {
-        let err = parse("crate/mheta.toml", "[comm]\nfunctons = []\n").unwrap_err().to_string();
+        let err = parse("crate/mheta.toml", "[comm]\nfunctons = []\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("crate/mheta.toml"), "{err}");
         assert!(err.contains("line 2"), "{err}");
         assert!(err.contains("functons"), "{err}");
@@ -164,7 +184,9 @@ mod tests {
 
     #[test]
     fn bad_pattern_is_an_error() {
-        let err = parse("m.toml", "[comm]\npatterns = { f = \"ring\" }\n").unwrap_err().to_string();
+        let err = parse("m.toml", "[comm]\npatterns = { f = \"ring\" }\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("ring"), "{err}");
     }
 }

@@ -26,7 +26,11 @@ impl Loc {
     /// The location of a syn/proc-macro2 span in `file`.
     pub fn of(file: FileId, span: proc_macro2::Span) -> Loc {
         let (s, e) = (span.start(), span.end());
-        Loc { file, start: (s.line as u32, s.column as u32), end: (e.line as u32, e.column as u32) }
+        Loc {
+            file,
+            start: (s.line as u32, s.column as u32),
+            end: (e.line as u32, e.column as u32),
+        }
     }
 
     /// The smallest location covering both (the start of `self` to the end of `other` when they
@@ -35,7 +39,11 @@ impl Loc {
         if self.file != other.file {
             return self;
         }
-        Loc { file: self.file, start: self.start.min(other.start), end: self.end.max(other.end) }
+        Loc {
+            file: self.file,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 }
 
@@ -52,11 +60,23 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn error(message: impl Into<String>, loc: Option<Loc>) -> Self {
-        Diagnostic { level: Level::Error, message: message.into(), loc, label: String::new(), notes: vec![] }
+        Diagnostic {
+            level: Level::Error,
+            message: message.into(),
+            loc,
+            label: String::new(),
+            notes: vec![],
+        }
     }
 
     pub fn warning(message: impl Into<String>, loc: Option<Loc>) -> Self {
-        Diagnostic { level: Level::Warning, message: message.into(), loc, label: String::new(), notes: vec![] }
+        Diagnostic {
+            level: Level::Warning,
+            message: message.into(),
+            loc,
+            label: String::new(),
+            notes: vec![],
+        }
     }
 
     pub fn with_label(mut self, label: impl Into<String>) -> Self {
@@ -71,7 +91,11 @@ impl Diagnostic {
 
     /// The structure-file form of this diagnostic.
     pub fn to_format(&self, sources: &SourceMap) -> format::Diagnostic {
-        format::Diagnostic { level: self.level, message: self.message.clone(), span: self.loc.map(|l| sources.span(l)) }
+        format::Diagnostic {
+            level: self.level,
+            message: self.message.clone(),
+            span: self.loc.map(|l| sources.span(l)),
+        }
     }
 }
 
@@ -94,7 +118,11 @@ impl Diagnostics {
 /// Renders diagnostics rustc-style (no colour), one after the other.
 pub fn render(diagnostics: &[Diagnostic], sources: &SourceMap) -> String {
     let mut files = SimpleFiles::new();
-    let ids: Vec<usize> = sources.files().iter().map(|f| files.add(f.name.clone(), f.text.clone())).collect();
+    let ids: Vec<usize> = sources
+        .files()
+        .iter()
+        .map(|f| files.add(f.name.clone(), f.text.clone()))
+        .collect();
     let config = term::Config::default();
     let mut out = NoColor::new(Vec::new());
     for d in diagnostics {
@@ -116,7 +144,10 @@ pub fn render(diagnostics: &[Diagnostic], sources: &SourceMap) -> String {
                 Level::Error => "error",
                 Level::Warning => "warning",
             };
-            let at = d.loc.map(|l| sources.span(l)).map(|s| format!("{}:{}:{}", s.file, s.line, s.column));
+            let at = d
+                .loc
+                .map(|l| sources.span(l))
+                .map(|s| format!("{}:{}:{}", s.file, s.line, s.column));
             let text = format!("{head}: {}\n  --> {}\n", d.message, at.unwrap_or_default());
             out.get_mut().extend_from_slice(text.as_bytes());
         }

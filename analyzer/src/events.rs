@@ -79,8 +79,21 @@ fn draft(node: &Node, computes: Option<Stmt>) -> EventDraft {
     };
     let mut ranges = Vec::new();
     loop_ranges(node, &mut ranges);
-    let loc = node.loc().or_else(|| calls.first().map(|c| c.loc)).unwrap_or(Loc { file: 0, start: (0, 0), end: (0, 0) });
-    EventDraft { rule, calls, loc, ranges, computes }
+    let loc = node
+        .loc()
+        .or_else(|| calls.first().map(|c| c.loc))
+        .unwrap_or(Loc {
+            file: 0,
+            start: (0, 0),
+            end: (0, 0),
+        });
+    EventDraft {
+        rule,
+        calls,
+        loc,
+        ranges,
+        computes,
+    }
 }
 
 fn has_function_call(node: &Node) -> bool {
@@ -122,7 +135,13 @@ fn attach_glue(items: Vec<Item>) -> Vec<Item> {
         // An open implicit stage (a statement just before the glue) keeps recording the glue;
         // otherwise glue directly before an event belongs to that event.
         let stage_open = matches!(out.last(), Some(Item::Node(Node::Stmt(_))));
-        let first = items[start..i].iter().find_map(|it| if let Item::Node(n) = it { n.loc() } else { None });
+        let first = items[start..i].iter().find_map(|it| {
+            if let Item::Node(n) = it {
+                n.loc()
+            } else {
+                None
+            }
+        });
         match (items.get(i), stage_open) {
             (Some(Item::Event(e)), false) => {
                 let mut e = e.clone();
@@ -183,7 +202,12 @@ pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
             p.push(s);
         }
     };
-    let ranges: Vec<(String, String)> = e.ranges.iter().chain(e.calls.iter().flat_map(|c| c.ranges.iter())).cloned().collect();
+    let ranges: Vec<(String, String)> = e
+        .ranges
+        .iter()
+        .chain(e.calls.iter().flat_map(|c| c.ranges.iter()))
+        .cloned()
+        .collect();
     // Peers classified: ranged over the ranks (`for w in 1..size`), relative to the rank
     // (`rank - 1`, a neighbour list), literal (`0`), or anything else (`any`, a computed peer).
     let mut ranged_sends = false;
@@ -194,11 +218,19 @@ pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
     for c in e.calls.iter().filter(|c| c.kind != CallKind::Complete) {
         let Some(peer) = &c.peer else { continue };
         let (resolved, from_range) = resolve_peer(peer, &ranges, facts);
-        let over_ranks = from_range && (facts.size_vars.iter().any(|s| resolved.contains(s.as_str())) || resolved.contains("size"));
+        let over_ranks = from_range
+            && (facts
+                .size_vars
+                .iter()
+                .any(|s| resolved.contains(s.as_str()))
+                || resolved.contains("size"));
         let words = idents(&resolved);
-        let literal = words.is_empty() && resolved.chars().all(|ch| ch.is_ascii_digit() || ch == '_');
+        let literal =
+            words.is_empty() && resolved.chars().all(|ch| ch.is_ascii_digit() || ch == '_');
         let rank_relative = !from_range
-            && words.iter().any(|i| facts.rank_vars.contains(i) || i == "rank")
+            && words
+                .iter()
+                .any(|i| facts.rank_vars.contains(i) || i == "rank")
             && resolved.chars().any(|ch| matches!(ch, '+' | '-' | '%'));
         if over_ranks {
             ranged_sends |= matches!(c.kind, CallKind::Send | CallKind::Exchange);
@@ -234,13 +266,37 @@ pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
         Pattern::PointToPoint
     };
     let message = e.calls.iter().find_map(|c| c.message.clone());
-    let elem_type = e.calls.iter().find_map(|c| c.elem_type.clone()).or_else(|| {
-        let base: String = message.as_deref()?.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-        facts.variables.iter().find(|v| v.name == base).and_then(|v| v.elem_type.clone())
-    });
-    let p2p: Vec<&CallSite> = e.calls.iter().filter(|c| c.kind != CallKind::Complete).collect();
-    let receive_like = !p2p.is_empty() && p2p.iter().all(|c| c.kind == CallKind::Receive) && participants.len() == 1;
-    Described { pattern, participants, message, elem_type, receive_like }
+    let elem_type = e
+        .calls
+        .iter()
+        .find_map(|c| c.elem_type.clone())
+        .or_else(|| {
+            let base: String = message
+                .as_deref()?
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            facts
+                .variables
+                .iter()
+                .find(|v| v.name == base)
+                .and_then(|v| v.elem_type.clone())
+        });
+    let p2p: Vec<&CallSite> = e
+        .calls
+        .iter()
+        .filter(|c| c.kind != CallKind::Complete)
+        .collect();
+    let receive_like = !p2p.is_empty()
+        && p2p.iter().all(|c| c.kind == CallKind::Receive)
+        && participants.len() == 1;
+    Described {
+        pattern,
+        participants,
+        message,
+        elem_type,
+        receive_like,
+    }
 }
 
 /// A peer as the participants list shows it: a loop variable becomes its range, a glue
@@ -260,12 +316,27 @@ fn resolve_peer(peer: &str, ranges: &[(String, String)], facts: &Facts) -> (Stri
 /// `halo.neighbours.iter().enumerate()`, `1..size` for `(1..size)`.
 fn collection_of(range: &str) -> String {
     let mut r = range.trim().trim_start_matches('&').trim().to_string();
-    for suffix in [".enumerate()", ".copied()", ".cloned()", ".rev()", ".iter()", ".into_iter()", ".iter_mut()"].iter().cycle().take(14) {
+    for suffix in [
+        ".enumerate()",
+        ".copied()",
+        ".cloned()",
+        ".rev()",
+        ".iter()",
+        ".into_iter()",
+        ".iter_mut()",
+    ]
+    .iter()
+    .cycle()
+    .take(14)
+    {
         if let Some(stripped) = r.strip_suffix(suffix) {
             r = stripped.to_string();
         }
     }
-    if r.starts_with('(') && r.ends_with(')') && r[1..r.len() - 1].matches('(').count() == r[1..r.len() - 1].matches(')').count() {
+    if r.starts_with('(')
+        && r.ends_with(')')
+        && r[1..r.len() - 1].matches('(').count() == r[1..r.len() - 1].matches(')').count()
+    {
         r = r[1..r.len() - 1].to_string();
     }
     r
@@ -310,7 +381,10 @@ mod tests {
     fn rule_single_call_with_its_rank_guard() {
         let e = events("for _ in 0..9 { for i in 0..100 { a[i] += 1.0; } if rank > 0 { world.process_at_rank(rank - 1).send(&a[0..1]); } }");
         assert_eq!(e.len(), 1);
-        assert_eq!((e[0].rule, e[0].pattern), (EventRule::SingleCall, Pattern::NearestNeighbor));
+        assert_eq!(
+            (e[0].rule, e[0].pattern),
+            (EventRule::SingleCall, Pattern::NearestNeighbor)
+        );
         assert_eq!(e[0].participants, ["rank - 1"]);
         assert_eq!(e[0].message.as_deref(), Some("a[0..1]"));
         assert_eq!(e[0].elem_type.as_deref(), Some("f64"));
@@ -329,11 +403,17 @@ mod tests {
 
     #[test]
     fn rule_function_boundary_for_a_communication_only_function() {
-        let e = events("for _ in 0..9 { for i in 0..100 { a[i] += 1.0; } halo(&world, rank, &mut a); }");
+        let e = events(
+            "for _ in 0..9 { for i in 0..100 { a[i] += 1.0; } halo(&world, rank, &mut a); }",
+        );
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].rule, EventRule::Function);
         assert_eq!(e[0].calls.len(), 2);
-        assert_eq!(e[0].participants, ["rank - 1"], "the glue `left` resolves to its definition");
+        assert_eq!(
+            e[0].participants,
+            ["rank - 1"],
+            "the glue `left` resolves to its definition"
+        );
         assert_eq!(e[0].pattern, Pattern::NearestNeighbor);
     }
 
@@ -355,7 +435,10 @@ mod tests {
              world.all_reduce_into(&a[0], &mut s, mpi::collective::SystemOperation::sum()); }",
         );
         assert_eq!(e.len(), 2);
-        assert_eq!((e[0].pattern, e[1].pattern), (Pattern::PointToPoint, Pattern::Reduction));
+        assert_eq!(
+            (e[0].pattern, e[1].pattern),
+            (Pattern::PointToPoint, Pattern::Reduction)
+        );
         assert_eq!(e[1].participants, ["all"]);
     }
 
@@ -371,7 +454,8 @@ mod tests {
 
     #[test]
     fn glue_after_a_loop_belongs_to_the_event() {
-        let body = "for _ in 0..9 { for i in 0..100 { a[i] += 1.0; } let s = a.len(); world.barrier(); }";
+        let body =
+            "for _ in 0..9 { for i in 0..100 { a[i] += 1.0; } let s = a.len(); world.barrier(); }";
         let e = events(body);
         assert_eq!(e[0].pattern, Pattern::Barrier);
         assert_eq!(e[0].span.column as usize, body.find("let s").unwrap() + 2);
@@ -379,9 +463,13 @@ mod tests {
 
     #[test]
     fn glue_after_a_statement_stays_in_the_stage() {
-        let body = "for _ in 0..9 { a.sort_by(|x, y| x.total_cmp(y)); let s = a.len(); world.barrier(); }";
+        let body =
+            "for _ in 0..9 { a.sort_by(|x, y| x.total_cmp(y)); let s = a.len(); world.barrier(); }";
         let e = events(body);
-        assert_eq!(e[0].span.column as usize, body.find("world.barrier").unwrap() + 2);
+        assert_eq!(
+            e[0].span.column as usize,
+            body.find("world.barrier").unwrap() + 2
+        );
     }
 
     #[test]

@@ -121,7 +121,9 @@ impl Node {
         match self {
             Node::Stmt(s) => !s.calls.is_empty(),
             Node::Loop(l) => !l.header.calls.is_empty() || l.body.iter().any(Node::has_comm),
-            Node::Branch(b) => !b.cond.calls.is_empty() || b.arms.iter().flatten().any(Node::has_comm),
+            Node::Branch(b) => {
+                !b.cond.calls.is_empty() || b.arms.iter().flatten().any(Node::has_comm)
+            }
         }
     }
 

@@ -16,6 +16,7 @@ pub mod config;
 pub mod diagnostics;
 pub mod emit;
 pub mod events;
+pub mod glue;
 pub mod ir;
 pub mod load;
 pub mod lower;
@@ -67,7 +68,10 @@ impl Analysis {
                     Some(t) => s.lowered.describe_token(t, &self.sources),
                     None => "ε".to_string(),
                 };
-                out.push_str(&format!("  {:<64} {}  →  {}\n", token, step.before, step.after));
+                out.push_str(&format!(
+                    "  {:<64} {}  →  {}\n",
+                    token, step.before, step.after
+                ));
             }
         }
         out
@@ -92,9 +96,16 @@ fn analyze_program(program: load::Program, mut diags: Diagnostics, options: &Opt
     let global: Vec<Diagnostic> = diags.0.clone();
     let comm_fns = body::communicating_functions(&program);
     let found = solver::find(&program, &comm_fns);
-    let mut structure_diags: Vec<_> = global.iter().map(|d| d.to_format(&program.sources)).collect();
+    let mut structure_diags: Vec<_> = global
+        .iter()
+        .map(|d| d.to_format(&program.sources))
+        .collect();
     if found.is_empty() && !diags.has_errors() {
-        let loc = program.sources.files().first().map(|_| diagnostics::Loc { file: 0, start: (1, 0), end: (1, 0) });
+        let loc = program.sources.files().first().map(|_| diagnostics::Loc {
+            file: 0,
+            start: (1, 0),
+            end: (1, 0),
+        });
         let d = Diagnostic::error("no solver found", loc)
             .with_note("mark the solver function with #[mheta::solver], name it in mheta.toml ([solver] functions = [..]), or give it a loop that communicates through a catalogued API");
         structure_diags.push(d.to_format(&program.sources));
@@ -114,5 +125,10 @@ fn analyze_program(program: load::Program, mut diags: Diagnostics, options: &Opt
         solvers: solvers.iter().map(|s| s.solver.clone()).collect(),
         diagnostics: structure_diags,
     };
-    Analysis { structure, diagnostics: diags.0, solvers, sources: program.sources }
+    Analysis {
+        structure,
+        diagnostics: diags.0,
+        solvers,
+        sources: program.sources,
+    }
 }

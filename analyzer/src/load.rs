@@ -59,7 +59,11 @@ impl SourceMap {
     pub fn add(&mut self, name: String, text: String) -> FileId {
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        self.files.push(SourceFile { name, text, line_starts });
+        self.files.push(SourceFile {
+            name,
+            text,
+            line_starts,
+        });
         self.files.len() - 1
     }
 
@@ -69,8 +73,16 @@ impl SourceMap {
 
     /// The structure-file span of a location (1-based columns).
     pub fn span(&self, loc: Loc) -> Span {
-        let name = self.files.get(loc.file).map(|f| f.name.clone()).unwrap_or_default();
-        Span::range(name, (loc.start.0, loc.start.1 + 1), (loc.end.0, loc.end.1 + 1))
+        let name = self
+            .files
+            .get(loc.file)
+            .map(|f| f.name.clone())
+            .unwrap_or_default();
+        Span::range(
+            name,
+            (loc.start.0, loc.start.1 + 1),
+            (loc.end.0, loc.end.1 + 1),
+        )
     }
 
     /// Byte offset of a (1-based line, 0-based character column) position.
@@ -78,13 +90,20 @@ impl SourceMap {
         let f = self.files.get(file)?;
         let start = *f.line_starts.get((line as usize).checked_sub(1)?)?;
         let rest = &f.text[start..];
-        let within = rest.char_indices().nth(column as usize).map(|(i, _)| i).unwrap_or(rest.len());
+        let within = rest
+            .char_indices()
+            .nth(column as usize)
+            .map(|(i, _)| i)
+            .unwrap_or(rest.len());
         Some(start + within)
     }
 
     /// The byte range of a location, if it lies inside its file.
     pub fn byte_range(&self, loc: Loc) -> Option<std::ops::Range<usize>> {
-        let (a, b) = (self.offset(loc.file, loc.start)?, self.offset(loc.file, loc.end)?);
+        let (a, b) = (
+            self.offset(loc.file, loc.start)?,
+            self.offset(loc.file, loc.end)?,
+        );
         (a <= b).then_some(a..b)
     }
 
@@ -102,15 +121,26 @@ pub fn load_path(path: &Path, diags: &mut Diagnostics) -> Program {
     if path.is_dir() {
         load_crate(path, &mut program, diags);
     } else {
-        program.crate_name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        program.crate_name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
         let name = path.display().to_string();
         match std::fs::read_to_string(path) {
             Ok(text) => {
-                let mut loader = Loader { program: &mut program, diags, root: dir.clone(), visited: BTreeSet::new() };
+                let mut loader = Loader {
+                    program: &mut program,
+                    diags,
+                    root: dir.clone(),
+                    visited: BTreeSet::new(),
+                };
                 loader.add_file(name, text, dir, String::new(), 0);
             }
-            Err(e) => diags.push(Diagnostic::error(format!("cannot read `{name}`: {e}"), None)),
+            Err(e) => diags.push(Diagnostic::error(
+                format!("cannot read `{name}`: {e}"),
+                None,
+            )),
         }
     }
     program
@@ -119,11 +149,25 @@ pub fn load_path(path: &Path, diags: &mut Diagnostics) -> Program {
 /// Loads one in-memory file (no `mod x;` is followed).
 pub fn load_source(file_name: &str, source: &str, diags: &mut Diagnostics) -> Program {
     let mut program = Program {
-        crate_name: Path::new(file_name).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+        crate_name: Path::new(file_name)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         ..Program::default()
     };
-    let mut loader = Loader { program: &mut program, diags, root: PathBuf::new(), visited: BTreeSet::new() };
-    loader.add_file(file_name.to_string(), source.to_string(), PathBuf::new(), String::new(), MAX_MODULE_DEPTH);
+    let mut loader = Loader {
+        program: &mut program,
+        diags,
+        root: PathBuf::new(),
+        visited: BTreeSet::new(),
+    };
+    loader.add_file(
+        file_name.to_string(),
+        source.to_string(),
+        PathBuf::new(),
+        String::new(),
+        MAX_MODULE_DEPTH,
+    );
     program
 }
 
@@ -132,14 +176,20 @@ fn load_crate(dir: &Path, program: &mut Program, diags: &mut Diagnostics) {
     let manifest = match std::fs::read_to_string(&manifest_path) {
         Ok(text) => text,
         Err(e) => {
-            diags.push(Diagnostic::error(format!("cannot read `{}`: {e}", manifest_path.display()), None));
+            diags.push(Diagnostic::error(
+                format!("cannot read `{}`: {e}", manifest_path.display()),
+                None,
+            ));
             return;
         }
     };
     let value: toml::Value = match toml::from_str(&manifest) {
         Ok(v) => v,
         Err(e) => {
-            diags.push(Diagnostic::error(format!("{}: {}", manifest_path.display(), e.to_string().trim()), None));
+            diags.push(Diagnostic::error(
+                format!("{}: {}", manifest_path.display(), e.to_string().trim()),
+                None,
+            ));
             return;
         }
     };
@@ -148,11 +198,18 @@ fn load_crate(dir: &Path, program: &mut Program, diags: &mut Diagnostics) {
         .and_then(|p| p.get("name"))
         .and_then(|n| n.as_str())
         .map(str::to_string)
-        .unwrap_or_else(|| dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
+        .unwrap_or_else(|| {
+            dir.file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        });
     program.config = crate::config::load(dir, diags);
 
     let mut roots: Vec<String> = Vec::new();
-    let lib = value.get("lib").and_then(|l| l.get("path")).and_then(|p| p.as_str());
+    let lib = value
+        .get("lib")
+        .and_then(|l| l.get("path"))
+        .and_then(|p| p.as_str());
     roots.push(lib.unwrap_or("src/lib.rs").to_string());
     roots.push("src/main.rs".to_string());
     if let Some(bins) = value.get("bin").and_then(|b| b.as_array()) {
@@ -162,7 +219,12 @@ fn load_crate(dir: &Path, program: &mut Program, diags: &mut Diagnostics) {
             }
         }
     }
-    let mut loader = Loader { program, diags, root: dir.to_path_buf(), visited: BTreeSet::new() };
+    let mut loader = Loader {
+        program,
+        diags,
+        root: dir.to_path_buf(),
+        visited: BTreeSet::new(),
+    };
     let mut found = false;
     for root in roots {
         let file = dir.join(&root);
@@ -173,7 +235,10 @@ fn load_crate(dir: &Path, program: &mut Program, diags: &mut Diagnostics) {
         loader.load_file(&file, String::new(), 0, None);
     }
     if !found {
-        let msg = format!("`{}` has no src/lib.rs, src/main.rs or [[bin]] path to start from", manifest_path.display());
+        let msg = format!(
+            "`{}` has no src/lib.rs, src/main.rs or [[bin]] path to start from",
+            manifest_path.display()
+        );
         loader.diags.push(Diagnostic::error(msg, None));
     }
 }
@@ -187,7 +252,10 @@ struct Loader<'a> {
 
 impl Loader<'_> {
     fn display_name(&self, file: &Path) -> String {
-        file.strip_prefix(&self.root).unwrap_or(file).display().to_string()
+        file.strip_prefix(&self.root)
+            .unwrap_or(file)
+            .display()
+            .to_string()
     }
 
     /// Reads and parses `file` as module `module`; `from` is the `mod` declaration that led here.
@@ -196,8 +264,10 @@ impl Loader<'_> {
         let name = self.display_name(file);
         match std::fs::read_to_string(file) {
             Ok(text) => {
-                let is_mod_root = matches!(file.file_name().and_then(|n| n.to_str()), Some("mod.rs" | "lib.rs" | "main.rs"))
-                    || depth == 0;
+                let is_mod_root = matches!(
+                    file.file_name().and_then(|n| n.to_str()),
+                    Some("mod.rs" | "lib.rs" | "main.rs")
+                ) || depth == 0;
                 let parent = file.parent().unwrap_or(Path::new("")).to_path_buf();
                 let child_dir = if is_mod_root {
                     parent
@@ -206,12 +276,22 @@ impl Loader<'_> {
                 };
                 self.add_file(name, text, child_dir, module, depth);
             }
-            Err(e) => self.diags.push(Diagnostic::error(format!("cannot read `{name}`: {e}"), from)),
+            Err(e) => self.diags.push(Diagnostic::error(
+                format!("cannot read `{name}`: {e}"),
+                from,
+            )),
         }
     }
 
     /// Parses one file's text and indexes its items; `child_dir` is where its `mod x;` files live.
-    fn add_file(&mut self, name: String, text: String, child_dir: PathBuf, module: String, depth: usize) {
+    fn add_file(
+        &mut self,
+        name: String,
+        text: String,
+        child_dir: PathBuf,
+        module: String,
+        depth: usize,
+    ) {
         let parsed = syn::parse_file(&text);
         let file = self.program.sources.add(name.clone(), text);
         match parsed {
@@ -224,15 +304,28 @@ impl Loader<'_> {
                 let loc = Loc::of(file, e.span());
                 // The lexer's own message says nothing about the cause; name the usual one.
                 let what = match e.to_string().as_str() {
-                    "cannot parse string into token stream" => "unbalanced delimiters or an invalid token".to_string(),
+                    "cannot parse string into token stream" => {
+                        "unbalanced delimiters or an invalid token".to_string()
+                    }
                     other => other.to_string(),
                 };
-                self.diags.push(Diagnostic::error(format!("cannot parse `{name}`: {what}"), Some(loc)).with_label(what));
+                self.diags.push(
+                    Diagnostic::error(format!("cannot parse `{name}`: {what}"), Some(loc))
+                        .with_label(what),
+                );
             }
         }
     }
 
-    fn index_items(&mut self, items: &[syn::Item], file: FileId, module: &str, dir: &Path, depth: usize, imported: bool) {
+    fn index_items(
+        &mut self,
+        items: &[syn::Item],
+        file: FileId,
+        module: &str,
+        dir: &Path,
+        depth: usize,
+        imported: bool,
+    ) {
         for item in items {
             match item {
                 syn::Item::Fn(f) => self.program.functions.push(Function {
@@ -273,7 +366,15 @@ impl Loader<'_> {
         }
     }
 
-    fn module(&mut self, m: &syn::ItemMod, file: FileId, module: &str, dir: &Path, depth: usize, imported: bool) {
+    fn module(
+        &mut self,
+        m: &syn::ItemMod,
+        file: FileId,
+        module: &str,
+        dir: &Path,
+        depth: usize,
+        imported: bool,
+    ) {
         let name = m.ident.to_string();
         let path = join(module, &name);
         let explicit = path_attr(&m.attrs);
@@ -292,20 +393,32 @@ impl Loader<'_> {
         if depth >= MAX_MODULE_DEPTH {
             if self.root.as_os_str().is_empty() && depth == MAX_MODULE_DEPTH {
                 // In-memory sources have no directory to resolve `mod x;` against.
-                let msg = format!("module `{name}` is declared but its file is not part of the analysed source");
-                self.diags.push(Diagnostic::warning(msg, Some(loc)).with_label("not loaded"));
+                let msg = format!(
+                    "module `{name}` is declared but its file is not part of the analysed source"
+                );
+                self.diags
+                    .push(Diagnostic::warning(msg, Some(loc)).with_label("not loaded"));
             } else {
-                self.diags.push(Diagnostic::error(format!("module `{name}` nests too deeply"), Some(loc)));
+                self.diags.push(Diagnostic::error(
+                    format!("module `{name}` nests too deeply"),
+                    Some(loc),
+                ));
             }
             return;
         }
         let candidates = match &explicit {
             Some(p) => vec![dir.join(p)],
-            None => vec![dir.join(format!("{name}.rs")), dir.join(&name).join("mod.rs")],
+            None => vec![
+                dir.join(format!("{name}.rs")),
+                dir.join(&name).join("mod.rs"),
+            ],
         };
         match candidates.iter().find(|c| c.is_file()) {
             Some(found) if self.visited.contains(found) => {
-                let msg = format!("module `{name}` resolves to `{}`, which is already loaded", self.display_name(found));
+                let msg = format!(
+                    "module `{name}` resolves to `{}`, which is already loaded",
+                    self.display_name(found)
+                );
                 self.diags.push(Diagnostic::warning(msg, Some(loc)));
             }
             Some(found) => {
@@ -335,25 +448,40 @@ fn join(module: &str, name: &str) -> String {
 /// The last path segment of a type (`Grid` for `crate::grid::Grid<T>`), or its tokens.
 pub fn type_name(ty: &syn::Type) -> String {
     match ty {
-        syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(),
+        syn::Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default(),
         syn::Type::Reference(r) => type_name(&r.elem),
         other => quote::quote!(#other).to_string(),
     }
 }
 
 fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
-    attrs.iter().find(|a| a.path().is_ident("path")).and_then(|a| match &a.meta {
-        syn::Meta::NameValue(nv) => match &nv.value {
-            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value()),
+    attrs
+        .iter()
+        .find(|a| a.path().is_ident("path"))
+        .and_then(|a| match &a.meta {
+            syn::Meta::NameValue(nv) => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => Some(s.value()),
+                _ => None,
+            },
             _ => None,
-        },
-        _ => None,
-    })
+        })
 }
 
 fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
-        a.path().is_ident("cfg") && a.meta.require_list().map(|l| l.tokens.to_string().contains("test")).unwrap_or(false)
+        a.path().is_ident("cfg")
+            && a.meta
+                .require_list()
+                .map(|l| l.tokens.to_string().contains("test"))
+                .unwrap_or(false)
     })
 }
 
@@ -377,7 +505,8 @@ mod tests {
 
     #[test]
     fn indexes_functions_methods_and_inline_modules() {
-        let src = "fn a() {} struct S { comm: u8 } impl S { fn m(&self) {} } mod inner { fn b() {} }";
+        let src =
+            "fn a() {} struct S { comm: u8 } impl S { fn m(&self) {} } mod inner { fn b() {} }";
         let mut diags = Diagnostics::default();
         let p = load_source("x.rs", src, &mut diags);
         let paths: Vec<&str> = p.functions.iter().map(|f| f.path.as_str()).collect();
@@ -398,7 +527,11 @@ mod tests {
     #[test]
     fn bare_solver_attribute_needs_the_import() {
         let mut diags = Diagnostics::default();
-        let p = load_source("x.rs", "use mheta::{solver, Context};\nfn f() {}", &mut diags);
+        let p = load_source(
+            "x.rs",
+            "use mheta::{solver, Context};\nfn f() {}",
+            &mut diags,
+        );
         assert!(p.functions[0].solver_imported);
         let p = load_source("x.rs", "use other::solver;\nfn f() {}", &mut diags);
         assert!(!p.functions[0].solver_imported);
@@ -408,7 +541,11 @@ mod tests {
     fn snippet_collapses_whitespace() {
         let mut map = SourceMap::default();
         let f = map.add("a.rs".into(), "let x =\n    rank  - 1;".into());
-        let loc = Loc { file: f, start: (1, 8), end: (2, 13) };
+        let loc = Loc {
+            file: f,
+            start: (1, 8),
+            end: (2, 13),
+        };
         assert_eq!(map.snippet(loc).as_deref(), Some("rank - 1"));
     }
 }

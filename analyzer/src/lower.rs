@@ -119,7 +119,9 @@ impl Lowered {
                 let role = match (ctx, has_comm) {
                     (Context::Sections, true) => {
                         let starts_with_receive = match body_items.first() {
-                            Some(Item::Event(d)) => d.computes.is_none() && events::describe(d, facts).receive_like,
+                            Some(Item::Event(d)) => {
+                                d.computes.is_none() && events::describe(d, facts).receive_like
+                            }
                             _ => false,
                         };
                         if starts_with_receive {
@@ -130,8 +132,11 @@ impl Lowered {
                     }
                     (Context::Tile, true) if starts_with_receive_event(&body_items, facts) => {
                         self.diags.push(
-                            Diagnostic::warning("a tile loop may not contain another tile loop", Some(lp.loc))
-                                .with_label("inner tile loop, analysed as a stage loop"),
+                            Diagnostic::warning(
+                                "a tile loop may not contain another tile loop",
+                                Some(lp.loc),
+                            )
+                            .with_label("inner tile loop, analysed as a stage loop"),
                         );
                         LoopRole::Plain
                     }
@@ -157,7 +162,11 @@ impl Lowered {
                     LoopRole::Tile => Context::Tile,
                     LoopRole::Plain => Context::StageLoop,
                 };
-                let body_items = if role == LoopRole::Tile { events::form_unmerged(lp.body) } else { body_items };
+                let body_items = if role == LoopRole::Tile {
+                    events::form_unmerged(lp.body)
+                } else {
+                    body_items
+                };
                 for it in body_items {
                     self.item(it, inner, facts);
                 }
@@ -185,7 +194,13 @@ impl Lowered {
     fn stmt(&mut self, s: Stmt) {
         for (name, loc) in &s.opaque_macros {
             let msg = format!("macro `{name}!` is not expanded; it may hide communication");
-            self.diags.push(Diagnostic { level: Level::Warning, message: msg, loc: Some(*loc), label: "not analysed".into(), notes: vec![] });
+            self.diags.push(Diagnostic {
+                level: Level::Warning,
+                message: msg,
+                loc: Some(*loc),
+                label: "not analysed".into(),
+                notes: vec![],
+            });
         }
         let io = s.io.clone();
         self.stmts.push(s);
@@ -198,7 +213,10 @@ impl Lowered {
 
     /// A short description of a token for traces.
     pub fn describe_token(&self, t: Token, sources: &crate::load::SourceMap) -> String {
-        let at = |loc: Option<Loc>| loc.map(|l| format!(" @{}:{}", l.start.0, l.start.1 + 1)).unwrap_or_default();
+        let at = |loc: Option<Loc>| {
+            loc.map(|l| format!(" @{}:{}", l.start.0, l.start.1 + 1))
+                .unwrap_or_default()
+        };
         match t {
             Token::LoopStart(i) => {
                 let l = &self.loops[i];
@@ -207,15 +225,30 @@ impl Lowered {
                     LoopRole::Tile => " tile",
                     LoopRole::Nested => " nested",
                 };
-                format!("LoopStart(L{i}{role} {} {}){}", l.kind.as_str(), l.header_text, at(Some(l.loc)))
+                format!(
+                    "LoopStart(L{i}{role} {} {}){}",
+                    l.kind.as_str(),
+                    l.header_text,
+                    at(Some(l.loc))
+                )
             }
             Token::LoopEnd(i) => format!("LoopEnd(L{i})"),
             Token::Comm(i) => {
                 let e = &self.events[i];
                 let apis: Vec<&str> = e.draft.calls.iter().map(|c| c.api.as_str()).collect();
-                format!("Comm(E{i} {} [{}]){}", pattern_name(e.described.pattern), apis.join(", "), at(Some(e.draft.loc)))
+                format!(
+                    "Comm(E{i} {} [{}]){}",
+                    pattern_name(e.described.pattern),
+                    apis.join(", "),
+                    at(Some(e.draft.loc))
+                )
             }
-            Token::Io(i) => format!("Io({:?} {}){}", self.io[i].op, self.io[i].var, at(Some(self.io[i].loc))),
+            Token::Io(i) => format!(
+                "Io({:?} {}){}",
+                self.io[i].op,
+                self.io[i].var,
+                at(Some(self.io[i].loc))
+            ),
             Token::Stmt(i) => {
                 let s = &self.stmts[i];
                 let text = s.loc.and_then(|l| sources.snippet(l)).unwrap_or_default();
@@ -234,7 +267,11 @@ fn unreachable_event(header: &Stmt) -> EventDraft {
     EventDraft {
         rule: mheta_runtime::format::EventRule::SingleCall,
         calls: header.calls.clone(),
-        loc: header.loc.unwrap_or(Loc { file: 0, start: (0, 0), end: (0, 0) }),
+        loc: header.loc.unwrap_or(Loc {
+            file: 0,
+            start: (0, 0),
+            end: (0, 0),
+        }),
         ranges: vec![],
         computes: None,
     }
@@ -246,5 +283,8 @@ fn starts_with_receive_event(items: &[Item], facts: &Facts) -> bool {
 
 /// The snake_case name of a pattern (as in the structure file).
 pub fn pattern_name(p: mheta_runtime::format::Pattern) -> String {
-    serde_json::to_value(p).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+    serde_json::to_value(p)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }

@@ -29,7 +29,12 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
     let mut out = Vec::new();
     for (i, f) in program.functions.iter().enumerate() {
         let attr = f.attrs.iter().any(|a| {
-            let segs: Vec<String> = a.path().segments.iter().map(|s| s.ident.to_string()).collect();
+            let segs: Vec<String> = a
+                .path()
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect();
             segs == ["mheta", "solver"] || (segs == ["solver"] && f.solver_imported)
         });
         if attr {
@@ -43,14 +48,21 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
     }
     let mut candidates = Vec::new();
     let mut callees: Vec<(usize, std::collections::BTreeSet<usize>)> = Vec::new();
-    for (i, _) in program.functions.iter().enumerate().filter(|(i, _)| comm_fns.get(*i) == Some(&true)) {
+    for (i, _) in program
+        .functions
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| comm_fns.get(*i) == Some(&true))
+    {
         let mut facts = Facts::default();
         let (nodes, called) = body::build_function(program, i, comm_fns, &mut facts);
         let f = &program.functions[i];
         let comm_only = nodes.iter().all(Node::only_comm_and_glue) || body::is_comm_attr(f);
         // The loop must be the function's own, not one inlined from a callee.
         let body = Loc::of(f.file, syn::spanned::Spanned::span(&f.block));
-        let own = main_loop(&nodes).is_some_and(|l| l.loc.file == body.file && l.loc.start >= body.start && l.loc.end <= body.end);
+        let own = main_loop(&nodes).is_some_and(|l| {
+            l.loc.file == body.file && l.loc.start >= body.start && l.loc.end <= body.end
+        });
         if !comm_only && own {
             candidates.push(i);
             callees.push((i, called));
@@ -58,7 +70,12 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
     }
     // A candidate called by another candidate is a helper of that solver.
     let called_by_candidate = |i: usize| callees.iter().any(|(c, set)| *c != i && set.contains(&i));
-    candidates.iter().copied().filter(|&i| !called_by_candidate(i)).map(|i| (i, "heuristic")).collect()
+    candidates
+        .iter()
+        .copied()
+        .filter(|&i| !called_by_candidate(i))
+        .map(|i| (i, "heuristic"))
+        .collect()
 }
 
 /// The main iterative loop: the one marked `#[mheta::iterate]`, else the outermost loop that
@@ -83,20 +100,37 @@ pub fn main_loop(nodes: &[Node]) -> Option<&Loop> {
     if let Some(marked) = all.iter().find(|l| l.iterate) {
         return Some(marked);
     }
-    let mixed = all.iter().find(|l| !Node::Loop((**l).clone()).only_comm_and_glue());
+    let mixed = all
+        .iter()
+        .find(|l| !Node::Loop((**l).clone()).only_comm_and_glue());
     if let Some(l) = mixed {
         return Some(l);
     }
-    all.into_iter().max_by_key(|l| (Node::Loop((*l).clone()).calls().len(), std::cmp::Reverse(l.loc.start)))
+    all.into_iter().max_by_key(|l| {
+        (
+            Node::Loop((*l).clone()).calls().len(),
+            std::cmp::Reverse(l.loc.start),
+        )
+    })
 }
 
 /// Analyses one solver function.
-pub fn analyze(program: &Program, index: usize, found_by: &str, comm_fns: &[bool], options: &crate::Options) -> SolverAnalysis {
+pub fn analyze(
+    program: &Program,
+    index: usize,
+    found_by: &str,
+    comm_fns: &[bool],
+    options: &crate::Options,
+) -> SolverAnalysis {
     let f = &program.functions[index];
     let name_loc = Loc::of(f.file, f.sig.ident.span());
     let mut facts = Facts::default();
     let (nodes, _) = body::build_function(program, index, comm_fns, &mut facts);
-    let name = if program.crate_name.is_empty() { f.path.clone() } else { format!("{}::{}", program.crate_name, f.path) };
+    let name = if program.crate_name.is_empty() {
+        f.path.clone()
+    } else {
+        format!("{}::{}", program.crate_name, f.path)
+    };
     let mut diags: Vec<Diagnostic> = facts.diags.0.clone();
     let (lowered, outline, main) = match main_loop(&nodes) {
         Some(main) => {
@@ -118,8 +152,15 @@ pub fn analyze(program: &Program, index: usize, found_by: &str, comm_fns: &[bool
     if !options.trace {
         outline.trace.clear();
     }
-    let solver = assemble(program, &name, found_by, name_loc, main, &facts, &lowered, &outline, &diags);
-    SolverAnalysis { solver, lowered, outline, diags }
+    let solver = assemble(
+        program, &name, found_by, name_loc, main, &facts, &lowered, &outline, &diags,
+    );
+    SolverAnalysis {
+        solver,
+        lowered,
+        outline,
+        diags,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -140,9 +181,21 @@ fn assemble(
         let e = lowered.events.get(id)?;
         Some(CommEvent {
             id: id as u32,
-            pattern: if pipeline { Pattern::Pipeline } else { e.described.pattern },
+            pattern: if pipeline {
+                Pattern::Pipeline
+            } else {
+                e.described.pattern
+            },
             rule: e.draft.rule,
-            calls: e.draft.calls.iter().map(|c| CommCall { api: c.api.clone(), span: sources.span(c.loc) }).collect(),
+            calls: e
+                .draft
+                .calls
+                .iter()
+                .map(|c| CommCall {
+                    api: c.api.clone(),
+                    span: sources.span(c.loc),
+                })
+                .collect(),
             participants: e.described.participants.clone(),
             message: e.described.message.clone(),
             elem_type: e.described.elem_type.clone(),
@@ -160,18 +213,26 @@ fn assemble(
                 .iter()
                 .enumerate()
                 .map(|(k, item)| match item {
-                    ItemOut::Stage(st) => SectionItem::Stage(classify::stage(k as u32, st, lowered, &classes, sources)),
+                    ItemOut::Stage(st) => SectionItem::Stage(classify::stage(
+                        k as u32, st, lowered, &classes, sources,
+                    )),
                     ItemOut::Tiles(t) => {
                         let tile = TileLoop {
                             id: tile_id,
-                            span: lowered.loops.get(t.loop_id).map(|l| sources.span(l.loc)).unwrap_or_default(),
+                            span: lowered
+                                .loops
+                                .get(t.loop_id)
+                                .map(|l| sources.span(l.loc))
+                                .unwrap_or_default(),
                             recv: t.recv.and_then(|e| event(e, true)),
                             send: t.send.and_then(|e| event(e, true)),
                             stages: t
                                 .stages
                                 .iter()
                                 .enumerate()
-                                .map(|(j, st)| classify::stage(j as u32, st, lowered, &classes, sources))
+                                .map(|(j, st)| {
+                                    classify::stage(j as u32, st, lowered, &classes, sources)
+                                })
                                 .collect(),
                         };
                         tile_id += 1;
@@ -179,7 +240,12 @@ fn assemble(
                     }
                 })
                 .collect();
-            format::Section { id: sid as u32, items, comm: s.comm.and_then(|e| event(e, false)), group: s.group }
+            format::Section {
+                id: sid as u32,
+                items,
+                comm: s.comm.and_then(|e| event(e, false)),
+                group: s.group,
+            }
         })
         .collect();
     let groups = outline
@@ -191,7 +257,9 @@ fn assemble(
             format::Group {
                 id: g as u32,
                 span: l.map(|l| sources.span(l.loc)).unwrap_or_default(),
-                trip_count: l.map(|l| l.trip_count.clone()).unwrap_or_else(|| "..".into()),
+                trip_count: l
+                    .map(|l| l.trip_count.clone())
+                    .unwrap_or_else(|| "..".into()),
                 parent: grp.parent,
             }
         })
@@ -201,14 +269,23 @@ fn assemble(
         .iter()
         .map(|v| format::Variable {
             name: v.name.clone(),
-            class: classes.get(&v.name).copied().unwrap_or(format::VarClass::Replicated),
+            class: classes
+                .get(&v.name)
+                .copied()
+                .unwrap_or(format::VarClass::Replicated),
             elem_type: v.elem_type.clone(),
             span: sources.span(v.loc),
         })
         .collect();
     let main_loop = match main {
-        Some((loc, kind)) => format::MainLoop { span: sources.span(loc), kind: kind.as_str().into() },
-        None => format::MainLoop { span: sources.span(name_loc), kind: "none".into() },
+        Some((loc, kind)) => format::MainLoop {
+            span: sources.span(loc),
+            kind: kind.as_str().into(),
+        },
+        None => format::MainLoop {
+            span: sources.span(name_loc),
+            kind: "none".into(),
+        },
     };
     format::Solver {
         name: name.to_string(),

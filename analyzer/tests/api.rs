@@ -29,14 +29,23 @@ fn attribute_solver_wins_over_the_heuristic() {
         "#[mheta::solver]\nfn solve(w: &SimpleCommunicator) { for _ in 0..3 { let x = 1.0; w.barrier(); } }\n\
          fn other(w: &SimpleCommunicator) { for _ in 0..3 { let y = 2.0; w.barrier(); } }",
     );
-    let names: Vec<(&str, &str)> = a.structure.solvers.iter().map(|s| (s.name.as_str(), s.found_by.as_str())).collect();
+    let names: Vec<(&str, &str)> = a
+        .structure
+        .solvers
+        .iter()
+        .map(|s| (s.name.as_str(), s.found_by.as_str()))
+        .collect();
     assert_eq!(names, [("t::solve", "attribute")]);
 }
 
 #[test]
 fn bare_solver_attribute_needs_the_mheta_import() {
     let src = "fn solve(w: &SimpleCommunicator, v: &mut [f64]) { for _ in 0..3 { v.reverse(); w.barrier(); } }";
-    let with_import = analyze_source("t.rs", &format!("use mheta::solver;\n#[solver]\n{src}"), &Options::default());
+    let with_import = analyze_source(
+        "t.rs",
+        &format!("use mheta::solver;\n#[solver]\n{src}"),
+        &Options::default(),
+    );
     assert_eq!(with_import.structure.solvers[0].found_by, "attribute");
     let without = analyze_source("t.rs", &format!("#[solver]\n{src}"), &Options::default());
     assert_eq!(without.structure.solvers[0].found_by, "heuristic");
@@ -50,7 +59,10 @@ fn heuristic_prefers_the_function_that_owns_the_loop() {
     );
     let s = &a.structure.solvers;
     assert_eq!(s.len(), 1);
-    assert_eq!((s[0].name.as_str(), s[0].found_by.as_str()), ("t::run", "heuristic"));
+    assert_eq!(
+        (s[0].name.as_str(), s[0].found_by.as_str()),
+        ("t::run", "heuristic")
+    );
 }
 
 #[test]
@@ -63,8 +75,15 @@ fn mixed_helpers_are_inlined_with_their_communicator_argument() {
     assert!(!a.has_errors(), "{}", a.render_diagnostics());
     let solver = &a.structure.solvers[0];
     assert_eq!(solver.name, "t::main");
-    assert_eq!(solver.sections.len(), 2, "the barrier inside `step` splits the iteration");
-    let comm = solver.sections[0].comm.as_ref().expect("the barrier closes section 0");
+    assert_eq!(
+        solver.sections.len(),
+        2,
+        "the barrier inside `step` splits the iteration"
+    );
+    let comm = solver.sections[0]
+        .comm
+        .as_ref()
+        .expect("the barrier closes section 0");
     assert_eq!(comm.calls[0].api, "mpi::barrier");
     assert_eq!(comm.span.line, 4, "spans point into the inlined function");
 }
@@ -79,8 +98,14 @@ fn recursion_between_communicating_functions_is_reported() {
     );
     assert!(a.has_errors());
     let rendered = a.render_diagnostics();
-    assert!(rendered.contains("recursion through communicating function"), "{rendered}");
-    assert!(rendered.contains("ping → pong → ping") || rendered.contains("pong → ping → pong"), "{rendered}");
+    assert!(
+        rendered.contains("recursion through communicating function"),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("ping → pong → ping") || rendered.contains("pong → ping → pong"),
+        "{rendered}"
+    );
 }
 
 #[test]
@@ -96,19 +121,36 @@ fn stage_classification_stencil_variable_load_and_representative() {
     );
     assert!(!a.has_errors(), "{}", a.render_diagnostics());
     let solver = &a.structure.solvers[0];
-    let class = |name: &str| solver.variables.iter().find(|v| v.name == name).map(|v| v.class);
-    assert_eq!(class("a"), Some(VarClass::Distributed), "length derives from rows = N / size");
+    let class = |name: &str| {
+        solver
+            .variables
+            .iter()
+            .find(|v| v.name == name)
+            .map(|v| v.class)
+    };
+    assert_eq!(
+        class("a"),
+        Some(VarClass::Distributed),
+        "length derives from rows = N / size"
+    );
     assert_eq!(class("t"), Some(VarClass::Replicated));
     let st = stages(&a);
     assert_eq!(st.len(), 2);
     assert_eq!((st[0].kind, st[0].loop_depth), (StageKind::Loop, 2));
     assert_eq!((st[0].access, st[0].load), (Access::Stencil, Load::Fixed));
-    assert_eq!(st[0].representative.as_deref(), Some("b"), "distributed and written");
+    assert_eq!(
+        st[0].representative.as_deref(),
+        Some("b"),
+        "distributed and written"
+    );
     assert_eq!(st[1].load, Load::Variable, "the inner bound depends on i");
     assert_eq!(st[1].access, Access::Independent);
     let write = st[0].affine.iter().find(|x| x.write).expect("b is written");
     assert_eq!(write.var, "b");
-    assert_eq!(write.dims[0].coefficients, vec![("i*n".to_string(), 1), ("j".to_string(), 1)]);
+    assert_eq!(
+        write.dims[0].coefficients,
+        vec![("i*n".to_string(), 1), ("j".to_string(), 1)]
+    );
 }
 
 #[test]
@@ -133,11 +175,18 @@ fn trace_lists_every_token_with_states() {
 
 #[test]
 fn diagnostics_carry_file_line_and_column() {
-    let a = analyze_source("broken.rs", "fn main() {\n    let x = ;\n}\n", &Options::default());
+    let a = analyze_source(
+        "broken.rs",
+        "fn main() {\n    let x = ;\n}\n",
+        &Options::default(),
+    );
     assert!(a.has_errors());
     let rendered = a.render_diagnostics();
     assert!(rendered.contains("broken.rs:2:"), "{rendered}");
-    assert!(rendered.contains("let x = ;"), "the snippet is shown: {rendered}");
+    assert!(
+        rendered.contains("let x = ;"),
+        "the snippet is shown: {rendered}"
+    );
 }
 
 #[test]
@@ -153,11 +202,29 @@ mod never_panics {
     use super::*;
 
     const SNIPPETS: &[&str] = &[
-        "for i in 0..n {", "}", "while x < 3 {", "loop {", "if rank > 0 {", "} else {", "world.barrier();",
-        "world.process_at_rank(rank - 1).send(&a[..]);", "world.process_at_rank(rank + 1).receive_into(&mut a[..]);",
-        "a[i] = b[i - 1] + b[i + 1];", "let s: f64 = a.iter().sum();", "x += 1;", "break;", "helper(&world, &mut a);",
-        "match rank { 0 => {", "_ => {} }", "(0..n).for_each(|i| {", "});", "a.read_block(k)?;", "mystery!(a);",
-        "let r = world.immediate_send(&a[..]);", "r.wait();", "world.all_reduce_into(&s, &mut t, op);",
+        "for i in 0..n {",
+        "}",
+        "while x < 3 {",
+        "loop {",
+        "if rank > 0 {",
+        "} else {",
+        "world.barrier();",
+        "world.process_at_rank(rank - 1).send(&a[..]);",
+        "world.process_at_rank(rank + 1).receive_into(&mut a[..]);",
+        "a[i] = b[i - 1] + b[i + 1];",
+        "let s: f64 = a.iter().sum();",
+        "x += 1;",
+        "break;",
+        "helper(&world, &mut a);",
+        "match rank { 0 => {",
+        "_ => {} }",
+        "(0..n).for_each(|i| {",
+        "});",
+        "a.read_block(k)?;",
+        "mystery!(a);",
+        "let r = world.immediate_send(&a[..]);",
+        "r.wait();",
+        "world.all_reduce_into(&s, &mut t, op);",
     ];
 
     proptest! {

@@ -8,17 +8,28 @@ fn fixtures() -> PathBuf {
 }
 
 fn mheta(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_mheta")).args(args).output().expect("the binary runs")
+    Command::new(env!("CARGO_BIN_EXE_mheta"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
 }
 
 #[test]
 fn analyze_prints_a_structure_document_and_exits_zero() {
     let path = fixtures().join("jacobi_rsmpi.rs");
     let out = mheta(&["analyze", path.to_str().unwrap(), "--format", "json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("\"schema\": \"mheta-structure/1\""), "{stdout}");
-    let parsed: mheta_runtime::format::Structure = serde_json::from_str(&stdout).expect("valid structure JSON");
+    assert!(
+        stdout.contains("\"schema\": \"mheta-structure/1\""),
+        "{stdout}"
+    );
+    let parsed: mheta_runtime::format::Structure =
+        serde_json::from_str(&stdout).expect("valid structure JSON");
     assert_eq!(parsed.solvers.len(), 1);
 }
 
@@ -26,20 +37,31 @@ fn analyze_prints_a_structure_document_and_exits_zero() {
 fn analyze_reads_crate_directories() {
     let path = fixtures().join("heat_crate");
     let out = mheta(&["analyze", path.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"crate\": \"heat-crate\""));
 }
 
 #[test]
 fn bad_inputs_exit_one_with_file_line_column() {
-    for (name, line) in [("syntax_error.rs", None), ("unresolved_module.rs", Some(5)), ("no_solver.rs", None)] {
+    for (name, line) in [
+        ("syntax_error.rs", None),
+        ("unresolved_module.rs", Some(5)),
+        ("no_solver.rs", None),
+    ] {
         let path = fixtures().join("bad").join(name);
         let out = mheta(&["analyze", path.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(1), "{name}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(&format!("{name}:")), "{name}: {stderr}");
         if let Some(line) = line {
-            assert!(stderr.contains(&format!("{name}:{line}:")), "{name}: {stderr}");
+            assert!(
+                stderr.contains(&format!("{name}:{line}:")),
+                "{name}: {stderr}"
+            );
         }
         assert!(out.stdout.is_empty(), "nothing is written on errors");
     }
@@ -57,7 +79,12 @@ fn text_and_dot_formats_and_out_file() {
     let dir = std::env::temp_dir().join(format!("mheta-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("s.json");
-    let out = mheta(&["analyze", path.to_str().unwrap(), "--out", file.to_str().unwrap()]);
+    let out = mheta(&[
+        "analyze",
+        path.to_str().unwrap(),
+        "--out",
+        file.to_str().unwrap(),
+    ]);
     assert!(out.status.success());
     assert!(out.stdout.is_empty());
     let written = std::fs::read_to_string(&file).unwrap();

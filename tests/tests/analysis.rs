@@ -12,7 +12,10 @@ fn workspace_root() -> PathBuf {
     static CHDIR: Once = Once::new();
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let manifest = std::fs::canonicalize(manifest).unwrap_or_else(|_| manifest.to_path_buf());
-    let root = manifest.parent().expect("tests/ lives in the workspace").to_path_buf();
+    let root = manifest
+        .parent()
+        .expect("tests/ lives in the workspace")
+        .to_path_buf();
     CHDIR.call_once(|| std::env::set_current_dir(&root).expect("the workspace root exists"));
     root
 }
@@ -23,15 +26,23 @@ fn check(path: &Path) {
     let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let relative = path.strip_prefix(&root).unwrap_or(&path);
     let analysis = mheta_analyzer::analyze_path(relative, &mheta_analyzer::Options::default());
-    let text = mheta_analyzer::emit::render(&analysis.structure, mheta_analyzer::emit::Format::Text);
-    let json = mheta_analyzer::emit::render(&analysis.structure, mheta_analyzer::emit::Format::Json);
+    let text =
+        mheta_analyzer::emit::render(&analysis.structure, mheta_analyzer::emit::Format::Text);
+    let json =
+        mheta_analyzer::emit::render(&analysis.structure, mheta_analyzer::emit::Format::Json);
     let diagnostics = analysis.render_diagnostics();
     // The JSON must read back as the shared format type.
-    let back: mheta_runtime::format::Structure = serde_json::from_str(&json).expect("the JSON is a Structure");
+    let back: mheta_runtime::format::Structure =
+        serde_json::from_str(&json).expect("the JSON is a Structure");
     assert_eq!(back, analysis.structure);
-    let within = relative.strip_prefix("fixtures/analysis").unwrap_or(relative);
+    let within = relative
+        .strip_prefix("fixtures/analysis")
+        .unwrap_or(relative);
     let name = within.to_string_lossy().replace(['/', '\\'], "__");
-    let snapshot = format!("{text}\n--- diagnostics (errors: {}) ---\n{diagnostics}\n--- json ---\n{json}", analysis.has_errors());
+    let snapshot = format!(
+        "{text}\n--- diagnostics (errors: {}) ---\n{diagnostics}\n--- json ---\n{json}",
+        analysis.has_errors()
+    );
     insta::with_settings!({ snapshot_suffix => "", prepend_module_to_snapshot => false, omit_expression => true }, {
         insta::assert_snapshot!(name, snapshot);
     });
@@ -49,7 +60,9 @@ fn bad_inputs() {
 
 #[test]
 fn crate_fixtures() {
-    insta::glob!("../../fixtures/analysis", "*/Cargo.toml", |path| check(path.parent().expect("a manifest has a directory")));
+    insta::glob!("../../fixtures/analysis", "*/Cargo.toml", |path| check(
+        path.parent().expect("a manifest has a directory")
+    ));
 }
 
 #[test]
@@ -59,13 +72,23 @@ fn every_good_fixture_yields_a_structure_and_every_bad_one_an_error() {
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).expect("fixtures exist") {
         let path = entry.expect("readable entry").path();
-        let is_input = path.extension().is_some_and(|e| e == "rs") || path.join("Cargo.toml").is_file();
+        let is_input =
+            path.extension().is_some_and(|e| e == "rs") || path.join("Cargo.toml").is_file();
         if !is_input {
             continue;
         }
         let analysis = mheta_analyzer::analyze_path(&path, &mheta_analyzer::Options::default());
-        assert!(!analysis.has_errors(), "{}:\n{}", path.display(), analysis.render_diagnostics());
-        assert!(!analysis.structure.solvers.is_empty(), "{} has no solver", path.display());
+        assert!(
+            !analysis.has_errors(),
+            "{}:\n{}",
+            path.display(),
+            analysis.render_diagnostics()
+        );
+        assert!(
+            !analysis.structure.solvers.is_empty(),
+            "{} has no solver",
+            path.display()
+        );
         seen += 1;
     }
     for entry in std::fs::read_dir(dir.join("bad")).expect("bad fixtures exist") {
@@ -74,7 +97,10 @@ fn every_good_fixture_yields_a_structure_and_every_bad_one_an_error() {
         let rendered = analysis.render_diagnostics();
         let warns_only = path.file_name().is_some_and(|n| n == "macro_hides_comm.rs");
         if warns_only {
-            assert!(rendered.contains("warning: macro `exchange!`"), "{rendered}");
+            assert!(
+                rendered.contains("warning: macro `exchange!`"),
+                "{rendered}"
+            );
         } else {
             assert!(analysis.has_errors(), "{} should fail", path.display());
         }

@@ -11,7 +11,11 @@ use crate::ir::{LoopKind, Stmt};
 use crate::lower::{Event, LoopInfo, LoopRole, Lowered, Token};
 
 fn loc() -> Loc {
-    Loc { file: 0, start: (1, 0), end: (1, 1) }
+    Loc {
+        file: 0,
+        start: (1, 0),
+        end: (1, 1),
+    }
 }
 
 /// Builds a lowered body from the notation (an `IterEnd` is appended).
@@ -21,15 +25,28 @@ fn lowered(spec: &str) -> Lowered {
     for ch in spec.chars() {
         match ch {
             's' => {
-                l.stmts.push(Stmt { loc: Some(loc()), ..Stmt::default() });
+                l.stmts.push(Stmt {
+                    loc: Some(loc()),
+                    ..Stmt::default()
+                });
                 l.tokens.push(Token::Stmt(l.stmts.len() - 1));
             }
             'i' => {
-                l.io.push(crate::ir::IoCall { op: mheta_runtime::format::IoKind::Read, var: "a".into(), loc: loc() });
+                l.io.push(crate::ir::IoCall {
+                    op: mheta_runtime::format::IoKind::Read,
+                    var: "a".into(),
+                    loc: loc(),
+                });
                 l.tokens.push(Token::Io(l.io.len() - 1));
             }
             'c' | 'r' => {
-                let draft = EventDraft { rule: mheta_runtime::format::EventRule::SingleCall, calls: vec![], loc: loc(), ranges: vec![], computes: None };
+                let draft = EventDraft {
+                    rule: mheta_runtime::format::EventRule::SingleCall,
+                    calls: vec![],
+                    loc: loc(),
+                    ranges: vec![],
+                    computes: None,
+                };
                 let described = Described {
                     pattern: Pattern::PointToPoint,
                     participants: vec![],
@@ -59,7 +76,9 @@ fn lowered(spec: &str) -> Lowered {
                 open.push(l.loops.len() - 1);
                 l.tokens.push(Token::LoopStart(l.loops.len() - 1));
             }
-            ')' | ']' | '}' => l.tokens.push(Token::LoopEnd(open.pop().expect("balanced spec"))),
+            ')' | ']' | '}' => l
+                .tokens
+                .push(Token::LoopEnd(open.pop().expect("balanced spec"))),
             other => panic!("unknown token {other}"),
         }
     }
@@ -101,7 +120,10 @@ fn run_spec(spec: &str) -> Outline {
 
 /// The (state before, state after) of every consumed token and ε move, as names.
 fn states(o: &Outline) -> Vec<(&'static str, &'static str)> {
-    o.trace.iter().map(|t| (t.before.state.name(), t.after.state.name())).collect()
+    o.trace
+        .iter()
+        .map(|t| (t.before.state.name(), t.after.state.name()))
+        .collect()
 }
 
 #[test]
@@ -150,7 +172,10 @@ fn nested_groups_record_their_parent() {
 fn section_loopstart_opens_a_loop_stage() {
     let o = run_spec("(s)c");
     assert_eq!(shape(&o), "S[loop3]→Some(0)");
-    assert_eq!(&states(&o)[..2], &[("SECTION", "LOOP_START"), ("LOOP_START", "LOOP")]);
+    assert_eq!(
+        &states(&o)[..2],
+        &[("SECTION", "LOOP_START"), ("LOOP_START", "LOOP")]
+    );
     assert!(!o.trace[0].after.vars.implicit);
 }
 
@@ -158,7 +183,10 @@ fn section_loopstart_opens_a_loop_stage() {
 fn section_comm_closes_the_section_through_section_next() {
     let o = run_spec("cc");
     assert_eq!(shape(&o), "S[]→Some(0) S[]→Some(1)");
-    assert_eq!(&states(&o)[..2], &[("SECTION", "SECTION_NEXT"), ("SECTION_NEXT", "SECTION")]);
+    assert_eq!(
+        &states(&o)[..2],
+        &[("SECTION", "SECTION_NEXT"), ("SECTION_NEXT", "SECTION")]
+    );
     assert!(o.trace[0].after.vars.next);
     assert!(!o.trace[1].after.vars.next);
     assert_eq!(o.trace[1].after.vars.section, 1);
@@ -185,7 +213,10 @@ fn stage_loopstart_of_a_tile_closes_the_stage_and_retries_in_section() {
 
 #[test]
 fn stage_loopstart_of_a_nested_iteration_closes_the_stage() {
-    assert_eq!(shape(&run_spec("s{sc}")), "S[impl1]→None G0:S[impl1]→Some(0)");
+    assert_eq!(
+        shape(&run_spec("s{sc}")),
+        "S[impl1]→None G0:S[impl1]→Some(0)"
+    );
 }
 
 #[test]
@@ -214,8 +245,14 @@ fn loop_records_nested_loops_and_leaves_at_depth_zero() {
     assert_eq!(shape(&o), "S[loop6]→Some(0)");
     let s = states(&o);
     assert!(s.contains(&("LOOP", "LOOP_START")));
-    assert!(s.contains(&("LOOP_END", "LOOP")), "loops > 0 returns to LOOP");
-    assert!(s.contains(&("LOOP_END", "SECTION")), "loops = 0 closes the stage");
+    assert!(
+        s.contains(&("LOOP_END", "LOOP")),
+        "loops > 0 returns to LOOP"
+    );
+    assert!(
+        s.contains(&("LOOP_END", "SECTION")),
+        "loops = 0 closes the stage"
+    );
     let max_loops = o.trace.iter().map(|t| t.after.vars.loops).max();
     assert_eq!(max_loops, Some(2));
 }
@@ -226,7 +263,9 @@ fn loop_comm_is_a_diagnostic_and_stays_in_the_stage() {
     assert_eq!(shape(&o), "S[loop4]→None");
     assert_eq!(o.diags.len(), 1);
     assert_eq!(o.diags[0].level, Level::Warning);
-    assert!(o.diags[0].message.contains("communication inside a stage loop"));
+    assert!(o.diags[0]
+        .message
+        .contains("communication inside a stage loop"));
 }
 
 #[test]
@@ -234,8 +273,15 @@ fn tile_holds_several_stages_and_one_send() {
     let o = run_spec("[rs(s)c]c");
     assert_eq!(shape(&o), "S[T(Some(0);impl1,loop3;Some(1))]→Some(2)");
     assert!(o.trace.iter().any(|t| t.after.vars.in_tile));
-    let closing = o.trace.iter().find(|t| t.token == Some(Token::LoopEnd(0))).expect("the tile loop ends");
-    assert_eq!((closing.before.state, closing.after.state), (State::Tile, State::Section));
+    let closing = o
+        .trace
+        .iter()
+        .find(|t| t.token == Some(Token::LoopEnd(0)))
+        .expect("the tile loop ends");
+    assert_eq!(
+        (closing.before.state, closing.after.state),
+        (State::Tile, State::Section)
+    );
     assert!(!closing.after.vars.in_tile);
 }
 
@@ -249,13 +295,19 @@ fn tile_second_send_is_a_diagnostic() {
 #[test]
 fn tile_computation_after_the_send_is_a_diagnostic() {
     let o = run_spec("[r(s)cs]");
-    assert!(o.diags.iter().any(|d| d.message.contains("middle of a tile")));
+    assert!(o
+        .diags
+        .iter()
+        .any(|d| d.message.contains("middle of a tile")));
 }
 
 #[test]
 fn tile_loopend_closes_the_tile_and_counts_it() {
     let o = run_spec("[rsc][rsc]c");
-    assert_eq!(shape(&o), "S[T(Some(0);impl1;Some(1)),T(Some(2);impl1;Some(3))]→Some(4)");
+    assert_eq!(
+        shape(&o),
+        "S[T(Some(0);impl1;Some(1)),T(Some(2);impl1;Some(3))]→Some(4)"
+    );
     let tiles = o.trace.iter().map(|t| t.after.vars.tile).max();
     assert_eq!(tiles, Some(2));
 }
@@ -263,7 +315,11 @@ fn tile_loopend_closes_the_tile_and_counts_it() {
 #[test]
 fn stage_ids_restart_in_every_section() {
     let o = run_spec("s(s)cs(s)c");
-    let stage_after_comm = o.trace.iter().find(|t| t.before.state == State::SectionNext).map(|t| t.after.vars.stage);
+    let stage_after_comm = o
+        .trace
+        .iter()
+        .find(|t| t.before.state == State::SectionNext)
+        .map(|t| t.after.vars.stage);
     assert_eq!(stage_after_comm, Some(0));
     assert_eq!(shape(&o), "S[impl1,loop3]→Some(0) S[impl1,loop3]→Some(1)");
 }

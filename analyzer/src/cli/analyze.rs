@@ -33,8 +33,16 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<()> {
         eprint!("{rendered}");
     }
     if analysis.has_errors() {
-        let n = analysis.diagnostics.iter().filter(|d| d.level == mheta_runtime::format::Level::Error).count();
-        return Err(super::Reported(format!("analysis of `{}` failed with {n} error(s)", args.path.display())).into());
+        let n = analysis
+            .diagnostics
+            .iter()
+            .filter(|d| d.level == mheta_runtime::format::Level::Error)
+            .count();
+        return Err(super::Reported(format!(
+            "analysis of `{}` failed with {n} error(s)",
+            args.path.display()
+        ))
+        .into());
     }
     let output = emit::render(&analysis.structure, args.format);
     match &args.out {

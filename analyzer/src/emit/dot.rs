@@ -13,7 +13,10 @@ pub fn render(structure: &Structure) -> String {
         let root = g.add_node(format!("solver {}", s.name));
         let mut prev: Option<NodeIndex> = None;
         for sec in &s.sections {
-            let group = sec.group.map(|g| format!(" (group {g})")).unwrap_or_default();
+            let group = sec
+                .group
+                .map(|g| format!(" (group {g})"))
+                .unwrap_or_default();
             let sn = g.add_node(format!("section {}{group}", sec.id));
             g.add_edge(root, sn, "contains");
             if let Some(p) = prev {
@@ -63,9 +66,16 @@ pub fn render(structure: &Structure) -> String {
 }
 
 fn stage_label(st: &Stage) -> String {
-    format!("stage {} {:?} depth {} {:?}", st.id, st.kind, st.loop_depth, st.access)
+    format!(
+        "stage {} {:?} depth {} {:?}",
+        st.id, st.kind, st.loop_depth, st.access
+    )
 }
 
 fn event_label(role: &str, e: &CommEvent) -> String {
-    format!("{role} event {} {}", e.id, crate::lower::pattern_name(e.pattern))
+    format!(
+        "{role} event {} {}",
+        e.id,
+        crate::lower::pattern_name(e.pattern)
+    )
 }

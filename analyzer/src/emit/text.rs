@@ -11,8 +11,19 @@ pub fn render(structure: &Structure) -> String {
         let _ = writeln!(out, "  {:?}: {}{}", d.level, d.message, at(d.span.as_ref()));
     }
     for s in &structure.solvers {
-        let _ = writeln!(out, "solver {} (found by {}){}", s.name, s.found_by, at(Some(&s.span)));
-        let _ = writeln!(out, "  main loop: {}{}", s.main_loop.kind, at(Some(&s.main_loop.span)));
+        let _ = writeln!(
+            out,
+            "solver {} (found by {}){}",
+            s.name,
+            s.found_by,
+            at(Some(&s.span))
+        );
+        let _ = writeln!(
+            out,
+            "  main loop: {}{}",
+            s.main_loop.kind,
+            at(Some(&s.main_loop.span))
+        );
         for v in &s.variables {
             let ty = v.elem_type.as_deref().unwrap_or("?");
             let _ = writeln!(out, "  variable {}: {:?} {ty}", v.name, v.class);
@@ -21,7 +32,13 @@ pub fn render(structure: &Structure) -> String {
         for sec in &s.sections {
             if sec.group != open_group {
                 if let Some(g) = sec.group.and_then(|g| s.groups.get(g as usize)) {
-                    let _ = writeln!(out, "  group {} repeated {} times{}", g.id, g.trip_count, at(Some(&g.span)));
+                    let _ = writeln!(
+                        out,
+                        "  group {} repeated {} times{}",
+                        g.id,
+                        g.trip_count,
+                        at(Some(&g.span))
+                    );
                 }
                 open_group = sec.group;
             }
@@ -36,7 +53,8 @@ pub fn render(structure: &Structure) -> String {
 }
 
 fn at(span: Option<&Span>) -> String {
-    span.map(|s| format!(" @ {}:{}:{}", s.file, s.line, s.column)).unwrap_or_default()
+    span.map(|s| format!(" @ {}:{}:{}", s.file, s.line, s.column))
+        .unwrap_or_default()
 }
 
 fn section(out: &mut String, sec: &Section, indent: &str) {
@@ -77,12 +95,23 @@ fn stage(out: &mut String, st: &Stage, indent: &str) {
         st.load,
         at(Some(&st.span))
     );
-    let _ = writeln!(out, "{indent}  reads [{}] writes [{}]", st.reads.join(", "), st.writes.join(", "));
+    let _ = writeln!(
+        out,
+        "{indent}  reads [{}] writes [{}]",
+        st.reads.join(", "),
+        st.writes.join(", ")
+    );
     if let Some(r) = &st.representative {
         let _ = writeln!(out, "{indent}  representative {r}");
     }
     for io in &st.io {
-        let _ = writeln!(out, "{indent}  io {:?} {}{}", io.op, io.var, at(Some(&io.span)));
+        let _ = writeln!(
+            out,
+            "{indent}  io {:?} {}{}",
+            io.op,
+            io.var,
+            at(Some(&io.span))
+        );
     }
 }
 
@@ -93,7 +122,10 @@ fn event(out: &mut String, role: &str, e: &CommEvent, indent: &str) {
         "{indent}{role} event {} {} by {} with [{}]: {}{}",
         e.id,
         crate::lower::pattern_name(e.pattern),
-        serde_json::to_value(e.rule).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+        serde_json::to_value(e.rule)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
         e.participants.join(", "),
         apis.join(", "),
         at(Some(&e.span))

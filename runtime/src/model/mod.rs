@@ -132,6 +132,10 @@ impl Model {
     }
 
     /// Predicts one iteration into `out`, reusing its buffers (no allocation once sized).
+    ///
+    /// `rows` needs one entry per node; it normally sums to the measured S (searches and
+    /// [`crate::distribution::Distribution::validate`] guarantee it), but need not: the model
+    /// then extrapolates the per-row costs to the other problem size.
     pub fn predict_into(&self, rows: &[u64], out: &mut Prediction) -> Result<(), ModelError> {
         if rows.len() != self.nodes {
             return Err(ModelError::DistributionLength {
@@ -151,8 +155,10 @@ impl Model {
 
     /// The seed's per-node cost `f_i(x_i) = g_i + h_i + r_i` (§4.2): computation, I/O and
     /// communication overheads of node `node` holding `rows` rows, without blocked time (so it
-    /// depends on `rows` only). Monotone non-decreasing in `rows` whenever the out-of-core set
-    /// only grows with `rows` (always true with a single distributed array).
+    /// depends on `rows` only). Non-decreasing in `rows` when the stages' I/O is synchronous
+    /// (the out-of-core heuristic picks the least I/O among candidates whose costs all grow
+    /// with `rows`, see [`out_of_core`]); prefetch masking and out-of-core messages can make
+    /// it dip slightly.
     pub fn node_cost(&self, node: usize, rows: u64) -> f64 {
         let state = out_of_core::decide(&self.arrays, &self.memory[node], rows);
         let mut total = 0.0;

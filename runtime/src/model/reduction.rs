@@ -37,7 +37,7 @@ pub(crate) fn run(model: &Model, comm: &CommCost, rows: &[u64], out: &mut Predic
         0.0
     };
     let back_bytes = match comm.pattern {
-        Pattern::AllGather => comm.bytes[r] + comm.bytes_per_row * model.total_rows as f64,
+        Pattern::AllGather => comm.bytes[r] + comm.bytes_per_row * rows.iter().sum::<u64>() as f64,
         Pattern::Barrier => 0.0,
         _ => comm.msg_bytes(r, rows[r]),
     };

@@ -564,3 +564,98 @@ fn bad_inputs_are_errors() {
         }
     );
 }
+
+#[test]
+fn barrier_is_a_reduction_without_data_or_compute() {
+    // As the first reduction case (root slower, T_τ = (1.0, 0.5)) even though the root's event
+    // took longer than its overheads: a barrier has no T_r. → (1.03, 1.15).
+    let mut c = Case::new(&[10, 10]);
+    c.section(true, &[1.0, 0.5], Some((Pattern::Barrier, &["0"])), None);
+    c.m.nodes[0].events[0].total_s += 0.05;
+    let p = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(p.nodes[0].total_s, 1.03), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 1.15));
+}
+
+#[test]
+fn all_gather_messages_carry_rows() {
+    // Node 1 sent its 10 rows in 80 B: 8 B per row; per-byte cost 0.001 s. Under (5, 15):
+    // T_τ = (5 · 0.1, 15 · 0.05) = (0.5, 0.75). Node 1's 120 B arrive at 0.75 + 0.01 + 0.1 + 0.12
+    // = 0.98: T_w(0) = 0.48; the root releases at 0.5 + 0.48 + 0.02 = 1.00 and sends all
+    // S = 20 rows (160 B): root total 1.01; T_α(1) = 1.00 + 0.01 + 0.1 + 0.16 = 1.27, node 1
+    // blocked 1.27 − 0.76 = 0.51, total 1.29.
+    let mut c = Case::new(&[10, 10]);
+    c.m.micro.per_byte_s = 0.001;
+    c.section(
+        true,
+        &[1.0, 0.5],
+        Some((Pattern::AllGather, &["all"])),
+        None,
+    );
+    c.m.nodes[1].events[0].bytes_sent = 80.0;
+    let p = c.model().predict(&[5, 15]).unwrap();
+    assert!(close(p.nodes[0].total_s, 1.01), "{p:?}");
+    assert!(close(p.nodes[1].blocked_s, 0.51), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 1.29));
+}
+
+#[test]
+fn scatter_messages_carry_the_receivers_rows() {
+    // The root sent 80 B for node 1's 10 rows: 8 B per row. Under (5, 15) the message is 120 B:
+    // T_α(1) = 0.5 + 0.01 + 0.1 + 0.12 = 0.73 < T_τ(1) = 0.75: no blocking, node 1 → 0.77;
+    // root → 0.51.
+    let mut c = Case::new(&[10, 10]);
+    c.m.micro.per_byte_s = 0.001;
+    c.section(true, &[1.0, 0.5], Some((Pattern::Scatter, &["0"])), None);
+    c.m.nodes[0].events[0].bytes_sent = 80.0;
+    let p = c.model().predict(&[5, 15]).unwrap();
+    assert!(close(p.nodes[0].total_s, 0.51), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 0.77));
+    assert!(close(p.nodes[1].blocked_s, 0.0));
+}
+
+#[test]
+fn all_to_all_uses_eq_5_12_over_every_peer() {
+    // Three nodes each send to the two others in rank order; T_τ = (1.0, 0.2, 0.6).
+    // Node 0: arrivals 0.31 (from 1), 0.71 (from 2) are before its own sends end → 0;
+    //         total 1.0 + 2·0.01 + 2·0.02 = 1.06.
+    // Node 1: from 0: 1.0 + 0.01 + 0.1 − (0.2 + 0.01) = 0.90; from 2: 0.6 + 0.02 + 0.1 − 0.22 = 0.50;
+    //         total 0.2 + 0.02 + 0.90 + 0.04 = 1.16.
+    // Node 2: from 0: 1.0 + 0.02 + 0.1 − (0.6 + 0.01) = 0.51; from 1: 0.32 − 0.62 < 0;
+    //         total 0.6 + 0.02 + 0.51 + 0.04 = 1.17.
+    let mut c = Case::new(&[10, 10, 10]);
+    c.section(
+        true,
+        &[1.0, 0.2, 0.6],
+        Some((Pattern::AllToAll, &["all"])),
+        None,
+    );
+    let p = c.model().predict(&[10, 10, 10]).unwrap();
+    assert!(close(p.nodes[0].total_s, 1.06), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 1.16));
+    assert!(close(p.nodes[2].total_s, 1.17));
+}
+
+#[test]
+fn a_target_cluster_rescales_compute_by_cpu_power() {
+    // Measured on CPU 1.0; predicted for a node twice as fast: T_φ halves.
+    let mut c = Case::new(&[10, 10]);
+    c.section(true, &[1.0, 0.5], None, None);
+    c.cluster.nodes[0].cpu = 2.0;
+    let p = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(p.nodes[0].compute_s, 0.5), "{p:?}");
+    assert!(close(p.nodes[1].compute_s, 0.5));
+}
+
+#[test]
+fn a_node_measured_with_no_rows_borrows_the_others_rate() {
+    // Node 1 held no rows; node 0 ran 1.0 s on 10 rows at CPU 1.0. Node 1 has CPU 0.5, so its
+    // rate is 0.1 / 0.5 = 0.2 s per row: 5 rows → 1.0 s.
+    let mut c = Case::new(&[10, 0]);
+    c.cluster.nodes[1].cpu = 0.5;
+    c.m.cluster = c.cluster.clone();
+    c.section(true, &[1.0, 0.0], None, None);
+    let p = c.model().predict(&[5, 5]).unwrap();
+    assert!(close(p.nodes[1].compute_s, 1.0), "{p:?}");
+    assert!(close(p.nodes[0].compute_s, 0.5));
+}

@@ -1,0 +1,213 @@
+//! Iterator chains and closures: a chain with per-element closures (`a.iter().map(..).sum()`)
+//! or consuming a data iterator (`v.iter().sum()`) is a loop (DESIGN §3.5); closures passed to
+//! other calls (`scope(|s| ..)`) are inlined; trip counts are read off ranges and collections.
+
+use syn::spanned::Spanned;
+
+use super::{peel, Builder};
+use crate::binding::{pattern_idents, Text};
+use crate::ir::{Loop, LoopKind, Node};
+
+/// Iterator adapters whose closure runs once per element (the chain is a loop).
+#[rustfmt::skip]
+const ITER_CLOSURE_METHODS: &[&str] = &[
+    "for_each", "map", "filter", "filter_map", "flat_map", "fold", "try_for_each", "try_fold", "any", "all",
+    "position", "find", "find_map", "inspect", "map_while", "scan", "take_while", "skip_while", "reduce",
+    "for_each_init", "for_each_with", "max_by", "min_by", "max_by_key", "min_by_key", "sum_by",
+];
+
+/// Iterator methods that consume the whole iteration (the chain is a loop even without closures).
+const CONSUMING_METHODS: &[&str] = &[
+    "sum", "product", "count", "max", "min", "collect", "fold", "for_each", "last",
+];
+
+/// Methods that start an iteration over data.
+#[rustfmt::skip]
+const ITER_SOURCES: &[&str] = &[
+    "iter", "iter_mut", "into_iter", "par_iter", "par_iter_mut", "into_par_iter", "chunks", "chunks_mut",
+    "windows", "par_chunks", "par_chunks_mut", "chunks_exact", "chunks_exact_mut", "lines", "bytes", "chars",
+    "keys", "values", "drain",
+];
+
+impl Builder<'_, '_> {
+    /// An iterator chain with per-element closures (`a.iter().map(|x| ..).sum()`) or consuming
+    /// a data iterator (`v.iter().sum()`), anywhere in the statement, as a loop.
+    pub(super) fn iterator_loop(&mut self, e: &syn::Expr, bound: &[String]) -> Option<Node> {
+        let chain = find_chain(e)?;
+        let (closures, root) = chain_parts(chain);
+        let mut vars = Vec::new();
+        let mut body = Vec::new();
+        for c in &closures {
+            for input in &c.inputs {
+                vars.extend(pattern_idents(input));
+            }
+            let inner_loc = self.loc(c.body.span());
+            match &*c.body {
+                syn::Expr::Block(b) => body.extend(self.block(&b.block)),
+                other => self.expr(other, &[], inner_loc, &mut body),
+            }
+        }
+        let mut header = self.scan(Some(e), bound, self.loc(e.span()));
+        if body.iter().any(Node::has_comm) {
+            header.calls.clear();
+        } else if !header.calls.is_empty() {
+            // A communication statement computing its message (`all_reduce(&v.iter().sum())`).
+            return None;
+        }
+        header.glue = false;
+        Some(Node::Loop(Loop {
+            loc: self.loc(e.span()),
+            kind: LoopKind::Iterator,
+            bound_reads: self.scan(Some(root), &[], self.loc(root.span())).reads,
+            header_text: self.text.of(root),
+            trip_count: trip_count(root, &self.text),
+            vars,
+            header,
+            body,
+            iterate: false,
+        }))
+    }
+
+    /// Closures passed to a non-iterator call (`scope(|s| { .. })`) are inlined.
+    pub(super) fn closure_bodies(&mut self, e: &syn::Expr) -> Option<Vec<Node>> {
+        let args: Vec<&syn::Expr> = match peel(e) {
+            syn::Expr::Call(c) => c.args.iter().collect(),
+            syn::Expr::MethodCall(m) => m.args.iter().collect(),
+            _ => return None,
+        };
+        let closures: Vec<&syn::ExprClosure> = args
+            .into_iter()
+            .filter_map(|a| match a {
+                syn::Expr::Closure(c) if matches!(&*c.body, syn::Expr::Block(_)) => Some(c),
+                _ => None,
+            })
+            .collect();
+        if closures.is_empty() {
+            return None;
+        }
+        let mut out = Vec::new();
+        for c in closures {
+            if let syn::Expr::Block(b) = &*c.body {
+                out.extend(self.block(&b.block));
+            }
+        }
+        Some(out)
+    }
+}
+
+/// Whether a method-call chain is an iteration over data: a per-element closure adapter, or a
+/// consuming method on an iterator source (and not a glue chain over a range of ranks).
+pub(super) fn is_chain(m: &syn::ExprMethodCall) -> bool {
+    let mut is_iter = false;
+    let mut consumes = false;
+    let mut from_source = false;
+    let mut cur = m;
+    loop {
+        let name = cur.method.to_string();
+        consumes |= CONSUMING_METHODS.contains(&name.as_str());
+        from_source |= ITER_SOURCES.contains(&name.as_str());
+        is_iter |= ITER_CLOSURE_METHODS.contains(&name.as_str())
+            && cur.args.iter().any(|a| matches!(a, syn::Expr::Closure(_)));
+        match &*cur.receiver {
+            syn::Expr::MethodCall(inner) => cur = inner,
+            _ => break,
+        }
+    }
+    let no_closures = std::collections::BTreeSet::new();
+    let glue = crate::scan::Glue {
+        closures: &no_closures,
+        data: &no_closures,
+    };
+    (is_iter || consumes && from_source) && !glue.method_call(m)
+}
+
+/// The outermost iterator chain in an expression (closures are not searched).
+pub(super) fn find_chain(e: &syn::Expr) -> Option<&syn::ExprMethodCall> {
+    use syn::Expr;
+    match e {
+        Expr::MethodCall(m) if is_chain(m) => Some(m),
+        Expr::MethodCall(m) => {
+            find_chain(&m.receiver).or_else(|| m.args.iter().find_map(find_chain))
+        }
+        Expr::Binary(b) => find_chain(&b.left).or_else(|| find_chain(&b.right)),
+        Expr::Unary(u) => find_chain(&u.expr),
+        Expr::Paren(p) => find_chain(&p.expr),
+        Expr::Cast(c) => find_chain(&c.expr),
+        Expr::Try(t) => find_chain(&t.expr),
+        Expr::Reference(r) => find_chain(&r.expr),
+        Expr::Assign(a) => find_chain(&a.right),
+        Expr::Call(c) => c.args.iter().find_map(find_chain),
+        Expr::Tuple(t) => t.elems.iter().find_map(find_chain),
+        Expr::Array(a) => a.elems.iter().find_map(find_chain),
+        _ => None,
+    }
+}
+
+/// The per-element closures of a chain (in call order) and its root expression.
+pub(super) fn chain_parts(m: &syn::ExprMethodCall) -> (Vec<&syn::ExprClosure>, &syn::Expr) {
+    let mut closures = Vec::new();
+    let mut cur: &syn::ExprMethodCall = m;
+    loop {
+        let name = cur.method.to_string();
+        if ITER_CLOSURE_METHODS.contains(&name.as_str()) {
+            closures.extend(cur.args.iter().filter_map(|a| {
+                if let syn::Expr::Closure(c) = a {
+                    Some(c)
+                } else {
+                    None
+                }
+            }));
+        }
+        match &*cur.receiver {
+            syn::Expr::MethodCall(inner) => cur = inner,
+            root => {
+                closures.reverse();
+                return (closures, root);
+            }
+        }
+    }
+}
+
+/// `2` for `0..2`, `k` for `0..k`, `hi - lo` for `lo..hi`, `..` otherwise.
+pub(super) fn trip_count(e: &syn::Expr, text: &Text<'_>) -> String {
+    let lit = |e: &syn::Expr| match e {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.base10_parse::<i64>().ok(),
+        _ => None,
+    };
+    match e {
+        syn::Expr::Paren(p) => trip_count(&p.expr, text),
+        syn::Expr::Range(r) => {
+            let (Some(start), Some(end)) = (&r.start, &r.end) else {
+                return "..".into();
+            };
+            let inclusive = matches!(r.limits, syn::RangeLimits::Closed(_));
+            match (lit(start), lit(end)) {
+                (Some(a), Some(b)) => (b - a + i64::from(inclusive)).max(0).to_string(),
+                (Some(0), None) if !inclusive => text.of(&**end),
+                _ => {
+                    let base = format!("{} - {}", text.of(&**end), text.of(&**start));
+                    if inclusive {
+                        format!("{base} + 1")
+                    } else {
+                        base
+                    }
+                }
+            }
+        }
+        // `for q in &basis`, `basis.iter()`: once per element.
+        syn::Expr::Reference(r) => trip_count(&r.expr, text),
+        syn::Expr::Path(p) if p.path.get_ident().is_some() => format!("{}.len()", text.of(e)),
+        syn::Expr::MethodCall(m)
+            if matches!(
+                m.method.to_string().as_str(),
+                "iter" | "iter_mut" | "into_iter"
+            ) =>
+        {
+            trip_count(&m.receiver, text)
+        }
+        _ => "..".into(),
+    }
+}

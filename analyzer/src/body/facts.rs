@@ -1,0 +1,347 @@
+//! Facts about a solver's variables gathered while building: rank and size variables,
+//! partition-sized scalars, and which arrays are distributed (DESIGN §3.7) — their length derives
+//! from this node's partition — with their element types.
+
+use syn::spanned::Spanned;
+
+use super::chains::{chain_parts, find_chain};
+use super::{peel, Builder, VarDecl};
+use crate::binding::pattern_idents;
+use crate::diagnostics::Loc;
+use crate::scan::{base_var, is_glue};
+
+impl Builder<'_, '_> {
+    /// Records slice and vector parameters as variables of the solver.
+    pub(super) fn declare_params(&mut self, sig: &syn::Signature) {
+        for input in &sig.inputs {
+            if let syn::FnArg::Typed(pt) = input {
+                let ty = &pt.ty;
+                let ty_text = quote::quote!(#ty).to_string();
+                if ty_text.contains('[') || ty_text.contains("Vec") || ty_text.contains("DistArray")
+                {
+                    for name in pattern_idents(&pt.pat) {
+                        let distributed = ty_text.contains("DistArray");
+                        let elem_type = elem_of_type(&pt.ty);
+                        self.facts.variables.push(VarDecl {
+                            name,
+                            distributed,
+                            elem_type,
+                            loc: self.loc(pt.span()),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn note_facts(&mut self, name: &str, e: &syn::Expr, loc: Loc, l: &syn::Local) {
+        let m = mentions(e);
+        if m.methods.iter().any(|x| x == "rank") && !m.is_array {
+            self.facts.rank_vars.insert(name.to_string());
+        }
+        if m.methods.iter().any(|x| x == "size")
+            && !m.is_array
+            && m.idents.iter().all(|i| !self.facts.rank_vars.contains(i))
+        {
+            self.facts.size_vars.insert(name.to_string());
+        }
+        let partition_marker = self.partition_marker(&m);
+        let forced_dist = self
+            .program
+            .config
+            .variables
+            .distributed
+            .iter()
+            .any(|v| v == name);
+        let forced_repl = self
+            .program
+            .config
+            .variables
+            .replicated
+            .iter()
+            .any(|v| v == name);
+        let annotated_array = match &l.pat {
+            syn::Pat::Type(t) => {
+                let ty = &t.ty;
+                let text = quote::quote!(#ty).to_string();
+                text.contains("Vec") || text.starts_with('[') || text.contains("DistArray")
+            }
+            _ => false,
+        };
+        // A copy of an array is an array (`let scratch = field.clone()`), as is a literal one.
+        let copies_array = match e {
+            syn::Expr::MethodCall(mc) => {
+                matches!(
+                    mc.method.to_string().as_str(),
+                    "clone" | "to_vec" | "to_owned"
+                ) && crate::scan::base_var(&mc.receiver)
+                    .is_some_and(|v| self.facts.arrays.contains(&v))
+            }
+            syn::Expr::Array(_) | syn::Expr::Repeat(_) => true,
+            _ => false,
+        };
+        let copied_elem = match e {
+            syn::Expr::MethodCall(mc) => crate::scan::base_var(&mc.receiver).and_then(|v| {
+                self.facts
+                    .variables
+                    .iter()
+                    .find(|x| x.name == v)
+                    .and_then(|x| x.elem_type.clone())
+            }),
+            syn::Expr::Array(a) => a.elems.first().and_then(literal_type),
+            syn::Expr::Repeat(r) => literal_type(&r.expr),
+            _ => None,
+        };
+        if m.is_array || annotated_array || copies_array {
+            self.facts.arrays.insert(name.to_string());
+            let elem_type = match &l.pat {
+                syn::Pat::Type(t) => elem_of_type(&t.ty),
+                _ => None,
+            }
+            .or(m.elem_type.clone())
+            .or(copied_elem);
+            let distributed = (self.array_is_distributed(e) || forced_dist) && !forced_repl;
+            self.facts.variables.retain(|v| v.name != name);
+            self.facts.variables.push(VarDecl {
+                name: name.to_string(),
+                distributed,
+                elem_type,
+                loc,
+            });
+        } else if partition_marker && !m.methods.iter().any(|x| x == "rank") {
+            self.facts.dist_sizes.insert(name.to_string());
+        }
+        if let syn::Expr::Closure(c) = e {
+            let glue = crate::scan::Glue {
+                closures: &self.facts.glue_closures,
+                data: &self.facts.arrays,
+            };
+            if glue.expr(&c.body) {
+                self.facts.glue_closures.insert(name.to_string());
+            }
+        } else if is_glue(e) {
+            self.facts
+                .glue_defs
+                .insert(name.to_string(), self.text.of(e));
+        }
+    }
+
+    /// Whether what an expression mentions derives from this node's partition: the runtime's
+    /// partition calls, partition-sized scalars, distributed arrays, or a division by the size.
+    pub(super) fn partition_marker(&self, m: &Mentions) -> bool {
+        let distributed = |i: &String| {
+            self.facts
+                .variables
+                .iter()
+                .any(|v| v.distributed && v.name == *i)
+        };
+        m.methods
+            .iter()
+            .any(|x| matches!(x.as_str(), "local_rows" | "partition" | "array" | "rows_of"))
+            || m.idents
+                .iter()
+                .any(|i| self.facts.dist_sizes.contains(i) || i == "DistArray" || distributed(i))
+            || m.divisors
+                .iter()
+                .any(|d| self.facts.size_vars.contains(d) || d == "size")
+    }
+
+    /// Whether an array initialiser's length derives from the partition (DESIGN §3.7): the
+    /// length of `vec![x; n]` / `Vec::with_capacity(n)`, a `ctx.array(..)`, a copy of a
+    /// distributed array, or a collection over a partition-sized range. Array literals are fixed.
+    pub(super) fn array_is_distributed(&self, e: &syn::Expr) -> bool {
+        use syn::Expr;
+        match peel(e) {
+            Expr::Macro(mac) if mac.mac.path.is_ident("vec") => {
+                match crate::scan::macro_args(&mac.mac).first() {
+                    Some(Expr::Repeat(r)) => self.partition_marker(&mentions(&r.len)),
+                    _ => false,
+                }
+            }
+            Expr::Array(_) | Expr::Repeat(_) => false,
+            Expr::Call(c) => {
+                let text = quote::quote!(#c).to_string();
+                text.contains("DistArray")
+                    || c.args
+                        .first()
+                        .is_some_and(|a| self.partition_marker(&mentions(a)))
+            }
+            Expr::MethodCall(mc) => {
+                let name = mc.method.to_string();
+                match name.as_str() {
+                    "array" => true,
+                    // A copy of a whole array has its class; a copy of a slice, its range's.
+                    "clone" | "to_vec" | "to_owned" => match &*mc.receiver {
+                        Expr::Index(ix) => self.range_is_distributed(&ix.index),
+                        whole => base_var(whole).is_some_and(|v| {
+                            self.facts
+                                .variables
+                                .iter()
+                                .any(|x| x.distributed && x.name == v)
+                        }),
+                    },
+                    "collect" => {
+                        find_chain(e).is_some_and(|chain| {
+                            let (_, root) = chain_parts(chain);
+                            self.partition_marker(&mentions(root))
+                        }) || self.partition_marker(&mentions(&mc.receiver))
+                    }
+                    _ => self.partition_marker(&mentions(e)),
+                }
+            }
+            other => self.partition_marker(&mentions(other)),
+        }
+    }
+
+    /// Whether a slice range's length (`end - start`, simplified) derives from the partition:
+    /// `u[rows * cols..(rows + 1) * cols]` has length `cols` whatever `rows` is.
+    pub(super) fn range_is_distributed(&self, index: &syn::Expr) -> bool {
+        if let syn::Expr::Range(r) = index {
+            if let (Some(start), Some(end)) = (&r.start, &r.end) {
+                if let (Some(a), Some(b)) =
+                    (crate::classify::poly(start), crate::classify::poly(end))
+                {
+                    let length = crate::classify::add(b, a, -1);
+                    let names: Vec<String> = length
+                        .into_iter()
+                        .filter(|(_, c)| *c != 0)
+                        .flat_map(|(m, _)| m)
+                        .collect();
+                    let m = Mentions {
+                        idents: names,
+                        ..Mentions::default()
+                    };
+                    return self.partition_marker(&m);
+                }
+            }
+        }
+        self.partition_marker(&mentions(index))
+    }
+}
+
+/// The element type named in `Vec<T>`, `&[T]`, `DistArray<T>`.
+pub(super) fn elem_of_type(ty: &syn::Type) -> Option<String> {
+    match ty {
+        syn::Type::Reference(r) => elem_of_type(&r.elem),
+        syn::Type::Slice(s) => Some(type_text(&s.elem)),
+        syn::Type::Array(a) => Some(type_text(&a.elem)),
+        syn::Type::Path(p) => {
+            let last = p.path.segments.last()?;
+            match &last.arguments {
+                syn::PathArguments::AngleBracketed(a) => a.args.iter().find_map(|g| match g {
+                    syn::GenericArgument::Type(t) => Some(type_text(t)),
+                    _ => None,
+                }),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The type of a literal as Rust infers it without context (`1.0` → `f64`).
+pub(super) fn literal_type(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Lit(l) => match &l.lit {
+            syn::Lit::Float(f) => Some(if f.suffix().is_empty() {
+                "f64".into()
+            } else {
+                f.suffix().into()
+            }),
+            syn::Lit::Int(i) if !i.suffix().is_empty() => Some(i.suffix().into()),
+            syn::Lit::Bool(_) => Some("bool".into()),
+            _ => None,
+        },
+        syn::Expr::Unary(u) => literal_type(&u.expr),
+        _ => None,
+    }
+}
+
+/// A type as Rust prints it (`Vec<f64>`, not `Vec < f64 >`).
+pub fn type_text(t: &syn::Type) -> String {
+    quote::quote!(#t)
+        .to_string()
+        .replace(" < ", "<")
+        .replace("< ", "<")
+        .replace(" >", ">")
+        .replace(" ,", ",")
+        .replace("& ", "&")
+}
+
+/// What an initialiser mentions: identifiers, method names, divisors, whether it allocates an
+/// array and the element type it shows.
+#[derive(Default)]
+pub(super) struct Mentions {
+    idents: Vec<String>,
+    methods: Vec<String>,
+    divisors: Vec<String>,
+    is_array: bool,
+    elem_type: Option<String>,
+}
+
+pub(super) fn mentions(e: &syn::Expr) -> Mentions {
+    use syn::visit::Visit;
+    struct V(Mentions);
+    impl<'ast> Visit<'ast> for V {
+        fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+            self.0
+                .idents
+                .extend(p.path.segments.iter().map(|s| s.ident.to_string()));
+        }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            let name = m.method.to_string();
+            if name == "array" || name == "with_capacity" {
+                self.0.is_array = true;
+                if let Some(syn::GenericArgument::Type(t)) =
+                    m.turbofish.as_ref().and_then(|t| t.args.first())
+                {
+                    self.0.elem_type = Some(type_text(t));
+                }
+            }
+            self.0.methods.push(name);
+            syn::visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+            if matches!(b.op, syn::BinOp::Div(_)) {
+                let mut inner = V(Mentions::default());
+                inner.visit_expr(&b.right);
+                self.0.divisors.extend(inner.0.idents);
+                self.0.divisors.extend(inner.0.methods);
+            }
+            syn::visit::visit_expr_binary(self, b);
+        }
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if let syn::Expr::Path(p) = &*c.func {
+                let segs: Vec<String> = p
+                    .path
+                    .segments
+                    .iter()
+                    .map(|s| s.ident.to_string())
+                    .collect();
+                if segs.iter().any(|s| s == "Vec" || s == "DistArray")
+                    && segs
+                        .last()
+                        .is_some_and(|l| l == "with_capacity" || l == "new" || l == "from")
+                {
+                    self.0.is_array = true;
+                }
+                self.0.idents.extend(segs);
+            }
+            c.args.iter().for_each(|a| self.visit_expr(a));
+        }
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            if m.path.is_ident("vec") {
+                self.0.is_array = true;
+                for e in crate::scan::macro_args(m) {
+                    if let syn::Expr::Repeat(r) = &e {
+                        self.0.elem_type = literal_type(&r.expr);
+                    }
+                    self.visit_expr(&e);
+                }
+            }
+        }
+    }
+    let mut v = V(Mentions::default());
+    v.visit_expr(e);
+    v.0
+}

@@ -1,0 +1,243 @@
+//! Interprocedural expansion (DESIGN §3.4): calls of user functions that communicate. A
+//! communication-only function (or one marked `#[mheta::comm]` / named in mheta.toml) is one
+//! event per call (rule 2); a function that mixes communication and computation is inlined,
+//! depth-limited, with its communicator parameters bound from the call's arguments; recursion
+//! is reported.
+
+use mheta_runtime::format::Pattern;
+
+use super::{is_comm_attr, peel, Builder, Facts};
+use crate::binding::{pattern_idents, Env};
+use crate::diagnostics::{Diagnostic, Loc};
+use crate::ir::{CallSite, Node};
+use crate::scan::UserCall;
+
+/// How deep user functions are inlined.
+pub(super) const MAX_INLINE_DEPTH: usize = 8;
+
+impl Builder<'_, '_> {
+    /// Resolves a call to a user function (`f(..)`, `m::f(..)`, `x.method(..)`).
+    pub(super) fn resolve(&self, call: UserCall<'_>) -> Option<usize> {
+        let fns = &self.program.functions;
+        match call {
+            UserCall::Call(c) => {
+                let syn::Expr::Path(p) = &*c.func else {
+                    return None;
+                };
+                let segs: Vec<String> = p
+                    .path
+                    .segments
+                    .iter()
+                    .map(|s| s.ident.to_string())
+                    .filter(|s| !matches!(s.as_str(), "crate" | "self" | "super" | "Self"))
+                    .collect();
+                let wanted = segs.join("::");
+                let here = self
+                    .program
+                    .functions
+                    .get(*self.stack.last()?)
+                    .map(|f| f.file);
+                let mut candidates: Vec<usize> = (0..fns.len())
+                    .filter(|&i| {
+                        crate::config::names(&wanted, &fns[i].path)
+                            && fns[i].sig.receiver().is_none()
+                            || (segs.len() >= 2 && crate::config::names(&wanted, &fns[i].path))
+                    })
+                    .collect();
+                candidates.sort_by_key(|&i| Some(fns[i].file) != here);
+                candidates.first().copied()
+            }
+            UserCall::Method(m) => {
+                if self.env.value_of(&m.receiver, &self.text).is_some() {
+                    return None;
+                }
+                let name = m.method.to_string();
+                let candidates: Vec<usize> = (0..fns.len())
+                    .filter(|&i| fns[i].name == name && fns[i].sig.receiver().is_some())
+                    .collect();
+                // Only when unambiguous about communication: every candidate agrees.
+                let first = *candidates.first()?;
+                candidates
+                    .iter()
+                    .all(|&i| self.comm_fns.get(i) == self.comm_fns.get(first))
+                    .then_some(first)
+            }
+        }
+    }
+
+    /// Expands a top-level call of a communicating user function.
+    pub(super) fn user_call(
+        &mut self,
+        e: &syn::Expr,
+        bound: &[String],
+        loc: Loc,
+    ) -> Option<Vec<Node>> {
+        let call = UserCall::of(peel(e))?;
+        let index = self.resolve(call)?;
+        self.called.insert(index);
+        if !self.comm_fns.get(index).copied().unwrap_or(false) {
+            return None;
+        }
+        let expanded = self.expand(call, index, loc)?;
+        match expanded {
+            Expansion::Event(calls, path) => {
+                let mut stmt = self.scan(Some(e), bound, loc);
+                stmt.calls = calls;
+                stmt.function = Some(path);
+                stmt.glue = false;
+                stmt.computes = false;
+                Some(vec![Node::Stmt(stmt)])
+            }
+            Expansion::Inline(nodes) => Some(nodes),
+        }
+    }
+
+    /// Communication calls of a user function called inside a larger expression.
+    pub(super) fn nested_user_comm(&self, call: UserCall<'_>) -> Option<Vec<CallSite>> {
+        let index = self.resolve(call)?;
+        if !self.comm_fns.get(index).copied().unwrap_or(false) || self.stack.contains(&index) {
+            return None;
+        }
+        let f = &self.program.functions[index];
+        let mut facts = Facts::default();
+        let mut b = Builder::new(
+            self.program,
+            f,
+            self.comm_fns,
+            &mut facts,
+            self.stack.iter().copied().chain([index]).collect(),
+            None,
+        );
+        if b.stack.len() > MAX_INLINE_DEPTH {
+            return None;
+        }
+        let nodes = b.block(&f.block);
+        let path = f.path.clone();
+        let hint = self.program.config.comm_pattern(&path);
+        Some(collect_calls(&nodes, &path, hint))
+    }
+
+    fn expand(&mut self, call: UserCall<'_>, index: usize, loc: Loc) -> Option<Expansion> {
+        let f = &self.program.functions[index];
+        if let Some(pos) = self.stack.iter().position(|&i| i == index) {
+            let cycle: Vec<&str> = self.stack[pos..]
+                .iter()
+                .chain([&index])
+                .map(|&i| self.program.functions[i].path.as_str())
+                .collect();
+            let msg = format!("recursion through communicating function `{}`", f.path);
+            let d = Diagnostic::error(msg, Some(loc))
+                .with_label("recursive call")
+                .with_note(format!("call cycle: {}", cycle.join(" → ")));
+            self.facts.diags.push(d);
+            return None;
+        }
+        if self.stack.len() >= MAX_INLINE_DEPTH {
+            let msg = format!(
+                "`{}` is not inlined: calls nest deeper than {MAX_INLINE_DEPTH}",
+                f.path
+            );
+            self.facts.diags.push(Diagnostic::warning(msg, Some(loc)));
+            return None;
+        }
+        // Communicator arguments bind the callee's parameters.
+        let args = call.args();
+        let mut env = Env::new(&self.program.fields, &self.program.config);
+        let params: Vec<&syn::Pat> = f
+            .sig
+            .inputs
+            .iter()
+            .filter_map(|i| match i {
+                syn::FnArg::Typed(t) => Some(&*t.pat),
+                syn::FnArg::Receiver(_) => None,
+            })
+            .collect();
+        for (param, arg) in params.iter().zip(&args) {
+            if let Some(v) = self.env.value_of(arg, &self.text) {
+                for name in pattern_idents(param) {
+                    env.bind(&name, Some(v.clone()));
+                }
+            }
+        }
+        let stack: Vec<usize> = self.stack.iter().copied().chain([index]).collect();
+        let comm_fns = self.comm_fns;
+        let program = self.program;
+        let mut child = Builder::new(program, f, comm_fns, self.facts, stack, Some(env));
+        let nodes = child.block(&f.block);
+        let path = f.path.clone();
+        let rule2 = is_comm_attr(f) || program.config.is_comm_function(&path);
+        if !rule2 && !nodes.iter().any(Node::has_comm) {
+            return None;
+        }
+        if rule2 || nodes.iter().all(Node::only_comm_and_glue) {
+            let hint = program.config.comm_pattern(&path);
+            let mut calls = collect_calls(&nodes, &path, hint);
+            if calls.is_empty() {
+                // A communication function over a transport no catalogue knows (mheta.toml).
+                calls.push(CallSite {
+                    api: path.clone(),
+                    kind: match hint {
+                        Some(
+                            p @ (Pattern::Reduction
+                            | Pattern::Broadcast
+                            | Pattern::Barrier
+                            | Pattern::Gather
+                            | Pattern::Scatter
+                            | Pattern::AllGather
+                            | Pattern::AllToAll),
+                        ) => crate::catalogue::CallKind::Collective(p),
+                        _ => crate::catalogue::CallKind::Exchange,
+                    },
+                    peer: None,
+                    message: None,
+                    elem_type: None,
+                    loc: Loc::of(f.file, f.sig.ident.span()),
+                    pattern_hint: hint,
+                    ranges: vec![],
+                });
+            }
+            Some(Expansion::Event(calls, path))
+        } else {
+            Some(Expansion::Inline(nodes))
+        }
+    }
+}
+
+enum Expansion {
+    Event(Vec<CallSite>, String),
+    Inline(Vec<Node>),
+}
+
+/// The calls inside a communication function, with the loop ranges around each.
+fn collect_calls(
+    nodes: &[Node],
+    path: &str,
+    hint: Option<mheta_runtime::format::Pattern>,
+) -> Vec<CallSite> {
+    fn walk(n: &Node, ranges: &mut Vec<(String, String)>, out: &mut Vec<CallSite>) {
+        match n {
+            Node::Stmt(s) => out.extend(s.calls.iter().map(|c| {
+                let mut c = c.clone();
+                c.ranges.extend(ranges.iter().cloned());
+                c
+            })),
+            Node::Loop(l) => {
+                let pushed = l.vars.len();
+                ranges.extend(l.vars.iter().map(|v| (v.clone(), l.header_text.clone())));
+                l.body.iter().for_each(|b| walk(b, ranges, out));
+                ranges.truncate(ranges.len() - pushed);
+            }
+            Node::Branch(b) => b.arms.iter().flatten().for_each(|x| walk(x, ranges, out)),
+        }
+    }
+    let mut out = Vec::new();
+    nodes.iter().for_each(|n| walk(n, &mut vec![], &mut out));
+    for c in &mut out {
+        c.pattern_hint = hint;
+        if c.api.starts_with("mpi::") || c.api.starts_with("comm::") {
+            continue;
+        }
+        c.api = path.to_string();
+    }
+    out
+}

@@ -1,0 +1,237 @@
+//! Glue (DESIGN §3.4): code that only prepares or unpacks a message envelope — rank/size/tag
+//! arithmetic, small iterator chains over ranges of ranks, slicing a buffer, allocating a message
+//! buffer (`vec![0; n]`), binding a receive target (`let mut sum = 0.0`), reading an index table,
+//! unpacking a received value into its slot, calling a local glue closure, and control flow
+//! (`break`, `if done { break }`) over such values. Element reads of data arrays, calls of user
+//! functions, loops over data and buffer swaps are not glue.
+
+use std::collections::BTreeSet;
+
+use crate::scan::{base_var, macro_args};
+
+/// Methods that leave data untouched or only touch envelope-sized values.
+#[rustfmt::skip]
+const GLUE_METHODS: &[&str] = &[
+    "rank", "size", "len", "is_empty", "min", "max", "abs", "pow", "powi", "powf", "sqrt", "clone", "to_vec",
+    "to_owned", "as_slice", "as_mut_slice", "as_ref", "as_mut", "unwrap", "unwrap_or", "unwrap_or_default",
+    "expect", "saturating_sub", "saturating_add", "wrapping_add", "wrapping_sub", "checked_add", "checked_sub",
+    "rem_euclid", "div_ceil", "start", "end", "is_some", "is_none", "is_ok", "is_err", "ok", "into", "try_into",
+    "get", "first", "last", "iter", "into_iter", "filter", "map", "rev", "step_by", "collect", "count", "chain",
+    "take", "skip", "enumerate", "contains", "global_rows", "local_rows", "iterations", "partition", "rows_of",
+    "blocks", "source_rank", "tag", "split_at", "split_at_mut", "to_string", "is_finite", "is_nan", "eq", "ne",
+    "lt", "gt", "process_at_rank", "any_process", "this_process", "world", "comm", "cloned", "copied",
+];
+
+/// Whether an expression is glue (see the module documentation), with no local closures known.
+pub fn is_glue(e: &syn::Expr) -> bool {
+    Glue {
+        closures: &BTreeSet::new(),
+        data: &BTreeSet::new(),
+    }
+    .expr(e)
+}
+
+/// The glue predicate, knowing which local closures are glue.
+pub struct Glue<'a> {
+    pub closures: &'a BTreeSet<String>,
+    pub data: &'a BTreeSet<String>,
+}
+
+impl Glue<'_> {
+    pub fn expr(&self, e: &syn::Expr) -> bool {
+        use syn::Expr::*;
+        let g = |e: &syn::Expr| self.expr(e);
+        match e {
+            Lit(_) | Path(_) | Continue(_) => true,
+            Range(r) => r.start.as_deref().map_or(true, g) && r.end.as_deref().map_or(true, g),
+            Break(b) => b.expr.as_deref().map_or(true, g),
+            Return(r) => r.expr.as_deref().map_or(true, g),
+            Paren(p) => g(&p.expr),
+            Group(x) => g(&x.expr),
+            Unary(u) => g(&u.expr),
+            Binary(b) if is_compound(&b.op) => {
+                matches!(&*b.left, Path(_) | Field(_)) && g(&b.right)
+            }
+            Binary(b) => g(&b.left) && g(&b.right),
+            Cast(c) => g(&c.expr),
+            Field(f) => g(&f.base),
+            // Slicing a buffer or reading an index table is glue; reading an element of a
+            // data array is not.
+            Index(i) => {
+                let data = base_var(&i.expr).is_some_and(|v| self.data.contains(&v));
+                (matches!(&*i.index, Range(_)) || !data) && g(&i.expr) && g(&i.index)
+            }
+            Reference(r) => g(&r.expr),
+            Tuple(t) => t.elems.iter().all(g),
+            Array(a) => a.elems.iter().all(g),
+            Repeat(r) => g(&r.expr) && g(&r.len),
+            Try(t) => g(&t.expr),
+            Let(l) => g(&l.expr),
+            Assign(a) => match &*a.left {
+                Path(_) | Field(_) => g(&a.right),
+                // Unpacking a received value into its slot: a plain move, no arithmetic.
+                Index(i) => {
+                    matches!(&*a.right, Path(_) | Lit(_) | Field(_))
+                        && g(&i.expr)
+                        && index_is_simple(&i.index, self)
+                }
+                _ => false,
+            },
+            If(i) => {
+                g(&i.cond)
+                    && self.block(&i.then_branch)
+                    && i.else_branch.as_ref().map_or(true, |(_, e)| g(e))
+            }
+            Match(m) => g(&m.expr) && m.arms.iter().all(|a| g(&a.body)),
+            Block(b) => self.block(&b.block),
+            Closure(c) => g(&c.body),
+            Macro(m) => {
+                let name = m
+                    .mac
+                    .path
+                    .segments
+                    .last()
+                    .map(|s| s.ident.to_string())
+                    .unwrap_or_default();
+                matches!(
+                    name.as_str(),
+                    "vec"
+                        | "assert"
+                        | "assert_eq"
+                        | "assert_ne"
+                        | "debug_assert"
+                        | "debug_assert_eq"
+                ) && macro_args(&m.mac).iter().all(g)
+            }
+            MethodCall(m) => self.method_call(m),
+            Call(c) => self.call(c),
+            _ => false,
+        }
+    }
+
+    pub fn method_call(&self, m: &syn::ExprMethodCall) -> bool {
+        let name = m.method.to_string();
+        // Iterating is glue only over a range (ranks, tags), never over data.
+        let iterates = matches!(name.as_str(), "iter" | "into_iter" | "iter_mut");
+        let over_range = matches!(strip_parens(&m.receiver), syn::Expr::Range(_));
+        GLUE_METHODS.contains(&name.as_str())
+            && (!iterates || over_range)
+            && self.expr(&m.receiver)
+            && m.args.iter().all(|a| self.expr(a))
+    }
+
+    pub fn call(&self, c: &syn::ExprCall) -> bool {
+        let syn::Expr::Path(p) = &*c.func else {
+            return false;
+        };
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let last = segs.last().map(String::as_str).unwrap_or("");
+        let constructor = last.starts_with(char::is_uppercase);
+        let parent = if segs.len() >= 2 {
+            segs[segs.len() - 2].as_str()
+        } else {
+            ""
+        };
+        let type_assoc = parent.starts_with(char::is_uppercase)
+            || matches!(
+                parent,
+                "usize" | "u32" | "i32" | "i64" | "u64" | "f64" | "f32"
+            );
+        let closure = segs.len() == 1 && self.closures.contains(last);
+        (constructor || type_assoc || closure) && c.args.iter().all(|a| self.expr(a))
+    }
+
+    fn block(&self, b: &syn::Block) -> bool {
+        b.stmts.iter().all(|s| match s {
+            syn::Stmt::Local(l) => l.init.as_ref().map_or(true, |i| self.expr(&i.expr)),
+            syn::Stmt::Expr(e, _) => self.expr(e),
+            syn::Stmt::Macro(m) => self.expr(&syn::Expr::Macro(syn::ExprMacro {
+                attrs: vec![],
+                mac: m.mac.clone(),
+            })),
+            syn::Stmt::Item(_) => true,
+        })
+    }
+}
+
+fn is_compound(op: &syn::BinOp) -> bool {
+    use syn::BinOp::*;
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitXorAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+            | ShlAssign(_)
+            | ShrAssign(_)
+    )
+}
+
+/// An index that is itself envelope arithmetic (`status.source_rank() as usize`, `k`).
+fn index_is_simple(e: &syn::Expr, glue: &Glue<'_>) -> bool {
+    glue.expr(e)
+}
+
+fn strip_parens(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Paren(p) => strip_parens(&p.expr),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn glue(src: &str) -> bool {
+        is_glue(&syn::parse_str::<syn::Expr>(src).unwrap())
+    }
+
+    #[test]
+    fn envelope_code_is_glue() {
+        assert!(glue("rank - 1"));
+        assert!(glue("(rank + 1) % size"));
+        assert!(glue("vec![0.0f64; n]"));
+        assert!(glue("&mut buf[lo..hi]"));
+        assert!(glue("world.size() as usize - 1"));
+        assert!(glue("if global.sqrt() < tol { break }"));
+        assert!(glue("results[status.source_rank() as usize] = value"));
+        assert!(glue("u[1..n].to_vec()"));
+        assert!(glue("(0..size).filter(|&r| r != rank).collect::<Vec<_>>()"));
+    }
+
+    #[test]
+    fn computation_is_not_glue() {
+        assert!(!glue("dot(&r, &r)"));
+        assert!(!glue("a.iter().map(|x| x * x).sum::<f64>()"));
+        assert!(!glue("b[i] = 0.5 * a[i]"));
+        assert!(!glue("a.fill(0.0)"));
+        assert!(!glue("println!(\"{}\", x)"));
+        assert!(!glue("std::mem::swap(&mut a, &mut b)"));
+        assert!(!glue("u[i * n + j] += omega * r"));
+        let data = BTreeSet::from(["v".to_string()]);
+        let with_data = Glue {
+            closures: &BTreeSet::new(),
+            data: &data,
+        };
+        assert!(
+            !with_data.expr(&syn::parse_str("v[0]").unwrap()),
+            "an element of a data array"
+        );
+        assert!(
+            with_data.expr(&syn::parse_str("offsets[k]").unwrap()),
+            "an index table"
+        );
+        assert!(!glue("a.iter().map(|x| 2.0 * x).collect::<Vec<_>>()"));
+    }
+}
+

@@ -1,0 +1,311 @@
+//! Compiling communication: the events closing sections and the messages of tile loops
+//! (per-message overheads, message sizes, roots and peers).
+
+use super::{check, Builder};
+use crate::format::{CommEvent, EventMeasurement, Pattern, TileLoop};
+use crate::model::comm::{CommCost, RecvEdge};
+use crate::model::pipeline::TileCost;
+use crate::model::ModelError;
+
+impl<'a> Builder<'a> {
+    pub(super) fn tiles(
+        &self,
+        section: u32,
+        tl: &TileLoop,
+        per_pass: f64,
+    ) -> Result<TileCost, ModelError> {
+        let stages = tl
+            .stages
+            .iter()
+            .map(|s| self.stage(section, Some(tl.id), s, per_pass))
+            .collect::<Result<_, _>>()?;
+        let counted = self
+            .m
+            .nodes
+            .iter()
+            .flat_map(|n| {
+                n.tiles
+                    .iter()
+                    .filter(|t| t.section == section && t.tile == tl.id)
+                    .map(|t| t.count)
+            })
+            .fold(0.0, f64::max);
+        let tiles = (counted / per_pass).round().max(1.0) as u32;
+        let recv = tl.recv.as_ref().map(|e| self.event_measurements(e.id));
+        let send = tl.send.as_ref().map(|e| self.event_measurements(e.id));
+        let micro = &self.m.micro;
+        let o_send = (0..self.p)
+            .map(|i| {
+                send.as_ref()
+                    .and_then(|s| s[i])
+                    .and_then(|e| per_msg(e.send_overhead_s, e.messages_sent))
+                    .unwrap_or(micro.send_overhead_s)
+            })
+            .collect();
+        let o_recv = (0..self.p)
+            .map(|i| {
+                recv.as_ref()
+                    .and_then(|s| s[i])
+                    .and_then(|e| per_msg(e.recv_overhead_s, e.messages_received))
+                    .unwrap_or(micro.recv_overhead_s)
+            })
+            .collect();
+        let bytes = send
+            .as_ref()
+            .map(|s| {
+                s.iter()
+                    .flatten()
+                    .filter_map(|e| per_msg(e.bytes_sent, e.messages_sent))
+                    .fold(0.0, f64::max)
+            })
+            .unwrap_or(0.0);
+        Ok(TileCost {
+            stages,
+            tiles,
+            o_send,
+            o_recv,
+            bytes,
+        })
+    }
+
+    /// The measurements of event `id` on every node (None where the node did not record it).
+    fn event_measurements(&self, id: u32) -> Vec<Option<&'a EventMeasurement>> {
+        self.m
+            .nodes
+            .iter()
+            .map(|n| n.events.iter().find(|e| e.event == id))
+            .collect()
+    }
+
+    pub(super) fn comm(&self, event: &CommEvent) -> Result<CommCost, ModelError> {
+        let p = self.p;
+        let ev = self.event_measurements(event.id);
+        let micro = &self.m.micro;
+        let o_send: Vec<f64> = ev
+            .iter()
+            .map(|e| {
+                e.and_then(|e| per_msg(e.send_overhead_s, e.messages_sent))
+                    .unwrap_or(micro.send_overhead_s)
+            })
+            .collect();
+        let o_recv: Vec<f64> = ev
+            .iter()
+            .map(|e| {
+                e.and_then(|e| per_msg(e.recv_overhead_s, e.messages_received))
+                    .unwrap_or(micro.recv_overhead_s)
+            })
+            .collect();
+        for (i, (s, r)) in o_send.iter().zip(&o_recv).enumerate() {
+            check(
+                &format!("nodes[{i}].events[{}].send_overhead_s", event.id),
+                *s,
+            )?;
+            check(
+                &format!("nodes[{i}].events[{}].recv_overhead_s", event.id),
+                *r,
+            )?;
+        }
+        let root = root_of(event).min(p - 1);
+        let msg_size: Vec<f64> = ev
+            .iter()
+            .map(|e| {
+                e.and_then(|e| per_msg(e.bytes_sent, e.messages_sent))
+                    .unwrap_or(0.0)
+            })
+            .collect();
+        let others_rows: f64 = (0..p)
+            .filter(|&i| i != root)
+            .map(|i| self.m.nodes[i].rows as f64)
+            .sum();
+        let (bytes, bytes_per_row) = match event.pattern {
+            Pattern::Gather | Pattern::AllGather => {
+                let sent: f64 = (0..p)
+                    .filter(|&i| i != root)
+                    .map(|i| ev[i].map(|e| e.bytes_sent).unwrap_or(0.0))
+                    .sum();
+                (
+                    vec![0.0; p],
+                    if others_rows > 0.0 {
+                        sent / others_rows
+                    } else {
+                        0.0
+                    },
+                )
+            }
+            Pattern::Scatter => {
+                let sent = ev[root].map(|e| e.bytes_sent).unwrap_or(0.0);
+                (
+                    vec![0.0; p],
+                    if others_rows > 0.0 {
+                        sent / others_rows
+                    } else {
+                        0.0
+                    },
+                )
+            }
+            Pattern::Barrier => (vec![0.0; p], 0.0),
+            _ => (msg_size, 0.0),
+        };
+        let (n_send, n_recv, recv_start, recv_edges) = self.peers(event, root, &ev);
+        let t_reduce = ev[root]
+            .map(|e| (e.total_s - e.send_overhead_s - e.recv_overhead_s - e.blocked_s).max(0.0))
+            .unwrap_or(0.0);
+        let msg_array = event
+            .message
+            .as_deref()
+            .and_then(|msg| self.message_array(msg));
+        Ok(CommCost {
+            pattern: event.pattern,
+            root,
+            o_send,
+            o_recv,
+            bytes,
+            bytes_per_row,
+            msg_array,
+            t_reduce,
+            n_send,
+            n_recv,
+            recv_start,
+            recv_edges,
+        })
+    }
+
+    /// Message counts per node and, for point-to-point patterns, the receive edges with the
+    /// positions `N_→(src, i)` and `N_→(i, src)` of Eq. 5.11.
+    fn peers(
+        &self,
+        event: &CommEvent,
+        root: usize,
+        ev: &[Option<&EventMeasurement>],
+    ) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<RecvEdge>) {
+        let p = self.p;
+        let others = (p - 1) as u32;
+        let star = |root_send: bool, root_recv: bool| -> (Vec<u32>, Vec<u32>) {
+            let mut n_send = vec![u32::from(root_recv); p];
+            let mut n_recv = vec![u32::from(root_send); p];
+            n_send[root] = if root_send { others } else { 0 };
+            n_recv[root] = if root_recv { others } else { 0 };
+            (n_send, n_recv)
+        };
+        let (n_send, n_recv) = match event.pattern {
+            Pattern::Reduction | Pattern::Barrier | Pattern::AllGather => star(true, true),
+            Pattern::Broadcast | Pattern::Scatter => star(true, false),
+            Pattern::Gather => star(false, true),
+            _ => {
+                let sends = self.send_lists(event, ev);
+                let mut recv_lists: Vec<Vec<RecvEdge>> = vec![Vec::new(); p];
+                for (src, list) in sends.iter().enumerate() {
+                    for (k, &dst) in list.iter().enumerate() {
+                        recv_lists[dst as usize].push(RecvEdge {
+                            src: src as u32,
+                            pos_at_sender: k as u32 + 1,
+                            pos_at_receiver: 0,
+                        });
+                    }
+                }
+                let mut recv_start = Vec::with_capacity(p + 1);
+                let mut recv_edges = Vec::new();
+                for (i, edges) in recv_lists.iter_mut().enumerate() {
+                    recv_start.push(recv_edges.len() as u32);
+                    for e in edges.iter_mut() {
+                        let own = &sends[i];
+                        e.pos_at_receiver = own
+                            .iter()
+                            .position(|&d| d == e.src)
+                            .map(|k| k as u32 + 1)
+                            .unwrap_or(own.len() as u32);
+                    }
+                    recv_edges.extend_from_slice(edges);
+                }
+                recv_start.push(recv_edges.len() as u32);
+                let n_send = sends.iter().map(|s| s.len() as u32).collect();
+                let n_recv = recv_lists.iter().map(|r| r.len() as u32).collect();
+                return (n_send, n_recv, recv_start, recv_edges);
+            }
+        };
+        (n_send, n_recv, vec![0; p + 1], Vec::new())
+    }
+
+    /// Recipients of every node, in send order: measured peers, or else the structure's
+    /// symbolic participants (`rank - 1`, `rank + 1`, a literal rank, `all`).
+    fn send_lists(&self, event: &CommEvent, ev: &[Option<&EventMeasurement>]) -> Vec<Vec<u32>> {
+        let p = self.p;
+        let measured = ev.iter().any(|e| e.is_some_and(|e| !e.sent_to.is_empty()));
+        (0..p)
+            .map(|i| {
+                if measured {
+                    return ev[i]
+                        .map(|e| {
+                            e.sent_to
+                                .iter()
+                                .copied()
+                                .filter(|&d| (d as usize) < p && d as usize != i)
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                }
+                let mut out = Vec::new();
+                for part in &event.participants {
+                    for d in symbolic_peers(part, i, p) {
+                        if d != i && !out.contains(&(d as u32)) {
+                            out.push(d as u32);
+                        }
+                    }
+                }
+                if event.pattern == Pattern::AllToAll && out.is_empty() {
+                    out = (0..p as u32).filter(|&d| d as usize != i).collect();
+                }
+                out
+            })
+            .collect()
+    }
+
+    /// The first distributed array named in a message expression (`&a[..]`, `a.row(0)`, ...).
+    fn message_array(&self, message: &str) -> Option<usize> {
+        message
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .find_map(|word| self.array_index.get(word).copied())
+    }
+}
+
+/// The root of a rooted collective: the first literal rank among the participants, else 0.
+fn root_of(event: &CommEvent) -> usize {
+    event
+        .participants
+        .iter()
+        .find_map(|p| p.trim().parse::<usize>().ok())
+        .unwrap_or(0)
+}
+
+/// Peers of node `i` named by one symbolic participant expression.
+fn symbolic_peers(expr: &str, i: usize, p: usize) -> Vec<usize> {
+    let e: String = expr.chars().filter(|c| !c.is_whitespace()).collect();
+    if e == "all" {
+        return (0..p).collect();
+    }
+    if let Ok(r) = e.parse::<usize>() {
+        return if r < p { vec![r] } else { Vec::new() };
+    }
+    let offset = if let Some(k) = e.strip_prefix("rank-") {
+        k.parse::<i64>().ok().map(|k| -k)
+    } else if let Some(k) = e.strip_prefix("rank+") {
+        k.parse::<i64>().ok()
+    } else {
+        None
+    };
+    match offset {
+        Some(k) => {
+            let d = i as i64 + k;
+            if d >= 0 && (d as usize) < p {
+                vec![d as usize]
+            } else {
+                Vec::new()
+            }
+        }
+        None => Vec::new(),
+    }
+}
+
+pub(super) fn per_msg(total: f64, count: f64) -> Option<f64> {
+    (count > 0.0 && total.is_finite() && total >= 0.0).then(|| total / count)
+}
