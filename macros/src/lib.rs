@@ -25,6 +25,9 @@ mod position;
 mod solver;
 mod warnings;
 
+#[cfg(test)]
+mod tests;
+
 use proc_macro::TokenStream;
 
 /// Instruments a solver function: hook guards at the boundaries the analyzer finds, with the ids

@@ -1,0 +1,81 @@
+//! Placement against every analysis fixture: each solver the analyzer finds in
+//! `fixtures/analysis/*.rs` is parsed from the same text, planned and placed, and every region
+//! and loop hook must find its statements (outside a proc macro, proc-macro2 gives the parsed
+//! tokens their positions in the text, as the compiler does inside one).
+
+use std::path::{Path, PathBuf};
+
+use mheta_analyzer::{analyze_source, Options};
+use quote::ToTokens;
+
+use crate::place;
+use crate::plan::{self, RegionKind};
+
+fn fixtures() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/analysis");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "rs")).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// Every function item of a file with the position of its name.
+fn functions(file: &syn::File) -> Vec<syn::ItemFn> {
+    let mut out = Vec::new();
+    for item in &file.items {
+        match item {
+            syn::Item::Fn(f) => out.push(f.clone()),
+            syn::Item::Impl(i) => {
+                for it in &i.items {
+                    if let syn::ImplItem::Fn(m) = it {
+                        out.push(syn::ItemFn { attrs: m.attrs.clone(), vis: m.vis.clone(), sig: m.sig.clone(), block: Box::new(m.block.clone()) });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn every_region_of_every_fixture_solver_is_placed() {
+    let files = fixtures();
+    assert!(files.len() >= 10, "the analysis fixtures are missing: {files:?}");
+    let mut failures = Vec::new();
+    let mut placed_solvers = 0;
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let analysis = analyze_source(&name, &text, &Options::default());
+        let Ok(file) = syn::parse_file(&text) else { continue };
+        for solver in &analysis.structure.solvers {
+            if solver.main_loop.kind == "none" {
+                continue;
+            }
+            let f = functions(&file).into_iter().find(|f| {
+                let s = f.sig.ident.span().start();
+                (s.line as u32, s.column as u32 + 1) == (solver.span.line, solver.span.column)
+            });
+            let Some(mut f) = f else {
+                failures.push(format!("{name}: function of `{}` not found", solver.name));
+                continue;
+            };
+            let plan = plan::plan(solver);
+            let placement = place::place(&mut f.block, &plan);
+            for u in placement.unplaced {
+                failures.push(format!("{name}: {} at {:?} not placed", u.what, u.extent.start));
+            }
+            // The output still parses as a function, and holds one guard per placed region.
+            let out = f.to_token_stream().to_string();
+            syn::parse_str::<syn::ItemFn>(&out).unwrap();
+            let guards = out.matches("__private").count();
+            let io_by_runtime = plan.regions.iter().filter(|r| matches!(r.kind, RegionKind::Io { .. })).count();
+            assert!(guards + io_by_runtime >= plan.regions.len() + plan.loops.len(), "{name}: {guards} guards");
+            placed_solvers += 1;
+        }
+    }
+    assert!(placed_solvers >= 10, "only {placed_solvers} solvers were checked");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
