@@ -22,13 +22,21 @@ pub mod __private {
     /// Stage `stage` of section `section` (outside any tile loop).
     #[inline]
     pub fn stage(section: u32, stage: u32) -> Guard {
-        hooks::stage(StageKey { section, tile: None, stage })
+        hooks::stage(StageKey {
+            section,
+            tile: None,
+            stage,
+        })
     }
 
     /// Stage `stage` inside tile loop `tile` of section `section`.
     #[inline]
     pub fn tile_stage(section: u32, tile: u32, stage: u32) -> Guard {
-        hooks::stage(StageKey { section, tile: Some(tile), stage })
+        hooks::stage(StageKey {
+            section,
+            tile: Some(tile),
+            stage,
+        })
     }
 
     /// A user I/O call (named in mheta.toml) on variable `var`. The variable is interned only in

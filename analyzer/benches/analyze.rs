@@ -5,6 +5,10 @@
 //! the end the bench prints, per fixture, the median time per call of each side and their ratio
 //! (analyze / parse), then the median of those ratios and the ratio of the summed medians.
 //!
+//! Criterion measures one side after the other, so a change of machine load between them moves
+//! the ratio. The bench therefore also takes a *paired* ratio: rounds that time a batch of parses
+//! and then a batch of analyses back to back, the ratio of each round, and their median.
+//!
 //! ```sh
 //! cargo bench -p mheta-analyzer --bench analyze
 //! ```
@@ -158,10 +162,64 @@ fn print_ratios(samples: &Samples) {
     }
 }
 
+/// Rounds of the paired measurement, and the least time one analysis batch should take.
+const PAIRED_ROUNDS: usize = 21;
+const PAIRED_BATCH: Duration = Duration::from_millis(3);
+
+/// The median over rounds of (analysis batch time / parse batch time), batches of equal count.
+fn paired_ratio(name: &str, source: &str, options: &Options) -> f64 {
+    let parse = |n: u32| {
+        let t = Instant::now();
+        for _ in 0..n {
+            let _ = black_box(syn::parse_file(black_box(source)));
+        }
+        t.elapsed()
+    };
+    let analyze = |n: u32| {
+        let t = Instant::now();
+        for _ in 0..n {
+            black_box(analyze_source(name, black_box(source), options));
+        }
+        t.elapsed()
+    };
+    let mut n = 1u32;
+    while analyze(n) < PAIRED_BATCH && n < 1 << 16 {
+        n *= 2;
+    }
+    let mut ratios: Vec<f64> = (0..PAIRED_ROUNDS)
+        .map(|_| {
+            let p = parse(n).as_secs_f64();
+            let a = analyze(n).as_secs_f64();
+            a / p.max(1e-12)
+        })
+        .collect();
+    median(&mut ratios)
+}
+
+fn print_paired(fixtures: &[(String, String)]) {
+    let options = Options::default();
+    let mut ratios = Vec::new();
+    println!();
+    println!("paired (interleaved batches, median of {PAIRED_ROUNDS} rounds):");
+    for (name, source) in fixtures {
+        let ratio = paired_ratio(name, source, &options);
+        ratios.push(ratio);
+        println!("{name:<42} {ratio:>8.2}");
+    }
+    if !ratios.is_empty() {
+        let n = ratios.len();
+        println!(
+            "overall paired: median ratio {:.2} over {n} fixtures",
+            median(&mut ratios)
+        );
+    }
+}
+
 fn main() {
     let samples: Samples = Arc::default();
     let mut criterion = Criterion::default().configure_from_args();
     bench_fixtures(&mut criterion, &samples);
     criterion.final_summary();
     print_ratios(&samples);
+    print_paired(&fixtures());
 }

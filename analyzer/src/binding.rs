@@ -45,18 +45,14 @@ pub struct Env {
 }
 
 impl Env {
-    /// An environment knowing the program's communicator fields and the config's communicators.
-    pub fn new(fields: &[(String, syn::Type)], config: &Config) -> Env {
-        let mut env = Env {
+    /// An environment knowing the program's communicator fields (see [`comm_fields`]) and the
+    /// config's communicators.
+    pub fn new(fields: &HashMap<String, CommValue>, config: &Config) -> Env {
+        Env {
             configured: config.comm.communicators.clone(),
+            fields: fields.clone(),
             ..Env::default()
-        };
-        for (name, ty) in fields {
-            if let Some(value) = type_value(ty) {
-                env.fields.insert(name.clone(), value);
-            }
         }
-        env
     }
 
     pub fn bind(&mut self, name: &str, value: Option<CommValue>) {
@@ -328,6 +324,14 @@ fn strip_ref(s: &str) -> String {
         .trim_start_matches('&')
         .trim()
         .to_string()
+}
+
+/// The struct fields (by name) whose declared type is a communicator, computed once per program.
+pub fn comm_fields(fields: &[(String, syn::Type)]) -> HashMap<String, CommValue> {
+    fields
+        .iter()
+        .filter_map(|(name, ty)| type_value(ty).map(|v| (name.clone(), v)))
+        .collect()
 }
 
 /// The value kind a written type carries (`&SimpleCommunicator`, `&impl Communicator`, …).

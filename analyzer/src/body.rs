@@ -130,7 +130,7 @@ impl<'p, 'f> Builder<'p, 'f> {
         stack: Vec<usize>,
         env: Option<Env>,
     ) -> Self {
-        let mut env = env.unwrap_or_else(|| Env::new(&program.fields, &program.config));
+        let mut env = env.unwrap_or_else(|| Env::new(&program.comm_fields, &program.config));
         env.bind_params(&f.sig);
         Builder {
             program,
@@ -218,11 +218,14 @@ impl<'p, 'f> Builder<'p, 'f> {
             Some(e) => {
                 let before = out.len();
                 self.expr(e, &names, loc, out);
-                // Binding a communicator (`let up = comm.process_at_rank(r)`) is glue.
-                if binds_comm && out.len() == before + 1 {
+                if out.len() == before + 1 {
                     if let Some(Node::Stmt(s)) = out.last_mut() {
-                        if s.calls.is_empty() {
+                        // Binding a communicator (`let up = comm.process_at_rank(r)`) is glue.
+                        if binds_comm && s.calls.is_empty() {
                             s.glue = true;
+                        }
+                        if let [name] = names.as_slice() {
+                            s.defs.push((name.clone(), e.clone()));
                         }
                     }
                 }

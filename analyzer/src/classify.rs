@@ -64,6 +64,7 @@ pub fn stage(
     let mut accesses: Vec<(IndexAccess, u32)> = Vec::new();
     let mut io = Vec::new();
     let mut var_depth: BTreeMap<String, u32> = BTreeMap::new();
+    let mut defs: BTreeMap<String, syn::Expr> = BTreeMap::new();
 
     for &t in &stage.tokens {
         match t {
@@ -100,6 +101,15 @@ pub fn stage(
                 }
                 extend(&mut reads, &s.reads);
                 extend(&mut writes, &s.writes);
+                if depth > 0 {
+                    // Per-iteration aliases only: `let c = i * cols + j;` inside the loop nest.
+                    defs.extend(
+                        s.defs
+                            .iter()
+                            .filter(|(n, _)| !loop_vars.contains(n))
+                            .cloned(),
+                    );
+                }
                 for a in &s.accesses {
                     accesses.push((a.clone(), depth));
                 }
@@ -142,7 +152,7 @@ pub fn stage(
         let dims: Option<Vec<AffineIndex>> = a
             .dims
             .iter()
-            .map(|d| affine_index(d, &loop_var_list))
+            .map(|d| affine_index_with(d, &loop_var_list, &defs))
             .collect();
         if let Some(dims) = dims {
             let entry = AffineAccess {
@@ -264,7 +274,16 @@ pub(crate) type Poly = BTreeMap<Vec<String>, i64>;
 
 /// The affine form of an index expression in `loop_vars`, if it is affine.
 pub fn affine_index(e: &syn::Expr, loop_vars: &[String]) -> Option<AffineIndex> {
-    let poly = poly(e)?;
+    affine_index_with(e, loop_vars, &BTreeMap::new())
+}
+
+/// [`affine_index`], seeing through local aliases (`let c = i * cols + j;` then `a[c - cols]`).
+pub fn affine_index_with(
+    e: &syn::Expr,
+    loop_vars: &[String],
+    defs: &BTreeMap<String, syn::Expr>,
+) -> Option<AffineIndex> {
+    let poly = poly_with(e, defs, 0)?;
     let mut coefficients = Vec::new();
     let mut symbols = Vec::new();
     let mut constant = 0;
@@ -292,8 +311,23 @@ pub fn affine_index(e: &syn::Expr, loop_vars: &[String]) -> Option<AffineIndex> 
 }
 
 pub(crate) fn poly(e: &syn::Expr) -> Option<Poly> {
+    poly_with(e, &BTreeMap::new(), 0)
+}
+
+/// How many aliases deep `poly_with` substitutes (guards against `let i = i + 1` chains).
+const MAX_ALIAS_DEPTH: u32 = 4;
+
+fn poly_with(e: &syn::Expr, defs: &BTreeMap<String, syn::Expr>, depth: u32) -> Option<Poly> {
     use syn::{BinOp, Expr};
+    let poly = |e: &syn::Expr| poly_with(e, defs, depth);
     match e {
+        Expr::Path(p) if depth < MAX_ALIAS_DEPTH => {
+            let name = p.path.get_ident()?.to_string();
+            match defs.get(&name) {
+                Some(def) => poly_with(def, defs, depth + 1),
+                None => Some(BTreeMap::from([(vec![name], 1)])),
+            }
+        }
         Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Int(i),
             ..

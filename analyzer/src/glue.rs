@@ -234,4 +234,3 @@ mod tests {
         assert!(!glue("a.iter().map(|x| 2.0 * x).collect::<Vec<_>>()"));
     }
 }
-

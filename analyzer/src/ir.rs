@@ -50,6 +50,9 @@ pub struct Stmt {
     pub writes: Vec<String>,
     /// Names this statement declares (`let`), which are local when inside a loop.
     pub declares: Vec<String>,
+    /// `let name = init` with a single name: the initialiser, for index aliases such as
+    /// `let c = i * cols + j; field[c - cols]`.
+    pub defs: Vec<(String, syn::Expr)>,
     pub accesses: Vec<IndexAccess>,
     pub calls: Vec<CallSite>,
     pub io: Vec<IoCall>,

@@ -92,7 +92,15 @@ pub fn analyze_source(file_name: &str, source: &str, options: &Options) -> Analy
     analyze_program(program, diags, options)
 }
 
-fn analyze_program(program: load::Program, mut diags: Diagnostics, options: &Options) -> Analysis {
+fn analyze_program(
+    mut program: load::Program,
+    mut diags: Diagnostics,
+    options: &Options,
+) -> Analysis {
+    program.comm_fields = binding::comm_fields(&program.fields);
+    for (i, f) in program.functions.iter().enumerate() {
+        program.by_name.entry(f.name.clone()).or_default().push(i);
+    }
     let global: Vec<Diagnostic> = diags.0.clone();
     let comm_fns = body::communicating_functions(&program);
     let found = solver::find(&program, &comm_fns);

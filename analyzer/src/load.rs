@@ -24,6 +24,10 @@ pub struct Program {
     pub functions: Vec<Function>,
     /// Struct fields `(name, type)` of every struct in the program (for communicator fields).
     pub fields: Vec<(String, syn::Type)>,
+    /// Function indices by name (filled by the analysis), for call resolution.
+    pub by_name: std::collections::HashMap<String, Vec<usize>>,
+    /// The fields among `fields` whose type is a communicator (filled by the analysis).
+    pub comm_fields: std::collections::HashMap<String, crate::binding::CommValue>,
     pub config: Config,
 }
 

@@ -5,10 +5,10 @@ use std::collections::BTreeSet;
 
 use syn::visit::{self, Visit};
 
-pub use crate::glue::{is_glue, Glue};
 use crate::binding::{Env, Text};
 use crate::catalogue;
 use crate::config::Config;
+pub use crate::glue::{is_glue, Glue};
 use crate::ir::{CallSite, IndexAccess, IoCall, Stmt};
 
 /// Macros whose arguments are plain expressions (never communication).
@@ -19,7 +19,6 @@ const KNOWN_MACROS: &[&str] = &[
     "dbg", "format_args", "matches", "info", "debug", "warn", "error", "trace", "concat", "stringify", "env",
     "include_str", "include_bytes", "line", "file", "column", "cfg", "compile_error", "anyhow", "bail", "ensure",
 ];
-
 
 /// Methods that mutate their receiver.
 #[rustfmt::skip]
@@ -338,7 +337,6 @@ pub fn macro_args(m: &syn::Macro) -> Vec<syn::Expr> {
         .map(|p| p.into_iter().collect())
         .unwrap_or_default()
 }
-
 
 /// Whether a communication statement also computes in its arguments (a call that is neither
 /// glue nor communication, e.g. `all_reduce_into(&dot(&r, &r), ..)`).

@@ -61,7 +61,9 @@ impl Found {
 /// Analyses the code around `site`; `layout` gives the function's text for the last resort.
 pub fn analyze(site: &FnSite, layout: impl FnOnce() -> String) -> Result<Found, String> {
     let options = Options::default();
-    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).filter(|d| d.join("Cargo.toml").is_file());
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.join("Cargo.toml").is_file());
     if let Some(dir) = &manifest {
         let analysis = guarded(|| analyze_path(dir, &options))?;
         if let Some(found) = find(analysis, site, Scope::Crate) {
@@ -82,19 +84,35 @@ pub fn analyze(site: &FnSite, layout: impl FnOnce() -> String) -> Result<Found, 
     let text = layout();
     let analysis = guarded(|| analyze_source(&name, &text, &options))?;
     find(analysis, site, Scope::Tokens).ok_or_else(|| {
-        format!("the analyzer did not find `{}` as a solver in the crate, its file or its own tokens", site.name)
+        format!(
+            "the analyzer did not find `{}` as a solver in the crate, its file or its own tokens",
+            site.name
+        )
     })
 }
 
 /// A file's name as the CLI would show it from the crate root.
 fn display_name(file: &Path, root: Option<&Path>) -> String {
-    root.and_then(|r| file.strip_prefix(r).ok()).unwrap_or(file).display().to_string()
+    root.and_then(|r| file.strip_prefix(r).ok())
+        .unwrap_or(file)
+        .display()
+        .to_string()
 }
 
 fn find(analysis: Analysis, site: &FnSite, scope: Scope) -> Option<Found> {
-    let solver = analysis.structure.solvers.iter().position(|s| matches(s, site, scope))?;
+    let solver = analysis
+        .structure
+        .solvers
+        .iter()
+        .position(|s| matches(s, site, scope))?;
     let json = mheta_analyzer::emit::json::render(&analysis.structure);
-    Some(Found { structure: analysis.structure, json, solver, scope, config: None })
+    Some(Found {
+        structure: analysis.structure,
+        json,
+        solver,
+        scope,
+        config: None,
+    })
 }
 
 fn matches(solver: &Solver, site: &FnSite, scope: Scope) -> bool {

@@ -31,20 +31,31 @@ impl Marker {
     /// Where the marker belongs, for error messages.
     pub fn belongs(self) -> &'static str {
         match self {
-            Marker::Iterate => "on the main loop (`for`, `while` or `loop`) inside a `#[mheta::solver]` function",
-            Marker::Distributed | Marker::Replicated => "on a `let` binding inside a `#[mheta::solver]` function",
+            Marker::Iterate => {
+                "on the main loop (`for`, `while` or `loop`) inside a `#[mheta::solver]` function"
+            }
+            Marker::Distributed | Marker::Replicated => {
+                "on a `let` binding inside a `#[mheta::solver]` function"
+            }
         }
     }
 }
 
 /// Whether `attr` is `#[mheta::<name>]` or `#[<name>]`.
 pub fn is_mheta(attr: &Attribute, name: &str) -> bool {
-    let segs: Vec<String> = attr.path().segments.iter().map(|s| s.ident.to_string()).collect();
+    let segs: Vec<String> = attr
+        .path()
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
     segs == ["mheta", name] || segs == [name]
 }
 
 pub fn marker_of(attr: &Attribute) -> Option<Marker> {
-    [Marker::Iterate, Marker::Distributed, Marker::Replicated].into_iter().find(|m| is_mheta(attr, m.name()))
+    [Marker::Iterate, Marker::Distributed, Marker::Replicated]
+        .into_iter()
+        .find(|m| is_mheta(attr, m.name()))
 }
 
 /// The one shared "takes no arguments" check for an attribute macro's own arguments.
@@ -57,7 +68,10 @@ pub fn no_args(cx: &Ctxt, name: &str, args: &TokenStream) {
 /// The same check for a marker written inside a solver.
 fn marker_no_args(cx: &Ctxt, attr: &Attribute, marker: Marker) {
     if !matches!(attr.meta, Meta::Path(_)) {
-        cx.error_spanned_by(&attr.meta, format!("`#[mheta::{}]` takes no arguments", marker.name()));
+        cx.error_spanned_by(
+            &attr.meta,
+            format!("`#[mheta::{}]` takes no arguments", marker.name()),
+        );
     }
 }
 
@@ -80,7 +94,10 @@ impl Validator<'_> {
                 Some(Marker::Iterate) => {
                     marker_no_args(self.cx, attr, Marker::Iterate);
                     if self.iterate.is_some() {
-                        self.cx.error_spanned_by(attr, "duplicate `#[mheta::iterate]`: a solver has one main loop");
+                        self.cx.error_spanned_by(
+                            attr,
+                            "duplicate `#[mheta::iterate]`: a solver has one main loop",
+                        );
                     } else {
                         self.iterate = Some(attr.pound_token.span);
                     }
@@ -92,7 +109,10 @@ impl Validator<'_> {
     }
 
     fn misplaced(&self, attr: &Attribute, marker: Marker) {
-        self.cx.error_spanned_by(attr, format!("`#[mheta::{}]` goes {}", marker.name(), marker.belongs()));
+        self.cx.error_spanned_by(
+            attr,
+            format!("`#[mheta::{}]` goes {}", marker.name(), marker.belongs()),
+        );
     }
 }
 
@@ -187,4 +207,45 @@ impl VisitMut for Stripper {
     }
 
     fn visit_item_mut(&mut self, _item: &mut syn::Item) {}
+}
+
+/// Removes every solver marker from a token stream, wherever it is written: the fallback output
+/// of a solver with misplaced markers must not produce one more error per marker.
+pub fn strip_tokens(tokens: TokenStream) -> TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    let mut out: Vec<TokenTree> = Vec::new();
+    let mut iter = tokens.into_iter().peekable();
+    while let Some(t) = iter.next() {
+        if let TokenTree::Punct(p) = &t {
+            if p.as_char() == '#' {
+                if let Some(TokenTree::Group(g)) = iter.peek() {
+                    let is_marker = g.delimiter() == proc_macro2::Delimiter::Bracket
+                        && syn::parse2::<syn::Meta>(g.stream()).ok().is_some_and(|m| {
+                            let segs: Vec<String> = m
+                                .path()
+                                .segments
+                                .iter()
+                                .map(|s| s.ident.to_string())
+                                .collect();
+                            [Marker::Iterate, Marker::Distributed, Marker::Replicated]
+                                .iter()
+                                .any(|k| segs == ["mheta", k.name()] || segs == [k.name()])
+                        });
+                    if is_marker {
+                        iter.next();
+                        continue;
+                    }
+                }
+            }
+        }
+        match t {
+            TokenTree::Group(g) => {
+                let mut inner = Group::new(g.delimiter(), strip_tokens(g.stream()));
+                inner.set_span(g.span());
+                out.push(TokenTree::Group(inner));
+            }
+            other => out.push(other),
+        }
+    }
+    out.into_iter().collect()
 }

@@ -15,19 +15,28 @@ pub fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     match syn::parse2::<syn::ItemFn>(input.clone()) {
         Ok(f) => {
             if let Some(attr) = f.attrs.iter().find(|a| is_mheta(a, "solver")) {
-                cx.error_spanned_by(attr, "a function is either `#[mheta::comm]` or `#[mheta::solver]`, not both");
+                cx.error_spanned_by(
+                    attr,
+                    "a function is either `#[mheta::comm]` or `#[mheta::solver]`, not both",
+                );
             }
             if let Some(attr) = f.attrs.iter().find(|a| is_mheta(a, "comm")) {
                 cx.error_spanned_by(attr, "duplicate `#[mheta::comm]`");
             }
             if let Some(c) = &f.sig.constness {
-                cx.error_spanned_by(c, "a `#[mheta::comm]` function communicates at run time: it cannot be `const`");
+                cx.error_spanned_by(
+                    c,
+                    "a `#[mheta::comm]` function communicates at run time: it cannot be `const`",
+                );
             }
             let item = f.into_token_stream();
             fallback::with_original(cx.into_compile_errors(), item)
         }
         Err(_) => {
-            cx.error_at(Span::call_site(), "`#[mheta::comm]` goes on a function with a body");
+            cx.error_at(
+                Span::call_site(),
+                "`#[mheta::comm]` goes on a function with a body",
+            );
             fallback::with_original(cx.into_compile_errors(), input)
         }
     }

@@ -22,12 +22,16 @@ impl Ctxt {
     /// An error at the span of `tokens` (the whole node when the compiler can join spans,
     /// otherwise its first token).
     pub fn error_spanned_by<T: ToTokens, M: Display>(&self, tokens: T, message: M) {
-        self.errors.borrow_mut().push(syn::Error::new_spanned(tokens, message));
+        self.errors
+            .borrow_mut()
+            .push(syn::Error::new_spanned(tokens, message));
     }
 
     /// An error at one span.
     pub fn error_at<M: Display>(&self, span: proc_macro2::Span, message: M) {
-        self.errors.borrow_mut().push(syn::Error::new(span, message));
+        self.errors
+            .borrow_mut()
+            .push(syn::Error::new(span, message));
     }
 
     pub fn has_errors(&self) -> bool {

@@ -11,8 +11,16 @@ use crate::plan::{LoopKind, RegionKind};
 pub fn region_guard(kind: &RegionKind) -> TokenStream {
     match kind {
         RegionKind::Section(id) => quote!(::mheta::__private::section(#id)),
-        RegionKind::Stage { section, tile: None, stage } => quote!(::mheta::__private::stage(#section, #stage)),
-        RegionKind::Stage { section, tile: Some(tile), stage } => {
+        RegionKind::Stage {
+            section,
+            tile: None,
+            stage,
+        } => quote!(::mheta::__private::stage(#section, #stage)),
+        RegionKind::Stage {
+            section,
+            tile: Some(tile),
+            stage,
+        } => {
             quote!(::mheta::__private::tile_stage(#section, #tile, #stage))
         }
         RegionKind::Event(id) => quote!(::mheta::__private::event(#id)),
@@ -46,7 +54,11 @@ pub fn loop_guard(kind: LoopKind) -> TokenStream {
 /// pointer comparison once registered), plus a dependency on `mheta.toml` so that editing it
 /// re-runs the macro.
 pub fn registration(solver: &str, json: &str, tracked: Option<&str>) -> TokenStream {
-    let track = tracked.map(|path| quote!(const _: &[u8] = ::core::include_bytes!(#path);));
+    let track = tracked.map(|path| {
+        quote!(
+            const _: &[u8] = ::core::include_bytes!(#path);
+        )
+    });
     quote! {
         {
             #track

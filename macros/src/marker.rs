@@ -11,7 +11,10 @@ use crate::fallback;
 /// A misplaced marker: one error at the attribute, and the item unchanged.
 pub fn misplaced(marker: Marker, args: TokenStream, input: TokenStream) -> TokenStream {
     let cx = Ctxt::new();
-    cx.error_at(Span::call_site(), format!("`#[mheta::{}]` goes {}", marker.name(), marker.belongs()));
+    cx.error_at(
+        Span::call_site(),
+        format!("`#[mheta::{}]` goes {}", marker.name(), marker.belongs()),
+    );
     crate::attrs::no_args(&cx, marker.name(), &args);
     fallback::with_original(cx.into_compile_errors(), input)
 }

@@ -46,12 +46,21 @@ pub fn place(block: &mut Block, plan: &Plan) -> Placement {
     let mut unplaced = Vec::new();
     for (r, done) in plan.regions.iter().zip(&placer.regions_done) {
         if !done {
-            unplaced.push(Unplaced { what: r.kind.describe(), extent: r.extent });
+            unplaced.push(Unplaced {
+                what: r.kind.describe(),
+                extent: r.extent,
+            });
         }
     }
     for (l, done) in plan.loops.iter().zip(&placer.loops_done) {
         if !done {
-            unplaced.push(Unplaced { what: l.kind.describe(), extent: Extent { start: l.start, end: l.start } });
+            unplaced.push(Unplaced {
+                what: l.kind.describe(),
+                extent: Extent {
+                    start: l.start,
+                    end: l.start,
+                },
+            });
         }
     }
     Placement { unplaced }
@@ -75,7 +84,11 @@ struct Run {
 impl Placer<'_> {
     fn guard_name(&mut self) -> Ident {
         self.next_guard += 1;
-        format_ident!("__mheta_guard_{}", self.next_guard, span = Span::mixed_site())
+        format_ident!(
+            "__mheta_guard_{}",
+            self.next_guard,
+            span = Span::mixed_site()
+        )
     }
 
     /// The statement runs of this block, nested or disjoint.
@@ -85,19 +98,33 @@ impl Placer<'_> {
             if self.regions_done[r] || matches!(region.kind, RegionKind::Io { .. }) {
                 continue;
             }
-            let Some(first) = extents.iter().position(|e| e.is_some_and(|e| e.start == region.extent.start)) else {
-                continue;
+            let (rs, re) = (region.extent.start, region.extent.end);
+            let exact = extents
+                .iter()
+                .position(|e| e.is_some_and(|e| e.start == rs));
+            // A section begins with its first item, which may be an expression inside a
+            // statement (`let s: f64 = v.iter().sum();`): the section takes the whole statement.
+            // A statement holding the whole region (the loop around it) is a container instead.
+            let snapped = || match region.kind {
+                RegionKind::Section(_) => extents
+                    .iter()
+                    .position(|e| e.is_some_and(|e| e.start < rs && rs < e.end && e.end <= re)),
+                _ => None,
             };
+            let Some(first) = exact.or_else(snapped) else {
+                continue; // Maybe exactly one expression (visit_expr_mut).
+            };
+            // Every statement that starts inside the region belongs to the run; the last one may
+            // end after the region (its `;`, or the rest of a statement holding the region's
+            // last call), and the guard then covers it whole.
             let mut last = first;
-            while last + 1 < extents.len() && extents[last + 1].is_some_and(|e| e.start < region.extent.end) {
+            while last + 1 < extents.len() && extents[last + 1].is_some_and(|e| e.start < re) {
                 last += 1;
-            }
-            if extents[last].is_some_and(|e| e.end > region.extent.end) {
-                continue; // Not a whole run of statements: maybe one expression (visit_expr_mut).
             }
             let crosses = runs.iter().any(|o| {
                 let disjoint = o.last < first || last < o.first;
-                let nested = (o.first <= first && last <= o.last) || (first <= o.first && o.last <= last);
+                let nested =
+                    (o.first <= first && last <= o.last) || (first <= o.first && o.last <= last);
                 !(disjoint || nested)
             });
             if crosses {
@@ -105,7 +132,12 @@ impl Placer<'_> {
             }
             self.regions_done[r] = true;
             let name = self.guard_name();
-            runs.push(Run { region: r, first, last, name });
+            runs.push(Run {
+                region: r,
+                first,
+                last,
+                name,
+            });
         }
         runs
     }
@@ -116,7 +148,12 @@ impl Placer<'_> {
 
     /// Which loop hook starts at `start`, if any is still open.
     fn loop_hook_at(&self, start: (u32, u32)) -> Option<(usize, LoopHook)> {
-        self.plan.loops.iter().enumerate().find(|(i, l)| !self.loops_done[*i] && l.start == start).map(|(i, l)| (i, l.clone()))
+        self.plan
+            .loops
+            .iter()
+            .enumerate()
+            .find(|(i, l)| !self.loops_done[*i] && l.start == start)
+            .map(|(i, l)| (i, l.clone()))
     }
 
     /// Adds the hook's guard at the top of a loop body; returns the main loop's counter.
@@ -180,7 +217,13 @@ impl Placer<'_> {
 
     /// An I/O region at exactly this expression: wrap it, unless the runtime records the call.
     fn wrap_expression(&mut self, expr: &mut Expr, here: Extent) {
-        let Some(r) = self.plan.regions.iter().enumerate().position(|(i, r)| !self.regions_done[i] && r.extent == here) else {
+        let Some(r) = self
+            .plan
+            .regions
+            .iter()
+            .enumerate()
+            .position(|(i, r)| !self.regions_done[i] && r.extent == here)
+        else {
             return;
         };
         self.regions_done[r] = true;
@@ -225,10 +268,17 @@ impl VisitMut for Placer<'_> {
                 continue; // The guards drop at the end of the block, after the tail value.
             }
             let mut closing: Vec<&Run> = runs.iter().filter(|r| r.last == i).collect();
-            closing.sort_by_key(|r| (std::cmp::Reverse(r.first), std::cmp::Reverse(self.region(r).kind.rank())));
+            closing.sort_by_key(|r| {
+                (
+                    std::cmp::Reverse(r.first),
+                    std::cmp::Reverse(self.region(r).kind.rank()),
+                )
+            });
             for run in closing {
                 let name = &run.name;
-                block.stmts.push(syn::parse_quote!(::core::mem::drop(#name);));
+                block
+                    .stmts
+                    .push(syn::parse_quote!(::core::mem::drop(#name);));
             }
         }
     }

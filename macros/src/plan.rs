@@ -15,11 +15,18 @@ use crate::position::{from_span, Extent};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RegionKind {
     Section(u32),
-    Stage { section: u32, tile: Option<u32>, stage: u32 },
+    Stage {
+        section: u32,
+        tile: Option<u32>,
+        stage: u32,
+    },
     Event(u32),
     /// An I/O call; calls the runtime's out-of-core arrays record themselves are skipped when
     /// the call is found ([`crate::place`]).
-    Io { var: String, op: IoKind },
+    Io {
+        var: String,
+        op: IoKind,
+    },
 }
 
 impl RegionKind {
@@ -37,10 +44,20 @@ impl RegionKind {
     pub fn describe(&self) -> String {
         match self {
             RegionKind::Section(s) => format!("section {s}"),
-            RegionKind::Stage { section, tile: None, stage } => format!("stage {section}.{stage}"),
-            RegionKind::Stage { section, tile: Some(t), stage } => format!("stage {section}.t{t}.{stage}"),
+            RegionKind::Stage {
+                section,
+                tile: None,
+                stage,
+            } => format!("stage {section}.{stage}"),
+            RegionKind::Stage {
+                section,
+                tile: Some(t),
+                stage,
+            } => format!("stage {section}.t{t}.{stage}"),
             RegionKind::Event(e) => format!("event {e}"),
-            RegionKind::Io { var, op } => format!("{} of `{var}`", format!("{op:?}").to_lowercase()),
+            RegionKind::Io { var, op } => {
+                format!("{} of `{var}`", format!("{op:?}").to_lowercase())
+            }
         }
     }
 }
@@ -91,16 +108,25 @@ pub fn plan(solver: &Solver) -> Plan {
     if solver.main_loop.kind == "none" {
         return plan;
     }
-    plan.loops.push(LoopHook { kind: LoopKind::Iteration, start: from_span(&solver.main_loop.span).start });
+    plan.loops.push(LoopHook {
+        kind: LoopKind::Iteration,
+        start: from_span(&solver.main_loop.span).start,
+    });
     for group in &solver.groups {
-        plan.loops.push(LoopHook { kind: LoopKind::Group(group.id), start: from_span(&group.span).start });
+        plan.loops.push(LoopHook {
+            kind: LoopKind::Group(group.id),
+            start: from_span(&group.span).start,
+        });
     }
     for section in &solver.sections {
         let mut covered: Option<Extent> = None;
         let mut cover = |e: Extent| {
             covered = Some(match covered {
                 None => e,
-                Some(c) => Extent { start: c.start.min(e.start), end: c.end.max(e.end) },
+                Some(c) => Extent {
+                    start: c.start.min(e.start),
+                    end: c.end.max(e.end),
+                },
             });
         };
         for item in &section.items {
@@ -114,7 +140,10 @@ pub fn plan(solver: &Solver) -> Plan {
                 SectionItem::Tiles(tiles) => {
                     cover(from_span(&tiles.span));
                     plan.loops.push(LoopHook {
-                        kind: LoopKind::Tile { section: section.id, tile: tiles.id },
+                        kind: LoopKind::Tile {
+                            section: section.id,
+                            tile: tiles.id,
+                        },
                         start: from_span(&tiles.span).start,
                     });
                     for stage in &tiles.stages {
@@ -133,16 +162,34 @@ pub fn plan(solver: &Solver) -> Plan {
             plan.push(file, RegionKind::Event(event.id), &event.span);
         }
         if let Some(extent) = covered {
-            plan.regions.push(Region { kind: RegionKind::Section(section.id), extent });
+            plan.regions.push(Region {
+                kind: RegionKind::Section(section.id),
+                extent,
+            });
         }
     }
     plan
 }
 
 fn push_stage(plan: &mut Plan, file: &str, section: u32, tile: Option<u32>, stage: &Stage) {
-    plan.push(file, RegionKind::Stage { section, tile, stage: stage.id }, &stage.span);
+    plan.push(
+        file,
+        RegionKind::Stage {
+            section,
+            tile,
+            stage: stage.id,
+        },
+        &stage.span,
+    );
     for io in &stage.io {
-        plan.push(file, RegionKind::Io { var: io.var.clone(), op: io.op }, &io.span);
+        plan.push(
+            file,
+            RegionKind::Io {
+                var: io.var.clone(),
+                op: io.op,
+            },
+            &io.span,
+        );
     }
 }
 
@@ -150,9 +197,13 @@ impl Plan {
     /// Adds a region if it lies in the solver's file.
     fn push(&mut self, file: &str, kind: RegionKind, span: &Span) {
         if span.file == file {
-            self.regions.push(Region { kind, extent: from_span(span) });
+            self.regions.push(Region {
+                kind,
+                extent: from_span(span),
+            });
         } else {
-            self.elsewhere.push(format!("{} ({}:{})", kind.describe(), span.file, span.line));
+            self.elsewhere
+                .push(format!("{} ({}:{})", kind.describe(), span.file, span.line));
         }
     }
 }

@@ -61,8 +61,15 @@ pub fn extent<T: ToTokens + ?Sized>(node: &T) -> Option<Extent> {
 
 /// A structure-file span (1-based columns) as an [`Extent`].
 pub fn from_span(span: &Span) -> Extent {
-    let end = if span.end_line == 0 { (span.line, span.column.saturating_sub(1)) } else { (span.end_line, span.end_column.saturating_sub(1)) };
-    Extent { start: (span.line, span.column.saturating_sub(1)), end }
+    let end = if span.end_line == 0 {
+        (span.line, span.column.saturating_sub(1))
+    } else {
+        (span.end_line, span.end_column.saturating_sub(1))
+    };
+    Extent {
+        start: (span.line, span.column.saturating_sub(1)),
+        end,
+    }
 }
 
 /// Every leaf token of a stream with its start position, groups' delimiters included, in order.
@@ -125,7 +132,7 @@ fn place(text: &mut String, cursor: &mut Pos, at: Pos, token: &str) {
             text.push(' ');
         }
         cursor.1 = at.1;
-    } else if cursor.1 > 0 && !text.ends_with(' ') && !text.ends_with('\n') {
+    } else if at < *cursor {
         text.push(' ');
         cursor.1 += 1;
     }
@@ -147,9 +154,21 @@ mod tests {
     #[test]
     fn structure_spans_convert_to_zero_based_columns() {
         let s = Span::range("src/main.rs", (4, 9), (6, 10));
-        assert_eq!(from_span(&s), Extent { start: (4, 8), end: (6, 9) });
+        assert_eq!(
+            from_span(&s),
+            Extent {
+                start: (4, 8),
+                end: (6, 9)
+            }
+        );
         let only_start = Span::new("src/main.rs", 3, 1);
-        assert_eq!(from_span(&only_start), Extent { start: (3, 0), end: (3, 0) });
+        assert_eq!(
+            from_span(&only_start),
+            Extent {
+                start: (3, 0),
+                end: (3, 0)
+            }
+        );
     }
 
     #[test]

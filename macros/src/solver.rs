@@ -28,7 +28,10 @@ pub fn expand(args: TokenStream, input: TokenStream) -> TokenStream {
     let item: ItemFn = match syn::parse2(input.clone()) {
         Ok(f) => f,
         Err(_) => {
-            cx.error_at(Span::call_site(), "`#[mheta::solver]` goes on a function with a body");
+            cx.error_at(
+                Span::call_site(),
+                "`#[mheta::solver]` goes on a function with a body",
+            );
             return fallback::with_original(cx.into_compile_errors(), input);
         }
     };
@@ -48,13 +51,22 @@ fn validate_signature(cx: &Ctxt, item: &ItemFn) {
         if attrs::is_mheta(attr, "solver") {
             cx.error_spanned_by(attr, "duplicate `#[mheta::solver]`");
         } else if attrs::is_mheta(attr, "comm") {
-            cx.error_spanned_by(attr, "a function is either `#[mheta::solver]` or `#[mheta::comm]`, not both");
+            cx.error_spanned_by(
+                attr,
+                "a function is either `#[mheta::solver]` or `#[mheta::comm]`, not both",
+            );
         } else if let Some(m) = attrs::marker_of(attr) {
-            cx.error_spanned_by(attr, format!("`#[mheta::{}]` goes {}", m.name(), m.belongs()));
+            cx.error_spanned_by(
+                attr,
+                format!("`#[mheta::{}]` goes {}", m.name(), m.belongs()),
+            );
         }
     }
     if let Some(c) = &item.sig.constness {
-        cx.error_spanned_by(c, "a solver runs the program's main loop: it cannot be a `const fn`");
+        cx.error_spanned_by(
+            c,
+            "a solver runs the program's main loop: it cannot be a `const fn`",
+        );
     }
     for input in &item.sig.inputs {
         let attrs = match input {
@@ -63,16 +75,18 @@ fn validate_signature(cx: &Ctxt, item: &ItemFn) {
         };
         for attr in attrs {
             if let Some(m) = attrs::marker_of(attr) {
-                cx.error_spanned_by(attr, format!("`#[mheta::{}]` goes {}", m.name(), m.belongs()));
+                cx.error_spanned_by(
+                    attr,
+                    format!("`#[mheta::{}]` goes {}", m.name(), m.belongs()),
+                );
             }
         }
     }
 }
 
 /// The original function with the solver's markers removed (the fallback output).
-fn stripped(mut item: ItemFn) -> TokenStream {
-    attrs::strip(&mut item.block);
-    item.into_token_stream()
+fn stripped(item: ItemFn) -> TokenStream {
+    attrs::strip_tokens(item.into_token_stream())
 }
 
 /// Analyzes and instruments; `None` (with errors in `cx`) when that is impossible.
@@ -83,7 +97,11 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
         cx.error_at(ident.span(), "mheta needs source positions from the compiler (Rust 1.88 or later) to match the analyzer's structure to this function");
         return None;
     }
-    let site = FnSite { name: ident.to_string(), ident: (start.line as u32, start.column as u32), file: ident.span().local_file().map(absolute) };
+    let site = FnSite {
+        name: ident.to_string(),
+        ident: (start.line as u32, start.column as u32),
+        file: ident.span().local_file().map(absolute),
+    };
     let found = match analysis::analyze(&site, || position::layout_text(input.clone())) {
         Ok(found) => found,
         Err(message) => {
@@ -95,9 +113,20 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
     let mut leaves = Vec::new();
     position::leaf_positions(input.clone(), &mut leaves);
     let span_at = |pos: Pos| span_at(&leaves, pos).unwrap_or_else(|| ident.span());
-    for d in solver.diagnostics.iter().filter(|d| d.level == Level::Error) {
-        let span = d.span.as_ref().filter(|s| s.file == solver.span.file).map(|s| span_at(from_span(s).start));
-        cx.error_at(span.unwrap_or_else(|| ident.span()), format!("mheta analyze: {}", d.message));
+    for d in solver
+        .diagnostics
+        .iter()
+        .filter(|d| d.level == Level::Error)
+    {
+        let span = d
+            .span
+            .as_ref()
+            .filter(|s| s.file == solver.span.file)
+            .map(|s| span_at(from_span(s).start));
+        cx.error_at(
+            span.unwrap_or_else(|| ident.span()),
+            format!("mheta analyze: {}", d.message),
+        );
     }
     if cx.has_errors() {
         return None;
@@ -109,8 +138,16 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
     attrs::strip(&mut block);
 
     let mut messages: Vec<(String, Span)> = Vec::new();
-    for d in solver.diagnostics.iter().filter(|d| d.level == Level::Warning) {
-        let span = d.span.as_ref().filter(|s| s.file == solver.span.file).map(|s| span_at(from_span(s).start));
+    for d in solver
+        .diagnostics
+        .iter()
+        .filter(|d| d.level == Level::Warning)
+    {
+        let span = d
+            .span
+            .as_ref()
+            .filter(|s| s.file == solver.span.file)
+            .map(|s| span_at(from_span(s).start));
         messages.push((d.message.clone(), span.unwrap_or_else(|| ident.span())));
     }
     for u in &placement.unplaced {
@@ -131,7 +168,10 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
         let message = "the crate and this function's file could not be analysed; ids come from the function's own tokens and may differ from `mheta analyze`".to_string();
         messages.push((message, ident.span()));
     }
-    let warnings = messages.iter().enumerate().map(|(i, (m, s))| warnings::warning(m, *s, i));
+    let warnings = messages
+        .iter()
+        .enumerate()
+        .map(|(i, (m, s))| warnings::warning(m, *s, i));
 
     let tracked = found.config.as_ref().map(|p| p.display().to_string());
     let registration = expand::registration(&solver.name, &found.json, tracked.as_deref());
@@ -152,7 +192,9 @@ fn absolute(path: std::path::PathBuf) -> std::path::PathBuf {
     if path.is_absolute() {
         return path;
     }
-    std::env::current_dir().map(|cwd| cwd.join(&path)).unwrap_or(path)
+    std::env::current_dir()
+        .map(|cwd| cwd.join(&path))
+        .unwrap_or(path)
 }
 
 /// The span of the first token at or after `pos` on the same line, else the last token before it.

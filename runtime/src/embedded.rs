@@ -46,7 +46,9 @@ pub fn register(embedded: &'static Embedded) {
 
 #[inline(never)]
 fn register_slow(embedded: &'static Embedded, ptr: *mut Embedded) {
-    let mut all = all().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut all = all()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !all.iter().any(|e| std::ptr::eq(*e, embedded)) {
         all.push(embedded);
     }
@@ -55,7 +57,10 @@ fn register_slow(embedded: &'static Embedded, ptr: *mut Embedded) {
 
 /// Every structure registered so far, in registration order.
 pub fn registered() -> Vec<&'static Embedded> {
-    all().lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    all()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
 }
 
 /// The structure of the first solver that ran, if any.
@@ -67,8 +72,14 @@ pub fn first() -> Option<&'static Embedded> {
 mod tests {
     use super::*;
 
-    static A: Embedded = Embedded { solver: "c::a", structure_json: r#"{"schema":"mheta-structure/1","crate":"c","solvers":[]}"# };
-    static B: Embedded = Embedded { solver: "c::b", structure_json: "{" };
+    static A: Embedded = Embedded {
+        solver: "c::a",
+        structure_json: r#"{"schema":"mheta-structure/1","crate":"c","solvers":[]}"#,
+    };
+    static B: Embedded = Embedded {
+        solver: "c::b",
+        structure_json: "{",
+    };
 
     #[test]
     fn registers_each_structure_once_in_order() {
@@ -76,7 +87,11 @@ mod tests {
         register(&A);
         register(&B);
         register(&A);
-        let names: Vec<&str> = registered().iter().map(|e| e.solver).filter(|s| s.starts_with("c::")).collect();
+        let names: Vec<&str> = registered()
+            .iter()
+            .map(|e| e.solver)
+            .filter(|s| s.starts_with("c::"))
+            .collect();
         assert_eq!(names, ["c::a", "c::b"]);
         assert_eq!(A.structure().unwrap().crate_name, "c");
         assert!(B.structure().is_err());

@@ -5,6 +5,10 @@
 //! Failure: the first rank whose closure returns an error or panics poisons the communicator;
 //! every other rank's pending or later communication fails at once, so `launch` returns
 //! [`Error::RankFailed`] naming that rank and its message, and writes no measurements.
+//!
+//! `--backend mpi` (feature `mpi`): this process is one rank of the job `mpirun` started
+//! (`crate::comm::mpi`). `launch` then returns this rank's result only, rank 0 writes the
+//! measurements and trace, and a failing rank aborts the whole job naming itself.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -81,23 +85,34 @@ impl<'a> Launch<'a> {
         self
     }
 
-    /// Resolve the arguments into the settings every rank shares.
+    /// Resolve the arguments into the settings every rank shares. With `--backend mpi` this
+    /// initialises MPI, and the rank count is the MPI world's size.
     pub fn settings(&self) -> Result<RunSettings, Error> {
         let a = self.args;
-        if a.backend == Backend::Mpi {
-            return Err(Error::MpiUnavailable);
+        if a.clock.is_virtual() && a.backend != Backend::Threads {
+            return Err(Error::Args(
+                "--clock virtual and charged need --backend threads".into(),
+            ));
         }
+        let world_size = backend_world_size(a.backend)?;
         let explicit = match &a.distribution {
             DistributionSpec::Rows(r) => Some(r.clone()),
             DistributionSpec::File(p) => Some(read_distribution_file(p)?),
             _ => None,
         };
         let cluster = a.cluster.as_deref().map(ClusterSpec::load).transpose()?;
-        let size = match (a.ranks, &cluster, &explicit) {
-            (Some(p), _, _) => p,
-            (None, Some(c), _) => c.nodes.len(),
-            (None, None, Some(rows)) => rows.len(),
-            (None, None, None) => 1,
+        let size = match (world_size, a.ranks, &cluster, &explicit) {
+            (Some(w), Some(p), _, _) if p != w => {
+                return Err(Error::Args(format!(
+                    "--ranks {p} but the MPI job has {w} processes (start it with `mpirun -np {p}`, \
+                     or leave out --ranks)"
+                )))
+            }
+            (Some(w), _, _, _) => w,
+            (None, Some(p), _, _) => p,
+            (None, None, Some(c), _) => c.nodes.len(),
+            (None, None, None, Some(rows)) => rows.len(),
+            (None, None, None, None) => 1,
         };
         if size == 0 || size > MAX_THREAD_RANKS {
             return Err(Error::Args(format!(
@@ -147,11 +162,6 @@ impl<'a> Launch<'a> {
             }
         };
         dist.validate(rows, size)?;
-        if a.clock.is_virtual() && a.backend != Backend::Threads {
-            return Err(Error::Args(
-                "--clock virtual and charged need --backend threads".into(),
-            ));
-        }
         Ok(RunSettings {
             size,
             rows,
@@ -173,7 +183,11 @@ impl<'a> Launch<'a> {
         E: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let settings = self.settings()?;
-        if let (Some(path), Some((structure, _))) = (&self.args.emit_structure, &self.structure) {
+        // Under MPI only rank 0's process writes files.
+        let writer = self.args.backend == Backend::Threads || process_rank(self.args.backend) == 0;
+        if let (Some(path), Some((structure, _)), true) =
+            (&self.args.emit_structure, &self.structure, writer)
+        {
             let json =
                 serde_json::to_vec_pretty(structure).map_err(|e| Error::Args(e.to_string()))?;
             write_atomic(path, &json)?;
@@ -182,13 +196,13 @@ impl<'a> Launch<'a> {
         // Without `Launch::structure`, a `#[mheta::solver]` registered its embedded structure
         // when it first ran: write that text byte for byte (it is `mheta analyze`'s output).
         let embedded = crate::embedded::first();
-        if let (Some(path), None) = (&self.args.emit_structure, &self.structure) {
+        if let (Some(path), None, true) = (&self.args.emit_structure, &self.structure, writer) {
             let e = embedded.ok_or_else(|| {
                 Error::Args("--emit-structure: this program embeds no structure".into())
             })?;
             write_atomic(path, e.structure_json.as_bytes())?;
         }
-        if settings.instrument {
+        if settings.instrument && writer {
             let registered = embedded.and_then(|e| e.structure().ok().map(|s| (s, e.solver)));
             let id = match (&self.structure, registered) {
                 (Some((s, solver)), _) => StructureId {
@@ -248,6 +262,10 @@ impl<'a> Launch<'a> {
         let scratch = Scratch::new(self.args.scratch.clone())?;
         settings.scratch = scratch.path.clone();
         let settings = Arc::new(settings);
+        #[cfg(feature = "mpi")]
+        if self.args.backend == Backend::Mpi {
+            return crate::comm::mpi::run(settings, &f, self.microbenchmarks);
+        }
         let world = ThreadWorld::new(settings.size, settings.cluster.network, settings.clock);
         let benchmarks = self.microbenchmarks;
         let outcomes: Vec<Option<RankOutcome<R>>> = std::thread::scope(|s| {
@@ -308,6 +326,38 @@ where
     F: Fn(&Context) -> Result<R, E> + Sync,
     E: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let (outcome, records, micro) =
+        rank_work(rank, Box::new(world.comm(rank)), settings, f, benchmarks);
+    let result = match outcome {
+        Ok(r) => Some(r),
+        Err(message) => {
+            world.abort(rank, message);
+            None
+        }
+    };
+    world.finish(rank);
+    RankOutcome {
+        result,
+        records,
+        micro,
+    }
+}
+
+/// One rank's work on the calling thread, for every backend: install the rank's clock and
+/// hooks (with the node's CPU slowdown), run an instrumented run's start-up microbenchmarks,
+/// then `f`. Returns `f`'s result or the failure message (error chain or panic), the rank's
+/// records and its network microbenchmarks; the clock and hooks are uninstalled again.
+pub(crate) fn rank_work<R, E, F>(
+    rank: usize,
+    comm: Box<dyn crate::comm::Comm>,
+    settings: Arc<RunSettings>,
+    f: &F,
+    benchmarks: bool,
+) -> (Result<R, String>, RankRecords, Microbenchmarks)
+where
+    F: Fn(&Context) -> Result<R, E> + Sync,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let node = settings.cluster.nodes[rank];
     let instrument = settings.instrument;
     clock::install(settings.clock, node.cpu);
@@ -315,7 +365,7 @@ where
         instrument,
         slowdown: settings.clock == ClockMode::Wall && node.cpu < 1.0,
     });
-    let ctx = Context::new(rank, Box::new(world.comm(rank)), Arc::clone(&settings));
+    let ctx = Context::new(rank, comm, Arc::clone(&settings));
     let mut micro = Microbenchmarks::default();
     let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<R, String> {
         if instrument && benchmarks {
@@ -345,24 +395,36 @@ where
         f(&ctx).map_err(|e| error_chain(e.into().as_ref()))
     }));
     hooks::set_recording(false);
+    drop(ctx);
     let result = match outcome {
-        Ok(Ok(r)) => Some(r),
-        Ok(Err(message)) => {
-            world.abort(rank, message);
-            None
-        }
-        Err(panic) => {
-            world.abort(rank, format!("panicked: {}", panic_message(panic.as_ref())));
-            None
-        }
+        Ok(result) => result,
+        Err(panic) => Err(format!("panicked: {}", panic_message(panic.as_ref()))),
     };
-    world.finish(rank);
     let records = hooks::uninstall();
     clock::uninstall();
-    RankOutcome {
-        result,
-        records,
-        micro,
+    (result, records, micro)
+}
+
+/// The number of ranks the backend itself fixes: the MPI world's size (initialising MPI), or
+/// none for threads.
+fn backend_world_size(backend: Backend) -> Result<Option<usize>, Error> {
+    match backend {
+        Backend::Threads => Ok(None),
+        #[cfg(feature = "mpi")]
+        Backend::Mpi => Ok(Some(crate::comm::mpi::world()?.size)),
+        #[cfg(not(feature = "mpi"))]
+        Backend::Mpi => Err(Error::MpiUnavailable),
+    }
+}
+
+/// This process's rank under `backend` (0 for threads, where one process holds every rank).
+fn process_rank(backend: Backend) -> usize {
+    match backend {
+        Backend::Threads => 0,
+        #[cfg(feature = "mpi")]
+        Backend::Mpi => crate::comm::mpi::world().map_or(0, |w| w.rank),
+        #[cfg(not(feature = "mpi"))]
+        Backend::Mpi => 0,
     }
 }
 

@@ -37,7 +37,10 @@ impl Builder<'_, '_> {
                     .functions
                     .get(*self.stack.last()?)
                     .map(|f| f.file);
-                let mut candidates: Vec<usize> = (0..fns.len())
+                let by_name = self.program.by_name.get(segs.last()?)?;
+                let mut candidates: Vec<usize> = by_name
+                    .iter()
+                    .copied()
                     .filter(|&i| {
                         crate::config::names(&wanted, &fns[i].path)
                             && fns[i].sig.receiver().is_none()
@@ -52,8 +55,13 @@ impl Builder<'_, '_> {
                     return None;
                 }
                 let name = m.method.to_string();
-                let candidates: Vec<usize> = (0..fns.len())
-                    .filter(|&i| fns[i].name == name && fns[i].sig.receiver().is_some())
+                let candidates: Vec<usize> = self
+                    .program
+                    .by_name
+                    .get(&name)?
+                    .iter()
+                    .copied()
+                    .filter(|&i| fns[i].sig.receiver().is_some())
                     .collect();
                 // Only when unambiguous about communication: every candidate agrees.
                 let first = *candidates.first()?;
@@ -142,7 +150,7 @@ impl Builder<'_, '_> {
         }
         // Communicator arguments bind the callee's parameters.
         let args = call.args();
-        let mut env = Env::new(&self.program.fields, &self.program.config);
+        let mut env = Env::new(&self.program.comm_fields, &self.program.config);
         let params: Vec<&syn::Pat> = f
             .sig
             .inputs

@@ -18,7 +18,13 @@ const SWEEPS: usize = 4;
 
 /// One rank, 64 rows, 8 iterations of 4 sweeps: 32 group trips, 74 guards per call.
 fn args() -> Args {
-    Args { ranks: Some(1), rows: Some(64), iterations: 8, distribution: DistributionSpec::Block, ..Args::default() }
+    Args {
+        ranks: Some(1),
+        rows: Some(64),
+        iterations: 8,
+        distribution: DistributionSpec::Block,
+        ..Args::default()
+    }
 }
 
 /// Time `calls` calls of `kernel` inside one launched rank (launch cost excluded).
@@ -37,7 +43,9 @@ fn time(kernel: Kernel, calls: u64) -> Duration {
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("heat");
     group.bench_function("plain", |b| b.iter_custom(|n| time(heat_plain, n)));
-    group.bench_function("instrumented_disabled", |b| b.iter_custom(|n| time(heat, n)));
+    group.bench_function("instrumented_disabled", |b| {
+        b.iter_custom(|n| time(heat, n))
+    });
     group.finish();
 }
 

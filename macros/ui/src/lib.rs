@@ -22,7 +22,10 @@ pub fn heat(ctx: &Context, cols: usize, sweeps: usize) -> Result<f64, CommError>
             for i in 1..=rows {
                 for j in 1..cols - 1 {
                     next[i * cols + j] = 0.25
-                        * (u[(i - 1) * cols + j] + u[(i + 1) * cols + j] + u[i * cols + j - 1] + u[i * cols + j + 1]);
+                        * (u[(i - 1) * cols + j]
+                            + u[(i + 1) * cols + j]
+                            + u[i * cols + j - 1]
+                            + u[i * cols + j + 1]);
                 }
             }
             std::mem::swap(&mut u, &mut next);
@@ -62,7 +65,10 @@ pub fn heat_plain(ctx: &Context, cols: usize, sweeps: usize) -> Result<f64, Comm
             for i in 1..=rows {
                 for j in 1..cols - 1 {
                     next[i * cols + j] = 0.25
-                        * (u[(i - 1) * cols + j] + u[(i + 1) * cols + j] + u[i * cols + j - 1] + u[i * cols + j + 1]);
+                        * (u[(i - 1) * cols + j]
+                            + u[(i + 1) * cols + j]
+                            + u[i * cols + j - 1]
+                            + u[i * cols + j + 1]);
                 }
             }
             std::mem::swap(&mut u, &mut next);

@@ -26,10 +26,18 @@ fn heat_iteration(index: u32, rank: usize, size: usize, sweeps: usize) -> String
     for _ in 0..sweeps {
         out.push_str("  group 0\n    section 0\n      stage 0.0\n      stage 0.1\n      event 0\n");
         if rank > 0 {
-            out.push_str(&format!("        send {}\n        receive {}\n", rank - 1, rank - 1));
+            out.push_str(&format!(
+                "        send {}\n        receive {}\n",
+                rank - 1,
+                rank - 1
+            ));
         }
         if rank + 1 < size {
-            out.push_str(&format!("        receive {}\n        send {}\n", rank + 1, rank + 1));
+            out.push_str(&format!(
+                "        receive {}\n        send {}\n",
+                rank + 1,
+                rank + 1
+            ));
         }
     }
     out.push_str("  section 1\n    stage 1.0\n    stage 1.1\n    event 1\n      all_reduce\n");
@@ -44,7 +52,11 @@ fn heat_records_every_region_in_order_on_every_rank() {
         let r = rec.rank(rank);
         r.check_nesting().unwrap();
         for it in 0..2 {
-            assert_eq!(r.outline_of_iteration(it), heat_iteration(it, rank, size, 3), "rank {rank}, iteration {it}");
+            assert_eq!(
+                r.outline_of_iteration(it),
+                heat_iteration(it, rank, size, 3),
+                "rank {rank}, iteration {it}"
+            );
         }
     }
 }
@@ -52,14 +64,25 @@ fn heat_records_every_region_in_order_on_every_rank() {
 #[test]
 fn trip_counts_of_the_main_loop_and_the_nested_iteration_are_measured() {
     for (iterations, sweeps) in [(1, 1), (2, 3), (4, 0), (3, 5)] {
-        let (_, rec) = testing::record_with(&args(2, 6, iterations), |ctx| heat(ctx, 5, sweeps)).unwrap();
+        let (_, rec) =
+            testing::record_with(&args(2, 6, iterations), |ctx| heat(ctx, 5, sweeps)).unwrap();
         for r in &rec.ranks {
             assert_eq!(r.trips(RecordKind::Iteration), iterations as usize);
-            assert_eq!(r.trips_of(RecordKind::Group, 0), iterations as usize * sweeps);
-            assert_eq!(r.trips_of(RecordKind::Event, 0), iterations as usize * sweeps);
+            assert_eq!(
+                r.trips_of(RecordKind::Group, 0),
+                iterations as usize * sweeps
+            );
+            assert_eq!(
+                r.trips_of(RecordKind::Event, 0),
+                iterations as usize * sweeps
+            );
             assert_eq!(r.trips_of(RecordKind::Section, 1), iterations as usize);
             let numbers: Vec<u32> = r.of_kind(RecordKind::Iteration).map(|i| i.id).collect();
-            assert_eq!(numbers, (0..iterations).collect::<Vec<_>>(), "iterations are numbered from 0");
+            assert_eq!(
+                numbers,
+                (0..iterations).collect::<Vec<_>>(),
+                "iterations are numbered from 0"
+            );
         }
     }
 }
@@ -78,10 +101,16 @@ fn instrumentation_does_not_change_results() {
 fn embedded_structure_is_what_the_analyzer_writes_for_the_crate() {
     testing::record_with(&args(1, 4, 1), |ctx| heat(ctx, 4, 1)).unwrap();
     let embedded = mheta::embedded::registered();
-    let heat = embedded.iter().find(|e| e.solver.ends_with("::heat")).expect("heat registered its structure");
+    let heat = embedded
+        .iter()
+        .find(|e| e.solver.ends_with("::heat"))
+        .expect("heat registered its structure");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let analysis = mheta_analyzer::analyze_path(dir, &mheta_analyzer::Options::default());
-    assert_eq!(heat.structure_json, mheta_analyzer::emit::json::render(&analysis.structure));
+    assert_eq!(
+        heat.structure_json,
+        mheta_analyzer::emit::json::render(&analysis.structure)
+    );
     assert_eq!(heat.solver, "mheta-macros-tests::heat");
 }
 
@@ -122,7 +151,11 @@ fn tiles_are_timed_per_tile_with_their_boundary_events() {
     let (_, rec) = testing::record_with(&args(2, 8, 2), |ctx| wavefront(ctx, 3, 4)).unwrap();
     for r in &rec.ranks {
         r.check_nesting().unwrap();
-        assert_eq!(r.trips_of(RecordKind::Tile, 0), 6, "3 tiles in each of 2 iterations");
+        assert_eq!(
+            r.trips_of(RecordKind::Tile, 0),
+            6,
+            "3 tiles in each of 2 iterations"
+        );
         // Event guards wrap the rank-guarded `if`, so a rank without that neighbour records
         // the event with no call inside.
         let (recv, send) = match r.rank {
@@ -130,7 +163,10 @@ fn tiles_are_timed_per_tile_with_their_boundary_events() {
             _ => ("      event 0\n        receive 0\n", "      event 1\n"),
         };
         let tile = format!("    tile 0.0\n{recv}      stage 0.t0.0\n{send}");
-        let expected = format!("iteration 1\n  section 0\n{}    stage 0.1\n    event 2\n      all_reduce\n", tile.repeat(3));
+        let expected = format!(
+            "iteration 1\n  section 0\n{}    stage 0.1\n    event 2\n      all_reduce\n",
+            tile.repeat(3)
+        );
         assert_eq!(r.outline_of_iteration(1), expected, "rank {}", r.rank);
     }
 }
@@ -139,8 +175,21 @@ fn tiles_are_timed_per_tile_with_their_boundary_events() {
 fn a_solver_outside_the_module_tree_embeds_the_analysis_of_its_file() {
     testing::record_with(&args(1, 4, 1), |ctx| wavefront(ctx, 1, 2)).unwrap();
     let embedded = mheta::embedded::registered();
-    let wave = embedded.iter().find(|e| e.solver.ends_with("::wavefront")).expect("wavefront registered");
-    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/behaviour.rs")).unwrap();
-    let analysis = mheta_analyzer::analyze_source("tests/behaviour.rs", &text, &mheta_analyzer::Options::default());
-    assert_eq!(wave.structure_json, mheta_analyzer::emit::json::render(&analysis.structure));
+    let wave = embedded
+        .iter()
+        .find(|e| e.solver.ends_with("::wavefront"))
+        .expect("wavefront registered");
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/behaviour.rs"),
+    )
+    .unwrap();
+    let analysis = mheta_analyzer::analyze_source(
+        "tests/behaviour.rs",
+        &text,
+        &mheta_analyzer::Options::default(),
+    );
+    assert_eq!(
+        wave.structure_json,
+        mheta_analyzer::emit::json::render(&analysis.structure)
+    );
 }

@@ -20,6 +20,9 @@ fn emit_structure_writes_the_analyzers_json() {
     let written = std::fs::read_to_string(&path).unwrap();
     let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let analysis = mheta_analyzer::analyze_path(crate_dir, &mheta_analyzer::Options::default());
-    assert_eq!(written, mheta_analyzer::emit::json::render(&analysis.structure));
+    assert_eq!(
+        written,
+        mheta_analyzer::emit::json::render(&analysis.structure)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -18,6 +18,8 @@ pub mod collectives;
 mod element;
 mod ext;
 pub mod threads;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 
 pub use element::{as_bytes, as_bytes_mut, reduce_bytes, ElemKind, Element, ReduceOp};
 pub use ext::{wait_all, CommExt, Request};

@@ -5,6 +5,7 @@
 //! an iteration guard) divided by their number; initialisation and finalisation are not counted.
 
 mod aggregate;
+pub mod pack;
 mod trace;
 mod write;
 
