@@ -9,6 +9,7 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mheta_runtime::format::Measurements;
@@ -32,18 +33,29 @@ fn mpirun_available() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !found {
-        eprintln!("skipped: `mpirun` is not installed (apt-get install openmpi-bin libopenmpi-dev)");
+        eprintln!(
+            "skipped: `mpirun` is not installed (apt-get install openmpi-bin libopenmpi-dev)"
+        );
     }
     found
 }
 
-/// `mpirun -np P mheta-mpi-check ARGS`, killed (and the test failed) if it hangs.
+/// `mpirun -np P mheta-mpi-check ARGS`, killed (and the test failed) if it hangs. Jobs run one
+/// at a time: they oversubscribe the machine already, and timing checks need it to themselves.
 fn mpirun(p: usize, args: &[&str]) -> Run {
+    static ONE_JOB: Mutex<()> = Mutex::new(());
+    let _job = ONE_JOB.lock().unwrap_or_else(PoisonError::into_inner);
     let start = Instant::now();
     let out_dir = tempfile::tempdir().unwrap();
     let (out_path, err_path) = (out_dir.path().join("out"), out_dir.path().join("err"));
     let mut child = Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-np", &p.to_string(), DRIVER])
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            &p.to_string(),
+            DRIVER,
+        ])
         .args(args)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out_path).unwrap())
@@ -79,7 +91,11 @@ fn every_communicator_form_matches_the_threads_backend_at_1_to_4_ranks() {
         assert!(run.success, "p = {p}\n{}\n{}", run.stdout, run.stderr);
         for r in 0..p {
             let line = format!("comm checks passed on rank {r} of {p}");
-            assert!(run.stdout.lines().any(|l| l == line), "p = {p}: no `{line}`\n{}", run.stdout);
+            assert!(
+                run.stdout.lines().any(|l| l == line),
+                "p = {p}: no `{line}`\n{}",
+                run.stdout
+            );
         }
     }
 }
@@ -98,11 +114,21 @@ fn shape(m: &Measurements) -> Vec<String> {
                 .events
                 .iter()
                 .map(|e| {
-                    (e.event, e.messages_sent, e.messages_received, e.bytes_sent, e.bytes_received,
-                     e.sent_to.clone(), e.received_from.clone())
+                    (
+                        e.event,
+                        e.messages_sent,
+                        e.messages_received,
+                        e.bytes_sent,
+                        e.bytes_received,
+                        e.sent_to.clone(),
+                        e.received_from.clone(),
+                    )
                 })
                 .collect();
-            format!("rank {} rows {} stages {stages:?} events {events:?}", n.rank, n.rows)
+            format!(
+                "rank {} rows {} stages {stages:?} events {events:?}",
+                n.rank, n.rows
+            )
         })
         .collect()
 }
@@ -114,25 +140,58 @@ fn instrumented_run_of_four_processes_writes_full_measurements_and_trace() {
     }
     let dir = tempfile::tempdir().unwrap();
     // Ranks 2 and 3 emulate a CPU four times slower.
-    let cluster = common::cluster_file(dir.path(), "0s", "1GB/s", &[(2, 1.0, "1GiB"), (2, 0.25, "1GiB")]);
+    let cluster = common::cluster_file(
+        dir.path(),
+        "0s",
+        "1GB/s",
+        &[(2, 1.0, "1GiB"), (2, 0.25, "1GiB")],
+    );
     let (m_path, t_path) = (dir.path().join("m.json"), dir.path().join("t.json"));
     let flags = [
-        "--cluster", cluster.to_str().unwrap(), "--iterations", "5", "--work", "20000",
+        "--cluster",
+        cluster.to_str().unwrap(),
+        "--iterations",
+        "5",
+        "--work",
+        "20000",
         "--instrument",
     ];
     let mut args = vec!["heat", "--backend", "mpi"];
     args.extend(flags);
-    args.extend(["--measurements", m_path.to_str().unwrap(), "--trace", t_path.to_str().unwrap()]);
+    args.extend([
+        "--measurements",
+        m_path.to_str().unwrap(),
+        "--trace",
+        t_path.to_str().unwrap(),
+    ]);
     let run = mpirun(4, &args);
     assert!(run.success, "{}\n{}", run.stdout, run.stderr);
-    assert_eq!(run.stdout.lines().filter(|l| l.ends_with("verified")).count(), 4, "{}", run.stdout);
+    assert_eq!(
+        run.stdout
+            .lines()
+            .filter(|l| l.ends_with("verified"))
+            .count(),
+        4,
+        "{}",
+        run.stdout
+    );
 
     let m = load(&m_path);
-    assert_eq!((m.nodes.len(), m.iterations, m.clock.as_str()), (4, 5, "wall"));
+    assert_eq!(
+        (m.nodes.len(), m.iterations, m.clock.as_str()),
+        (4, 5, "wall")
+    );
     assert_eq!(m.distribution, vec![16; 4]);
-    assert!(m.micro.send_overhead_s > 0.0 && m.micro.per_byte_s > 0.0, "{:?}", m.micro);
+    assert!(
+        m.micro.send_overhead_s > 0.0 && m.micro.per_byte_s > 0.0,
+        "{:?}",
+        m.micro
+    );
     for n in &m.nodes {
-        assert!(n.iteration_s > 0.0 && n.stages.len() == 2 && n.events.len() == 2, "{n:?}");
+        assert!(
+            n.iteration_s > 0.0 && n.stages.len() == 2 && n.events.len() == 2,
+            "{n:?}"
+        );
     }
     // The same run on the threads backend measures the same structure and traffic.
     let threads_m = dir.path().join("threads.json");
@@ -140,14 +199,19 @@ fn instrumented_run_of_four_processes_writes_full_measurements_and_trace() {
     targs.extend(flags);
     targs.extend(["--measurements", threads_m.to_str().unwrap()]);
     let out = Command::new(DRIVER).args(&targs).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(shape(&m), shape(&load(&threads_m)));
     // CPU emulation per MPI rank: the stencil stage of a node of power 0.25 takes longer.
     let stencil = |r: usize| m.nodes[r].stages[0].compute_s;
     let (fast, slow) = (stencil(0).max(stencil(1)), stencil(2).min(stencil(3)));
     assert!(slow > 2.0 * fast, "slow {slow} vs fast {fast}");
     // The trace holds every rank, on rank 0's clock: the first iterations start together.
-    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&t_path).unwrap()).unwrap();
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&t_path).unwrap()).unwrap();
     let starts: Vec<f64> = (0..4)
         .map(|rank| {
             trace["traceEvents"]
@@ -159,8 +223,12 @@ fn instrumented_run_of_four_processes_writes_full_measurements_and_trace() {
                 .fold(f64::INFINITY, f64::min)
         })
         .collect();
-    let spread = starts.iter().cloned().fold(f64::MIN, f64::max) - starts.iter().cloned().fold(f64::MAX, f64::min);
-    assert!(starts.iter().all(|s| s.is_finite()) && spread < 50_000.0, "first iterations at {starts:?} µs");
+    let spread = starts.iter().cloned().fold(f64::MIN, f64::max)
+        - starts.iter().cloned().fold(f64::MAX, f64::min);
+    assert!(
+        starts.iter().all(|s| s.is_finite()) && spread < 50_000.0,
+        "first iterations at {starts:?} µs"
+    );
 }
 
 #[test]
@@ -171,7 +239,8 @@ fn a_failing_rank_aborts_the_job_and_is_named() {
     let run = mpirun(4, &["fail", "--backend", "mpi", "--rows", "4"]);
     assert!(!run.success);
     assert!(
-        run.stderr.contains("mheta: rank 3 failed: deliberate failure on the last rank"),
+        run.stderr
+            .contains("mheta: rank 3 failed: deliberate failure on the last rank"),
         "{}",
         run.stderr
     );
@@ -179,7 +248,8 @@ fn a_failing_rank_aborts_the_job_and_is_named() {
     let run = mpirun(2, &["finished-peer", "--backend", "mpi", "--rows", "2"]);
     assert!(!run.success);
     assert!(
-        run.stderr.contains("rank 0 failed: rank 1 finished without sending"),
+        run.stderr
+            .contains("rank 0 failed: rank 1 finished without sending"),
         "{}",
         run.stderr
     );
@@ -192,8 +262,18 @@ fn bad_arguments_are_clear_errors() {
     }
     let run = mpirun(2, &["heat", "--backend", "mpi", "--ranks", "3"]);
     assert!(!run.success);
-    assert!(run.stderr.contains("--ranks 3 but the MPI job has 2 processes"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("--ranks 3 but the MPI job has 2 processes"),
+        "{}",
+        run.stderr
+    );
     let run = mpirun(2, &["heat", "--backend", "mpi", "--clock", "virtual"]);
     assert!(!run.success);
-    assert!(run.stderr.contains("--clock virtual and charged need --backend threads"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("--clock virtual and charged need --backend threads"),
+        "{}",
+        run.stderr
+    );
 }

@@ -128,7 +128,12 @@ fn exercise(c: &dyn Comm, n: usize) -> Result<Vec<f64>, CommError> {
             let err = c.receive_into_with_tag(0, 5, &mut [0.0]).unwrap_err();
             assert_eq!(
                 err,
-                CommError::SizeMismatch { from: 0, tag: 5, expected: 8, got: 16 }
+                CommError::SizeMismatch {
+                    from: 0,
+                    tag: 5,
+                    expected: 8,
+                    got: 16
+                }
             );
         }
     }
@@ -136,7 +141,11 @@ fn exercise(c: &dyn Comm, n: usize) -> Result<Vec<f64>, CommError> {
 
     c.barrier()?;
     for root in [0, p - 1, p / 2] {
-        let mut buf = if me == root { data(root, n) } else { vec![0.0; n] };
+        let mut buf = if me == root {
+            data(root, n)
+        } else {
+            vec![0.0; n]
+        };
         c.broadcast(root, &mut buf)?;
         assert_eq!(buf, data(root, n));
         out.extend(&buf);
@@ -188,7 +197,11 @@ fn exercise(c: &dyn Comm, n: usize) -> Result<Vec<f64>, CommError> {
     let fmax = c.all_reduce_value(me as f32, ReduceOp::Max)?;
     assert_eq!(fmax, (p - 1) as f32);
     let mut wrap = [0u8; 2];
-    c.all_reduce(&[(me as u8).wrapping_mul(100), me as u8], &mut wrap, ReduceOp::Sum)?;
+    c.all_reduce(
+        &[(me as u8).wrapping_mul(100), me as u8],
+        &mut wrap,
+        ReduceOp::Sum,
+    )?;
     let want = (0..p as u8).fold(0u8, |a, r| a.wrapping_add(r.wrapping_mul(100)));
     assert_eq!(wrap[0], want);
     let mut imin = [0i64; 1];
@@ -196,7 +209,13 @@ fn exercise(c: &dyn Comm, n: usize) -> Result<Vec<f64>, CommError> {
     if me == p - 1 {
         assert_eq!(imin, [1 - p as i64]);
     }
-    out.extend([isum as f64, iprod as f64, f64::from(fmax), f64::from(wrap[0]), imin[0] as f64]);
+    out.extend([
+        isum as f64,
+        iprod as f64,
+        f64::from(fmax),
+        f64::from(wrap[0]),
+        imin[0] as f64,
+    ]);
     let mut ag = vec![0.0; n * p];
     c.all_gather(&data(me, n), &mut ag)?;
     assert_eq!(ag, (0..p).flat_map(|r| data(r, n)).collect::<Vec<_>>());
@@ -204,12 +223,20 @@ fn exercise(c: &dyn Comm, n: usize) -> Result<Vec<f64>, CommError> {
     let counts: Vec<usize> = (0..p).map(|r| (r * 2 + n) % 4).collect();
     let mut agv = vec![0.0; counts.iter().sum()];
     c.all_gather_varcount(&data(me, counts[me]), &mut agv, &counts)?;
-    assert_eq!(agv, (0..p).flat_map(|r| data(r, counts[r])).collect::<Vec<_>>());
+    assert_eq!(
+        agv,
+        (0..p).flat_map(|r| data(r, counts[r])).collect::<Vec<_>>()
+    );
     out.extend(&agv);
     let send: Vec<f64> = (0..p).flat_map(|q| data(me * 10 + q, n)).collect();
     let mut recv = vec![0.0; n * p];
     c.all_to_all(&send, &mut recv)?;
-    assert_eq!(recv, (0..p).flat_map(|r| data(r * 10 + me, n)).collect::<Vec<_>>());
+    assert_eq!(
+        recv,
+        (0..p)
+            .flat_map(|r| data(r * 10 + me, n))
+            .collect::<Vec<_>>()
+    );
     out.extend(&recv);
     let sc: Vec<usize> = (0..p).map(|q| (me + q) % 3).collect();
     let rc: Vec<usize> = (0..p).map(|r| (r + me) % 3).collect();
@@ -234,7 +261,14 @@ fn traffic_of(rr: &RankRecords) -> Vec<(u32, u32, u32, u32, u64, u64)> {
         .filter(|r| r.kind == RecordKind::Comm)
         .map(|r| {
             let t = r.traffic;
-            (r.aux, r.peer, t.messages_sent, t.messages_received, t.bytes_sent, t.bytes_received)
+            (
+                r.aux,
+                r.peer,
+                t.messages_sent,
+                t.messages_received,
+                t.bytes_sent,
+                t.bytes_received,
+            )
         })
         .collect()
 }
@@ -263,11 +297,18 @@ fn comm_checks(mpi_args: &Args) -> Result<(), BoxError> {
             .without_microbenchmarks()
             .run_collect(|ctx| exercise(ctx.comm(), n))?;
         if mine[0] != reference[rank] {
-            return Err(format!("rank {rank}, n = {n}: MPI results differ from the threads backend's").into());
+            return Err(format!(
+                "rank {rank}, n = {n}: MPI results differ from the threads backend's"
+            )
+            .into());
         }
         if rank == 0 {
             if mpi_records.len() != p {
-                return Err(format!("rank 0 gathered {} ranks' records, not {p}", mpi_records.len()).into());
+                return Err(format!(
+                    "rank 0 gathered {} ranks' records, not {p}",
+                    mpi_records.len()
+                )
+                .into());
             }
             for (r, (m, t)) in mpi_records.iter().zip(&thread_records).enumerate() {
                 let (m, t) = (traffic_of(m), traffic_of(t));
@@ -283,7 +324,11 @@ fn comm_checks(mpi_args: &Args) -> Result<(), BoxError> {
             }
         }
     }
-    println!("comm checks passed on rank {} of {}", mpi_records_rank(), mpi_size());
+    println!(
+        "comm checks passed on rank {} of {}",
+        mpi_records_rank(),
+        mpi_size()
+    );
     Ok(())
 }
 
@@ -317,7 +362,11 @@ fn sequential(rows: usize, iterations: u32) -> (Vec<f64>, f64) {
                 step(left, u[i], right)
             })
             .collect();
-        residual = new.iter().zip(&u).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        residual = new
+            .iter()
+            .zip(&u)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
         u = new;
     }
     (u, residual)
@@ -342,7 +391,10 @@ fn heat_solve(ctx: &Context, work: u64) -> Result<(Vec<f64>, f64), CommError> {
     let (lower, upper) = if u.is_empty() {
         (None, None)
     } else {
-        ((0..me).rev().find(|&r| d[r] > 0), (me + 1..d.len()).find(|&r| d[r] > 0))
+        (
+            (0..me).rev().find(|&r| d[r] > 0),
+            (me + 1..d.len()).find(|&r| d[r] > 0),
+        )
     };
     let exchange = |u: &[f64], halo: &mut [f64; 2]| -> Result<(), CommError> {
         if let Some(l) = lower {
@@ -368,7 +420,11 @@ fn heat_solve(ctx: &Context, work: u64) -> Result<(Vec<f64>, f64), CommError> {
         {
             let _section = hooks::section(0);
             {
-                let _stage = hooks::stage(StageKey { section: 0, tile: None, stage: 0 });
+                let _stage = hooks::stage(StageKey {
+                    section: 0,
+                    tile: None,
+                    stage: 0,
+                });
                 for i in 0..u.len() {
                     let left = if i == 0 { halo[0] } else { u[i - 1] };
                     let right = if i + 1 == u.len() { halo[1] } else { u[i + 1] };
@@ -382,8 +438,15 @@ fn heat_solve(ctx: &Context, work: u64) -> Result<(Vec<f64>, f64), CommError> {
         }
         let _section = hooks::section(1);
         let local = {
-            let _stage = hooks::stage(StageKey { section: 1, tile: None, stage: 0 });
-            new.iter().zip(&u).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max)
+            let _stage = hooks::stage(StageKey {
+                section: 1,
+                tile: None,
+                stage: 0,
+            });
+            new.iter()
+                .zip(&u)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max)
         };
         let _event = hooks::event(1);
         residual = c.all_reduce_value(local, ReduceOp::Max)?;
@@ -414,9 +477,10 @@ fn heat(args: &Args, work: u64) -> Result<(), BoxError> {
             settings.rows as usize,
         );
         if field[..] != reference[range.clone()] || *r != residual {
-            return Err(
-                format!("rank {rank}: rows {range:?} differ from the sequential reference").into(),
-            );
+            return Err(format!(
+                "rank {rank}: rows {range:?} differ from the sequential reference"
+            )
+            .into());
         }
         println!("heat: rank {rank} verified");
     }

@@ -21,9 +21,9 @@ use std::sync::OnceLock;
 use mpi::topology::Communicator;
 use mpi::Threading;
 
-pub use transport::MpiComm;
-pub(crate) use run::run;
 pub use run::estimate_offset;
+pub(crate) use run::run;
+pub use transport::MpiComm;
 
 use crate::comm::CommError;
 

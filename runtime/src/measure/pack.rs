@@ -13,9 +13,7 @@ use std::collections::BTreeMap;
 
 use crate::comm::Traffic;
 use crate::format::{ArrayInfo, StageKey};
-use crate::hooks::{
-    register_var, var_name, IoCalibration, RankRecords, Record, RecordKind, VarId,
-};
+use crate::hooks::{register_var, var_name, IoCalibration, RankRecords, Record, RecordKind, VarId};
 
 const MAGIC: &[u8; 4] = b"MHRR";
 const VERSION: u32 = 1;
@@ -113,7 +111,9 @@ pub fn unpack(bytes: &[u8]) -> Result<RankRecords, String> {
     }
     let version = r.u32()?;
     if version != VERSION {
-        return Err(format!("packed rank records of version {version}, expected {VERSION}"));
+        return Err(format!(
+            "packed rank records of version {version}, expected {VERSION}"
+        ));
     }
     let mut vars = BTreeMap::new();
     for _ in 0..r.len()? {
@@ -254,7 +254,12 @@ impl<'a> Reader<'a> {
         usize::try_from(n)
             .ok()
             .filter(|&n| n <= self.bytes.len() - self.at)
-            .ok_or_else(|| format!("packed length {n} exceeds the {} bytes left", self.bytes.len() - self.at))
+            .ok_or_else(|| {
+                format!(
+                    "packed length {n} exceeds the {} bytes left",
+                    self.bytes.len() - self.at
+                )
+            })
     }
     fn str(&mut self) -> Result<String, String> {
         let n = self.len()?;

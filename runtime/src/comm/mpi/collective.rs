@@ -29,7 +29,10 @@ fn check_counts(
     len: usize,
 ) -> Result<(), CommError> {
     if counts.len() != size {
-        return Err(invalid(operation, format!("{} counts for {size} ranks", counts.len())));
+        return Err(invalid(
+            operation,
+            format!("{} counts for {size} ranks", counts.len()),
+        ));
     }
     let total: usize = counts.iter().sum();
     if total != len {
@@ -42,7 +45,10 @@ fn check_counts(
 }
 
 /// MPI counts and displacements of byte blocks laid out in rank order.
-fn layout(operation: &'static str, counts: &[usize]) -> Result<(Vec<c_int>, Vec<c_int>), CommError> {
+fn layout(
+    operation: &'static str,
+    counts: &[usize],
+) -> Result<(Vec<c_int>, Vec<c_int>), CommError> {
     let mut displs = Vec::with_capacity(counts.len());
     let mut offset = 0usize;
     for &n in counts {
@@ -129,7 +135,9 @@ fn bytes() -> ffi::MPI_Datatype {
 
 pub fn barrier(c: &MpiComm) -> Result<Traffic, CommError> {
     // SAFETY (closure): valid communicator and request pointer.
-    let request = c.start("MPI_Ibarrier", |comm, req| unsafe { ffi::MPI_Ibarrier(comm, req) })?;
+    let request = c.start("MPI_Ibarrier", |comm, req| unsafe {
+        ffi::MPI_Ibarrier(comm, req)
+    })?;
     let blocked = c.complete("barrier", request)?;
     let others = c.size() - 1;
     Ok(if c.rank() == 0 {
@@ -436,7 +444,11 @@ pub fn all_gather(
     let blocked = c.complete("all_gather", request)?;
     let (others, total) = (c.size() - 1, recv.len());
     Ok(if me == 0 {
-        traffic((others, others * total), (others, total - counts[0]), blocked)
+        traffic(
+            (others, others * total),
+            (others, total - counts[0]),
+            blocked,
+        )
     } else {
         traffic((1, send.len()), (1, total), blocked)
     })

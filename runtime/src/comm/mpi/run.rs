@@ -40,13 +40,8 @@ where
     let rank = world.rank;
     let offset_s = estimate_offset(&runtime)?;
     let instrument = settings.instrument;
-    let (outcome, records, micro) = rank_work(
-        rank,
-        Box::new(program.clone()),
-        settings,
-        f,
-        benchmarks,
-    );
+    let (outcome, records, micro) =
+        rank_work(rank, Box::new(program.clone()), settings, f, benchmarks);
     let result = match outcome {
         Ok(r) => r,
         Err(message) => super::abort(rank, &message),
@@ -105,7 +100,12 @@ fn gather_records(
     let p = comm.size();
     let root = comm.rank() == 0;
     let mut lengths = vec![0u8; if root { 8 * p } else { 0 }];
-    comm.gather_bytes(0, &(packed.len() as u64).to_le_bytes(), &mut lengths, &vec![8; p])?;
+    comm.gather_bytes(
+        0,
+        &(packed.len() as u64).to_le_bytes(),
+        &mut lengths,
+        &vec![8; p],
+    )?;
     if !root {
         comm.gather_bytes(0, &packed, &mut [], &[])?;
         return Ok(Vec::new());

@@ -68,7 +68,9 @@ pub(super) fn check(rc: c_int, call: &str) -> Result<(), CommError> {
     if rc == ffi::MPI_SUCCESS as c_int {
         Ok(())
     } else {
-        Err(CommError::Backend(format!("{call} failed with MPI error code {rc}")))
+        Err(CommError::Backend(format!(
+            "{call} failed with MPI error code {rc}"
+        )))
     }
 }
 
@@ -223,7 +225,14 @@ impl MpiComm {
         // SAFETY: valid communicator and out-pointers; called under the lock.
         check(
             unsafe {
-                ffi::MPI_Improbe(source, tag, self.inner.raw, &mut flag, &mut message, &mut status)
+                ffi::MPI_Improbe(
+                    source,
+                    tag,
+                    self.inner.raw,
+                    &mut flag,
+                    &mut message,
+                    &mut status,
+                )
             },
             "MPI_Improbe",
         )?;
@@ -281,7 +290,11 @@ impl MpiComm {
                         got,
                     });
                 }
-                let blocked_s = if round == 0 { 0.0 } else { clock::now() - start };
+                let blocked_s = if round == 0 {
+                    0.0
+                } else {
+                    clock::now() - start
+                };
                 return Ok(Some(Traffic::received(got, blocked_s)));
             }
             if !block {
@@ -374,8 +387,8 @@ impl MpiComm {
             let mut state = self.lock();
             self.reap(&mut state)?;
             self.poll_notices(&mut state)?;
-            let others_done = (0..self.inner.size)
-                .all(|r| r == self.inner.rank || state.finished[r]);
+            let others_done =
+                (0..self.inner.size).all(|r| r == self.inner.rank || state.finished[r]);
             if others_done && state.sends.is_empty() {
                 return Ok(());
             }
