@@ -4,6 +4,9 @@
 //! arm in [`Cli::run`].
 
 pub mod analyze;
+pub mod bench;
+pub mod predict;
+pub mod search;
 
 use std::path::Path;
 
@@ -19,12 +22,21 @@ pub struct Cli {
 pub enum Command {
     /// Extract the MHETA structure (sections, tiles, stages, events) of a crate or a file.
     Analyze(analyze::AnalyzeArgs),
+    /// Predict the iteration time of a distribution with the MHETA model.
+    Predict(predict::PredictArgs),
+    /// Search for the distribution with the lowest predicted iteration time.
+    Search(search::SearchArgs),
+    /// Measure model-evaluation and search speed on synthetic programs.
+    Bench(bench::BenchArgs),
 }
 
 impl Cli {
     pub fn run(&self) -> anyhow::Result<()> {
         match &self.command {
             Command::Analyze(args) => analyze::run(args),
+            Command::Predict(args) => predict::run(args),
+            Command::Search(args) => search::run(args),
+            Command::Bench(args) => bench::run(args),
         }
     }
 }
