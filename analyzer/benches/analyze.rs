@@ -7,7 +7,8 @@
 //!
 //! Criterion measures one side after the other, so a change of machine load between them moves
 //! the ratio. The bench therefore also takes a *paired* ratio: rounds that time a batch of parses
-//! and then a batch of analyses back to back, the ratio of each round, and their median.
+//! and then a batch of analyses back to back, in this thread's CPU time (which other processes on
+//! a busy machine barely disturb), the ratio of each round, and their median.
 //!
 //! ```sh
 //! cargo bench -p mheta-analyzer --bench analyze
@@ -20,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{black_box, Criterion};
 use mheta_analyzer::{analyze_source, Options};
+use mheta_runtime::clock::thread_cpu_s;
 
 /// Per-call times (seconds) of every timed batch, keyed by (fixture, side).
 type Samples = Arc<Mutex<BTreeMap<(String, &'static str), Vec<f64>>>>;
@@ -169,27 +171,27 @@ const PAIRED_BATCH: Duration = Duration::from_millis(3);
 /// The median over rounds of (analysis batch time / parse batch time), batches of equal count.
 fn paired_ratio(name: &str, source: &str, options: &Options) -> f64 {
     let parse = |n: u32| {
-        let t = Instant::now();
+        let t = thread_cpu_s();
         for _ in 0..n {
             let _ = black_box(syn::parse_file(black_box(source)));
         }
-        t.elapsed()
+        thread_cpu_s() - t
     };
     let analyze = |n: u32| {
-        let t = Instant::now();
+        let t = thread_cpu_s();
         for _ in 0..n {
             black_box(analyze_source(name, black_box(source), options));
         }
-        t.elapsed()
+        thread_cpu_s() - t
     };
     let mut n = 1u32;
-    while analyze(n) < PAIRED_BATCH && n < 1 << 16 {
+    while analyze(n) < PAIRED_BATCH.as_secs_f64() && n < 1 << 16 {
         n *= 2;
     }
     let mut ratios: Vec<f64> = (0..PAIRED_ROUNDS)
         .map(|_| {
-            let p = parse(n).as_secs_f64();
-            let a = analyze(n).as_secs_f64();
+            let p = parse(n);
+            let a = analyze(n);
             a / p.max(1e-12)
         })
         .collect();
@@ -200,7 +202,7 @@ fn print_paired(fixtures: &[(String, String)]) {
     let options = Options::default();
     let mut ratios = Vec::new();
     println!();
-    println!("paired (interleaved batches, median of {PAIRED_ROUNDS} rounds):");
+    println!("paired (interleaved batches, thread CPU time, median of {PAIRED_ROUNDS} rounds):");
     for (name, source) in fixtures {
         let ratio = paired_ratio(name, source, &options);
         ratios.push(ratio);
