@@ -6,7 +6,9 @@
 pub mod analyze;
 pub mod bench;
 pub mod predict;
+pub mod report;
 pub mod search;
+pub mod tune;
 
 use std::path::Path;
 
@@ -28,6 +30,10 @@ pub enum Command {
     Search(search::SearchArgs),
     /// Measure model-evaluation and search speed on synthetic programs.
     Bench(bench::BenchArgs),
+    /// Analyze, build, measure, search, then run the best and the spectrum: predicted vs actual.
+    Tune(tune::TuneArgs),
+    /// Write the HTML report of a tune run from the tune.json saved in DIR.
+    Report(report::ReportArgs),
 }
 
 impl Cli {
@@ -37,6 +43,8 @@ impl Cli {
             Command::Predict(args) => predict::run(args),
             Command::Search(args) => search::run(args),
             Command::Bench(args) => bench::run(args),
+            Command::Tune(args) => tune::run(args),
+            Command::Report(args) => report::run(args),
         }
     }
 }

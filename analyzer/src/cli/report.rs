@@ -1,0 +1,46 @@
+//! `mheta report DIR`: the HTML report of a tune run, from the `tune.json` that
+//! `mheta tune --report DIR` saved there (also written by tune itself).
+
+pub mod html;
+pub mod svg;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use super::tune::document::TuneDocument;
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// A directory holding `tune.json` (from `mheta tune --report DIR`); `index.html` is
+    /// written next to it.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
+    let path = args.dir.join("tune.json");
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "cannot read `{}` (run `mheta tune CRATE --cluster C --report {}` first)",
+            path.display(),
+            args.dir.display()
+        )
+    })?;
+    let doc: TuneDocument = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "`{}`, line {}, column {}: not a tune document: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    write(&args.dir, &doc)?;
+    println!("{}", args.dir.join("index.html").display());
+    Ok(())
+}
+
+/// Writes `DIR/index.html` for `doc`.
+pub fn write(dir: &Path, doc: &TuneDocument) -> anyhow::Result<()> {
+    super::write_atomic(&dir.join("index.html"), &html::render(doc))
+}

@@ -1,0 +1,316 @@
+//! `mheta tune CRATE --cluster C [...] [-- PROGRAM ARGS]`: the whole loop (DESIGN §8).
+//!
+//! 1. analyze the crate; 2. `cargo build --release` its binary; 3. run it once instrumented
+//! under Block; 4. search for the best distribution with the model; 5. run the chosen
+//! distribution and the spectrum Block / Balanced / In-Core / In-Core-Balanced for K iterations
+//! each and predict each with the model; 6. print a table (or the `--json` document) and, with
+//! `--report DIR`, an HTML report.
+//!
+//! "Actual" seconds per iteration come from the program's own instrumented measurements: the
+//! slowest node's `iteration_s` averaged over the K iterations of its run. The whole process is
+//! not timed, because it includes start-up, microbenchmarks and each fixture's sequential
+//! verification. Instrumentation adds the recording of hooks to every run, the measured one and
+//! the compared ones alike.
+
+pub mod accuracy;
+pub mod document;
+pub mod program;
+mod progress;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+use mheta_runtime::distribution::Distribution;
+use mheta_runtime::format::{Measurements, Structure};
+use mheta_runtime::model::{self, Model};
+use mheta_runtime::search::{self, Algorithm, SearchConfig, SearchResult};
+use mheta_runtime::ClockMode;
+
+use document::{
+    Best, DistributionResult, NodeBreakdown, SearchSummary, TracePoint, TuneDocument,
+};
+use program::{Program, RunSpec};
+use progress::Progress;
+
+#[derive(Debug, clap::Args)]
+pub struct TuneArgs {
+    /// The program's crate directory (with Cargo.toml and one binary).
+    #[arg(value_name = "CRATE")]
+    pub crate_dir: PathBuf,
+    /// The cluster description (cluster.toml) to run on and tune for.
+    #[arg(long, value_name = "FILE")]
+    pub cluster: PathBuf,
+    /// Number of ranks [default: the cluster's node count].
+    #[arg(long, value_name = "P")]
+    pub ranks: Option<usize>,
+    /// The clock of every run: wall, virtual or charged.
+    #[arg(long, value_enum, default_value_t = ClockMode::Wall)]
+    pub clock: ClockMode,
+    /// Rows S of the distributed dimension [default: the program's].
+    #[arg(long, value_name = "N")]
+    pub rows: Option<u64>,
+    /// Iterations of every compared run (the instrumented model run uses at most 2).
+    #[arg(long, value_name = "K", default_value_t = 3)]
+    pub iterations: u32,
+    /// Search algorithm: gbs, gs, ga, sa or exact.
+    #[arg(long, default_value = "gbs", value_parser = parse_algorithm)]
+    pub algorithm: Algorithm,
+    /// Search time budget, e.g. `1s`, `250ms`.
+    #[arg(long, default_value = "1s", value_parser = parse_budget)]
+    pub budget: Duration,
+    /// Seed of the searches' random choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print the result as JSON (DESIGN §8) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Write tune.json, the measurements, the Chrome trace and an HTML report (index.html) to
+    /// DIR; every search algorithm then runs, for the convergence plot.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// Extra arguments for the program (after `--`), e.g. `-- --cols 500`.
+    #[arg(last = true, value_name = "PROGRAM ARGS")]
+    pub program_args: Vec<String>,
+}
+
+/// The spectrum of distributions every tune run compares (seed Fig. 6.1).
+pub const SPECTRUM: [&str; 4] = ["block", "balanced", "in-core", "in-core-balanced"];
+
+pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
+    if args.iterations == 0 {
+        bail!("--iterations must be at least 1");
+    }
+    let scratch;
+    let work: &Path = match &args.report {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create report directory `{}`", dir.display()))?;
+            dir
+        }
+        None => {
+            scratch = tempfile::tempdir().context("cannot create a temporary directory")?;
+            scratch.path()
+        }
+    };
+    let mut progress = Progress::new(5 + SPECTRUM.len() as u64 + u64::from(args.report.is_some()));
+    let result = tune(args, work, &mut progress);
+    progress.finish();
+    let doc = result?;
+    if let Some(dir) = &args.report {
+        super::write_atomic(&dir.join("tune.json"), &serde_json::to_string_pretty(&doc)?)?;
+        super::report::write(dir, &doc).context("step 7 (report) failed")?;
+        eprintln!("tune: report written to {}", dir.join("index.html").display());
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!("{}", doc.table());
+    }
+    Ok(())
+}
+
+fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result<TuneDocument> {
+    progress.step("analyzing the crate");
+    let analyzed = analyze(&args.crate_dir).context("step 1 (analyze) failed")?;
+
+    progress.step("building the program (cargo build --release)");
+    let binary = program::build(&args.crate_dir).context("step 2 (build) failed")?;
+    let program = Program {
+        binary,
+        common: common_args(args),
+    };
+
+    progress.step("one instrumented run under block");
+    let structure_path = work.join("structure.json");
+    let trace_path = work.join("trace.json");
+    let measured = program
+        .run(&RunSpec {
+            distribution: "block",
+            iterations: args.iterations.min(2),
+            measurements: &work.join("measurements.json"),
+            emit_structure: Some(&structure_path),
+            trace: args.report.as_ref().map(|_| trace_path.as_path()),
+        })
+        .context("step 3 (instrumented run) failed")?;
+    let structure_text = std::fs::read_to_string(&structure_path)
+        .with_context(|| format!("step 3: the program wrote no `{}`", structure_path.display()))?;
+    let structure: Structure = serde_json::from_str(&structure_text)
+        .with_context(|| format!("step 3: `{}` is not valid", structure_path.display()))?;
+    if structure.digest() != analyzed.digest() {
+        eprintln!(
+            "tune: warning: the structure `{}` embeds differs from `mheta analyze {}`; the model \
+             uses the embedded one (rebuild the crate if its source changed)",
+            program.binary.display(),
+            args.crate_dir.display()
+        );
+    }
+
+    progress.step(&format!("searching ({})", args.algorithm.name()));
+    let model = Model::new(&structure, &measured, &measured.cluster)
+        .context("step 4 (search): cannot build the model")?;
+    let searches = run_searches(&model, args);
+    let chosen = &searches[0];
+
+    let mut distributions = Vec::new();
+    let mut named = vec![("best", chosen.rows.clone())];
+    for name in SPECTRUM {
+        named.push((name, generate(name, &measured).context("step 5 (compare)")?));
+    }
+    for (name, rows) in named {
+        progress.step(&format!("running {name} for {} iterations", args.iterations));
+        let predicted = model
+            .predict(&rows)
+            .with_context(|| format!("step 5: cannot predict {name}"))?
+            .iteration_s;
+        let earlier = distributions
+            .iter()
+            .find(|d: &&DistributionResult| d.rows == rows);
+        let actual = match earlier {
+            Some(d) => d.actual_s,
+            None => measure(&program, &rows, args.iterations, work, name)?,
+        };
+        distributions.push(DistributionResult::new(name, rows, predicted, actual));
+    }
+
+    let best_breakdown = model
+        .predict(&chosen.rows)
+        .context("step 5: cannot predict the chosen distribution")?
+        .nodes
+        .iter()
+        .map(NodeBreakdown::from)
+        .collect();
+    if args.report.is_some() {
+        progress.step("writing the report");
+    }
+    Ok(TuneDocument {
+        structure: serde_json::from_str(&structure_text)?,
+        cluster: measured.cluster.clone(),
+        best: Best {
+            algorithm: chosen.algorithm.to_string(),
+            rows: chosen.rows.clone(),
+            predicted_s: distributions[0].predicted_s,
+            actual_s: distributions[0].actual_s,
+            search_s: chosen.elapsed_s,
+        },
+        accuracy: TuneDocument::summarize(&distributions),
+        distributions,
+        clock: measured.clock.clone(),
+        total_rows: measured.rows,
+        iterations: args.iterations,
+        actual_method: "slowest node's instrumented iteration_s, averaged over the run's iterations"
+            .into(),
+        best_breakdown,
+        searches: searches.iter().map(summary).collect(),
+        trace_file: args.report.as_ref().map(|_| "trace.json".into()),
+    })
+}
+
+/// Analyzes the crate, printing its diagnostics; errors fail the step.
+fn analyze(dir: &Path) -> anyhow::Result<Structure> {
+    if !dir.join("Cargo.toml").is_file() {
+        bail!("`{}` is not a crate directory (no Cargo.toml)", dir.display());
+    }
+    let analysis = crate::analyze_path(dir, &crate::Options { trace: false });
+    let rendered = analysis.render_diagnostics();
+    if !rendered.is_empty() {
+        eprint!("{rendered}");
+    }
+    if analysis.has_errors() {
+        bail!("`mheta analyze {}` reported errors (above)", dir.display());
+    }
+    Ok(analysis.structure)
+}
+
+/// The flags every run of the program shares.
+fn common_args(args: &TuneArgs) -> Vec<String> {
+    let mut common = vec![
+        "--cluster".to_string(),
+        args.cluster.display().to_string(),
+        "--clock".to_string(),
+        args.clock.name().to_string(),
+    ];
+    if let Some(rows) = args.rows {
+        common.extend(["--rows".to_string(), rows.to_string()]);
+    }
+    if let Some(ranks) = args.ranks {
+        common.extend(["--ranks".to_string(), ranks.to_string()]);
+    }
+    common.extend(args.program_args.iter().cloned());
+    common
+}
+
+/// The chosen algorithm first; with `--report`, every other algorithm after it.
+fn run_searches(model: &Model, args: &TuneArgs) -> Vec<SearchResult> {
+    let config = SearchConfig {
+        budget: args.budget,
+        seed: args.seed,
+        start: None,
+    };
+    let mut algorithms = vec![args.algorithm];
+    if args.report.is_some() {
+        algorithms.extend(Algorithm::ALL.into_iter().filter(|&a| a != args.algorithm));
+    }
+    algorithms
+        .into_iter()
+        .map(|a| search::search_model(model, a, &config))
+        .collect()
+}
+
+/// One of the spectrum's generators, on the cluster and S of the measured run.
+pub fn generate(name: &str, measured: &Measurements) -> anyhow::Result<Vec<u64>> {
+    let bytes_per_row = model::distributed_bytes_per_row(measured);
+    Ok(
+        Distribution::from_spec(name, measured.rows, bytes_per_row, &measured.cluster)
+            .with_context(|| format!("cannot build distribution {name}"))?
+            .rows,
+    )
+}
+
+/// Runs `rows` for `iterations` and returns the measured seconds per iteration.
+fn measure(
+    program: &Program,
+    rows: &[u64],
+    iterations: u32,
+    work: &Path,
+    name: &str,
+) -> anyhow::Result<f64> {
+    let list: Vec<String> = rows.iter().map(u64::to_string).collect();
+    let measurements = program
+        .run(&RunSpec {
+            distribution: &list.join(","),
+            iterations,
+            measurements: &work.join(format!("measurements-{name}.json")),
+            emit_structure: None,
+            trace: None,
+        })
+        .with_context(|| format!("step 5 (run {name}) failed"))?;
+    Ok(program::iteration_seconds(&measurements))
+}
+
+fn summary(result: &SearchResult) -> SearchSummary {
+    SearchSummary {
+        algorithm: result.algorithm.to_string(),
+        rows: result.rows.clone(),
+        predicted_s: result.predicted_s,
+        elapsed_s: result.elapsed_s,
+        evaluations: result.evaluations,
+        trace: result
+            .trace
+            .iter()
+            .map(|t| TracePoint {
+                elapsed_s: t.elapsed_s,
+                predicted_s: t.predicted_s,
+            })
+            .collect(),
+    }
+}
+
+fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
+    s.parse()
+}
+
+fn parse_budget(s: &str) -> Result<Duration, String> {
+    let seconds = mheta_runtime::cluster::units::parse_duration(s)?;
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("budget `{s}`: {e}"))
+}
