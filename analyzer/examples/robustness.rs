@@ -269,7 +269,7 @@ fn force_solvers(source: &str) -> Option<(String, usize)> {
         })
         .collect();
     let loops = inserts.iter().filter(|(_, text)| *text == ITERATE).count();
-    inserts.sort_by(|a, b| b.0.cmp(&a.0));
+    inserts.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
     let mut out = source.to_string();
     for (at, text) in inserts {
         out.insert_str(at, text);

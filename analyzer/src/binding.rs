@@ -312,6 +312,10 @@ const ROOTED: &[&str] = &[
     "scatter",
     "gather_varcount",
     "scatter_varcount",
+    "broadcast_bytes",
+    "reduce_bytes",
+    "gather_bytes",
+    "scatter_bytes",
 ];
 
 fn immediate(name: &str, family: Family) -> Option<CommValue> {

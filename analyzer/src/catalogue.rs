@@ -142,32 +142,24 @@ const MPI: &[Entry] = &[
     e("test", Complete),
 ];
 
-/// The mheta runtime's `Comm` methods (peers are explicit arguments).
+/// The mheta runtime's communicator methods: every method of `CommExt` (typed) and of `Comm`
+/// (bytes) in `runtime/src/comm/`, plus `Request`'s completions. Peers are explicit arguments.
+/// The test `runtime_catalogue_covers_the_runtime_api` keeps this list complete.
 const RUNTIME: &[Entry] = &[
+    // `CommExt`, point-to-point.
     p("send", Send),
     p("send_with_tag", Send),
-    p("send_bytes", Send),
     p("immediate_send", Send),
-    p("receive", Receive),
     p("receive_into", Receive),
-    p("receive_with_tag", Receive),
-    p("receive_bytes", Receive),
-    p("recv", Receive),
-    p("recv_into", Receive),
-    p("immediate_receive", Receive),
-    p("send_receive", Exchange),
-    p("exchange", Exchange),
-    e("wait", Complete),
-    e("wait_all", Complete),
-    e("test", Complete),
+    p("receive_into_with_tag", Receive),
+    p("immediate_receive_into", Receive),
+    // `CommExt`, collectives.
     e("barrier", Collective(Barrier)),
     e("broadcast", Collective(Broadcast)),
-    e("broadcast_bytes", Collective(Broadcast)),
     e("reduce", Collective(Reduction)),
     e("all_reduce", Collective(Reduction)),
-    e("all_reduce_bytes", Collective(Reduction)),
+    e("all_reduce_value", Collective(Reduction)),
     e("gather", Collective(Gather)),
-    e("gather_bytes", Collective(Gather)),
     e("gather_varcount", Collective(Gather)),
     e("scatter", Collective(Scatter)),
     e("scatter_varcount", Collective(Scatter)),
@@ -175,7 +167,26 @@ const RUNTIME: &[Entry] = &[
     e("all_gather_varcount", Collective(AllGather)),
     e("all_to_all", Collective(AllToAll)),
     e("all_to_all_varcount", Collective(AllToAll)),
+    // `Comm`, the byte-level core a backend implements (callable by programs too).
+    p("send_bytes", Send),
+    p("receive_bytes", Receive),
+    p("try_receive_bytes", Receive),
+    e("barrier_bytes", Collective(Barrier)),
+    e("broadcast_bytes", Collective(Broadcast)),
+    e("reduce_bytes", Collective(Reduction)),
+    e("all_reduce_bytes", Collective(Reduction)),
+    e("gather_bytes", Collective(Gather)),
+    e("scatter_bytes", Collective(Scatter)),
+    e("all_gather_bytes", Collective(AllGather)),
+    e("all_to_all_bytes", Collective(AllToAll)),
+    // `Request` completions.
+    e("wait", Complete),
+    e("test", Complete),
 ];
+
+/// Methods of the runtime's communicator types that do not communicate: queries and the
+/// request's non-blocking state check. Together with [`RUNTIME`] this covers the runtime API.
+pub const RUNTIME_NON_COMMUNICATION: &[&str] = &["rank", "size", "is_complete"];
 
 /// Free functions of rsmpi that communicate (`mpi::request::wait_all(&mut reqs)`, …).
 const MPI_FREE: &[Entry] = &[
@@ -265,15 +276,49 @@ pub fn type_kind(type_name: &str) -> Option<(ValueKind, Family)> {
     })
 }
 
-/// Method names that are I/O on an out-of-core array (the runtime's `DistArray`).
-pub fn io_method(name: &str) -> Option<mheta_runtime::format::IoKind> {
+/// The I/O methods of the runtime's out-of-core array (`OocArray`, `runtime/src/ooc/array.rs`).
+/// `wait` (completing a prefetch) is I/O only on an array, so it is looked up separately with
+/// [`io_wait_method`]. The test `io_catalogue_covers_the_out_of_core_array` keeps this complete.
+const IO: &[(&str, mheta_runtime::format::IoKind)] = {
     use mheta_runtime::format::IoKind;
-    Some(match name {
-        "read_block" | "read_rows" => IoKind::Read,
-        "write_block" | "write_rows" => IoKind::Write,
-        "prefetch_block" | "prefetch_rows" => IoKind::Prefetch,
-        _ => return None,
-    })
+    &[
+        ("read_block", IoKind::Read),
+        ("read_block_into", IoKind::Read),
+        ("write_block", IoKind::Write),
+        ("prefetch_block", IoKind::Prefetch),
+    ]
+};
+
+/// The method that completes a prefetch on an out-of-core array.
+const IO_WAIT: &str = "wait";
+
+/// Public methods of the out-of-core array that do no I/O (queries, construction, testing).
+pub const IO_NON_IO: &[&str] = &[
+    "new",
+    "name",
+    "rows",
+    "row_len",
+    "placement",
+    "is_out_of_core",
+    "block_rows",
+    "num_blocks",
+    "block_range",
+    "block_len",
+    "stats",
+    "inject_write_fault",
+    "block_path",
+];
+
+/// Method names that are I/O on an out-of-core array whatever the receiver (the names are the
+/// runtime's own and unambiguous).
+pub fn io_method(name: &str) -> Option<mheta_runtime::format::IoKind> {
+    IO.iter().find(|(n, _)| *n == name).map(|&(_, k)| k)
+}
+
+/// `wait` with no arguments is the out-of-core array's prefetch completion (an I/O `wait`) when
+/// its receiver is a data array; on anything else (a request, a thread handle) it is not I/O.
+pub fn io_wait_method(name: &str, args: usize) -> Option<mheta_runtime::format::IoKind> {
+    (name == IO_WAIT && args == 0).then_some(mheta_runtime::format::IoKind::Wait)
 }
 
 #[cfg(test)]
@@ -332,5 +377,108 @@ mod tests {
         assert_eq!(derived_value("process_at_rank"), Some(ValueKind::Process));
         assert_eq!(derived_value("send"), None);
         assert_eq!(free_function("wait_all").map(|e| e.kind), Some(Complete));
+    }
+
+    /// The public method names of the runtime's communicator API, read from its source: the
+    /// items of traits `CommExt` and `Comm`, the public methods of `impl .. Request ..` blocks.
+    fn runtime_api_methods() -> Vec<String> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/src/comm");
+        let mut out = Vec::new();
+        for file in ["ext.rs", "mod.rs"] {
+            let path = dir.join(file);
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            for item in &ast.items {
+                match item {
+                    syn::Item::Trait(t) if t.ident == "CommExt" || t.ident == "Comm" => {
+                        out.extend(t.items.iter().filter_map(|i| match i {
+                            syn::TraitItem::Fn(f) => Some(f.sig.ident.to_string()),
+                            _ => None,
+                        }));
+                    }
+                    syn::Item::Impl(im) if crate::load::type_name(&im.self_ty) == "Request" => {
+                        out.extend(im.items.iter().filter_map(|i| match i {
+                            syn::ImplItem::Fn(f) if matches!(f.vis, syn::Visibility::Public(_)) => {
+                                Some(f.sig.ident.to_string())
+                            }
+                            _ => None,
+                        }));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn runtime_catalogue_covers_the_runtime_api() {
+        let api = runtime_api_methods();
+        // The source reading itself must have worked: the traits and `Request` were found.
+        for known in ["send_with_tag", "all_to_all_bytes", "rank", "is_complete"] {
+            assert!(api.iter().any(|m| m == known), "{known} not read from the runtime");
+        }
+        let missing: Vec<&String> = api
+            .iter()
+            .filter(|m| {
+                method(Family::Runtime, m).is_none()
+                    && !RUNTIME_NON_COMMUNICATION.contains(&m.as_str())
+            })
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "runtime communicator methods neither catalogued nor listed as non-communication: {missing:?}"
+        );
+        // And the catalogue names nothing the runtime does not have.
+        let stale: Vec<&str> = RUNTIME
+            .iter()
+            .map(|e| e.name)
+            .chain(RUNTIME_NON_COMMUNICATION.iter().copied())
+            .filter(|n| !api.iter().any(|m| m == n))
+            .collect();
+        assert!(stale.is_empty(), "catalogued but not in the runtime: {stale:?}");
+        assert_eq!(
+            method(Family::Runtime, "all_reduce_value").map(|e| e.kind),
+            Some(Collective(Reduction))
+        );
+    }
+
+    #[test]
+    fn io_catalogue_covers_the_out_of_core_array() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/src/ooc/array.rs");
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let methods: Vec<String> = ast
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                syn::Item::Impl(im) if crate::load::type_name(&im.self_ty) == "OocArray" => Some(im),
+                _ => None,
+            })
+            .flat_map(|im| &im.items)
+            .filter_map(|i| match i {
+                syn::ImplItem::Fn(f) if matches!(f.vis, syn::Visibility::Public(_)) => {
+                    Some(f.sig.ident.to_string())
+                }
+                _ => None,
+            })
+            .collect();
+        assert!(methods.iter().any(|m| m == "prefetch_block"), "OocArray not read");
+        let known = |m: &str| io_method(m).is_some() || m == IO_WAIT || IO_NON_IO.contains(&m);
+        let missing: Vec<&String> = methods.iter().filter(|m| !known(m)).collect();
+        assert!(missing.is_empty(), "OocArray methods not classified: {missing:?}");
+        let stale: Vec<&str> = IO
+            .iter()
+            .map(|(n, _)| *n)
+            .chain([IO_WAIT])
+            .chain(IO_NON_IO.iter().copied())
+            .filter(|n| !methods.iter().any(|m| m == n))
+            .collect();
+        assert!(stale.is_empty(), "catalogued but not on OocArray: {stale:?}");
+        assert_eq!(io_wait_method("wait", 0), Some(mheta_runtime::format::IoKind::Wait));
+        assert_eq!(io_wait_method("wait", 1), None);
+        assert_eq!(io_method("wait"), None);
     }
 }

@@ -246,17 +246,11 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
                 var,
                 loc: self.s.text.loc(syn::spanned::Spanned::span(m)),
             });
-        } else if name == "wait" && m.args.is_empty() {
-            // Completing a prefetch (`pending.wait()`) is the prefetch's `wait` I/O operation.
-            if let Some(var) = base_var(&m.receiver) {
-                if var.contains("prefetch") || var.contains("pending") || var.contains("next") {
-                    let loc = self.s.text.loc(syn::spanned::Spanned::span(m));
-                    self.out.io.push(IoCall {
-                        op: mheta_runtime::format::IoKind::Wait,
-                        var,
-                        loc,
-                    });
-                }
+        } else if let Some(op) = catalogue::io_wait_method(&name, m.args.len()) {
+            // Completing a prefetch (`a.wait()`) is I/O when `a` is one of the data arrays.
+            if let Some(var) = base_var(&m.receiver).filter(|v| self.s.data.contains(v)) {
+                let loc = self.s.text.loc(syn::spanned::Spanned::span(m));
+                self.out.io.push(IoCall { op, var, loc });
             }
         }
         if let Some(calls) = (self.s.user_comm)(UserCall::Method(m)) {
