@@ -500,6 +500,11 @@ mod tests {
             (calls[0].api.as_str(), calls[0].peer.as_deref()),
             ("comm::send", Some("1"))
         );
+        let calls = calls_in("fn f(c: &dyn Comm) { c.all_reduce_value(x, ReduceOp::Sum); }");
+        assert_eq!(
+            (calls[0].api.as_str(), calls[0].message.as_deref()),
+            ("comm::all_reduce_value", Some("x"))
+        );
         let calls = calls_in("fn f(w: &Widget) { w.barrier(); }");
         assert!(calls.is_empty());
     }

@@ -42,6 +42,8 @@ pub struct Facts {
     pub glue_closures: BTreeSet<String>,
     /// Names of the data arrays declared so far.
     pub arrays: BTreeSet<String>,
+    /// Slice aliases bound so far (`let up = &cur[(i - 1) * cols..]`).
+    pub aliases: crate::alias::Aliases,
     pub diags: Diagnostics,
 }
 
@@ -182,6 +184,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             user_comm: &user_comm,
             glue_closures: &self.facts.glue_closures,
             data: &self.facts.arrays,
+            aliases: &self.facts.aliases,
         };
         scanner.scan(e, bound, loc)
     }
@@ -202,6 +205,13 @@ impl<'p, 'f> Builder<'p, 'f> {
                 t.elems.iter().map(Some).collect()
             }
             _ => vec![init; names.len()],
+        };
+        let alias_targets = match (names.as_slice(), init) {
+            ([_], Some(e)) => {
+                let arrays = &self.facts.arrays;
+                crate::alias::targets(&self.facts.aliases, e, &|v| arrays.contains(v))
+            }
+            _ => vec![],
         };
         let mut binds_comm = false;
         for (name, part) in names.iter().zip(parts) {
@@ -231,6 +241,12 @@ impl<'p, 'f> Builder<'p, 'f> {
                 }
             }
             None => out.push(Node::Stmt(self.scan(None, &names, loc))),
+        }
+        for name in &names {
+            self.facts.aliases.remove(name);
+        }
+        if let ([name], false) = (names.as_slice(), alias_targets.is_empty()) {
+            self.facts.aliases.insert(name.clone(), alias_targets);
         }
     }
 

@@ -6,6 +6,7 @@
 //! (sections, tiles, stages) → [`classify`] (per-stage facts) → [`emit`] (JSON, text, DOT).
 //! Analysis never fails and never panics: problems are [`diagnostics`].
 
+pub mod alias;
 pub mod automaton;
 pub mod binding;
 pub mod body;

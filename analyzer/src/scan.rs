@@ -64,6 +64,8 @@ pub struct Scanner<'a> {
     pub glue_closures: &'a BTreeSet<String>,
     /// Arrays holding the program's data: reading one of their elements is not glue.
     pub data: &'a BTreeSet<String>,
+    /// Slice aliases: an access through one is an access of the aliased variable.
+    pub aliases: &'a crate::alias::Aliases,
 }
 
 impl Scanner<'_> {
@@ -150,6 +152,13 @@ struct Visitor<'s, 'a> {
 }
 
 impl Visitor<'_, '_> {
+    /// Records `var[dims..]`, or what it stands for when `var` is a slice alias.
+    fn push_accesses(&mut self, var: &str, dims: &[syn::Expr], write: bool) {
+        for (var, dims) in crate::alias::resolve(self.s.aliases, var, dims) {
+            self.out.accesses.push(IndexAccess { var, dims, write });
+        }
+    }
+
     fn write_place(&mut self, place: &syn::Expr) {
         if let Some(var) = base_var(place) {
             push_unique(&mut self.out.writes, &var);
@@ -157,11 +166,7 @@ impl Visitor<'_, '_> {
         match place {
             syn::Expr::Index(ix) => {
                 if let Some((var, dims)) = index_chain(ix) {
-                    self.out.accesses.push(IndexAccess {
-                        var,
-                        dims: dims.clone(),
-                        write: true,
-                    });
+                    self.push_accesses(&var, &dims, true);
                     dims.iter().for_each(|d| self.visit_expr(d));
                 }
             }
@@ -220,11 +225,7 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
     fn visit_expr_index(&mut self, ix: &'ast syn::ExprIndex) {
         if let Some((var, dims)) = index_chain(ix) {
             push_unique(&mut self.out.reads, &var);
-            self.out.accesses.push(IndexAccess {
-                var,
-                dims: dims.clone(),
-                write: false,
-            });
+            self.push_accesses(&var, &dims, false);
             dims.iter().for_each(|d| self.visit_expr(d));
         } else {
             visit::visit_expr_index(self, ix);

@@ -92,7 +92,9 @@ impl Builder<'_, '_> {
             syn::Expr::Repeat(r) => literal_type(&r.expr),
             _ => None,
         };
-        if m.is_array || annotated_array || copies_array {
+        // `#[mheta::distributed]` / `#[mheta::replicated]` declare a variable and its class.
+        let marked = class_attr(&l.attrs);
+        if m.is_array || annotated_array || copies_array || marked.is_some() {
             self.facts.arrays.insert(name.to_string());
             let elem_type = match &l.pat {
                 syn::Pat::Type(t) => elem_of_type(&t.ty),
@@ -100,7 +102,9 @@ impl Builder<'_, '_> {
             }
             .or(m.elem_type.clone())
             .or(copied_elem);
-            let distributed = (self.array_is_distributed(e) || forced_dist) && !forced_repl;
+            // mheta.toml's lists override the attribute, which overrides inference.
+            let inferred = marked.unwrap_or_else(|| self.array_is_distributed(e));
+            let distributed = (inferred || forced_dist) && !forced_repl;
             self.facts.variables.retain(|v| v.name != name);
             self.facts.variables.push(VarDecl {
                 name: name.to_string(),
@@ -217,6 +221,29 @@ impl Builder<'_, '_> {
         }
         self.partition_marker(&mentions(index))
     }
+}
+
+/// The class a `let`'s attributes force: `Some(true)` for `#[mheta::distributed]`,
+/// `Some(false)` for `#[mheta::replicated]` (also without the `mheta::` prefix).
+pub(super) fn class_attr(attrs: &[syn::Attribute]) -> Option<bool> {
+    attrs.iter().rev().find_map(|a| {
+        let segs: Vec<String> = a
+            .path()
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let name = match segs.as_slice() {
+            [m, n] if m == "mheta" => n.as_str(),
+            [n] => n.as_str(),
+            _ => return None,
+        };
+        match name {
+            "distributed" => Some(true),
+            "replicated" => Some(false),
+            _ => None,
+        }
+    })
 }
 
 /// The element type named in `Vec<T>`, `&[T]`, `DistArray<T>`.

@@ -13,7 +13,9 @@ const LAYERS: [(&str, &str); 4] = [
     ("overhead", "#b279a2"),
     ("blocked", "#bab0ac"),
 ];
-const ALGORITHMS: [&str; 6] = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2"];
+const ALGORITHMS: [&str; 6] = [
+    "#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2",
+];
 
 /// Renders the whole page.
 pub fn render(doc: &TuneDocument) -> String {
@@ -84,9 +86,9 @@ fn distributions_table(out: &mut String, doc: &TuneDocument) {
     }
     let _ = writeln!(
         out,
-        "</table><p>Chosen by <b>{}</b> in {:.3} s.</p>",
+        "</table><p>Chosen by <b>{}</b> in {:.1} ms.</p>",
         escape(&doc.best.algorithm),
-        doc.best.search_s
+        1e3 * doc.best.search_s
     );
 }
 
@@ -133,7 +135,12 @@ pub fn breakdown_chart(doc: &TuneDocument) -> String {
                 .collect(),
         })
         .collect();
-    svg::stacked_bars("predicted seconds per node (rows)", "seconds", &nodes, &layers)
+    svg::stacked_bars(
+        "predicted seconds per node (rows)",
+        "seconds",
+        &nodes,
+        &layers,
+    )
 }
 
 /// Best-so-far over time, one line per search.
@@ -150,7 +157,11 @@ pub fn convergence_chart(doc: &TuneDocument) -> String {
         .map(|(i, s)| Series {
             name: &s.algorithm,
             color: ALGORITHMS[i % ALGORITHMS.len()],
-            values: s.trace.iter().map(|t| (t.elapsed_s, t.predicted_s)).collect(),
+            values: s
+                .trace
+                .iter()
+                .map(|t| (t.elapsed_s, t.predicted_s))
+                .collect(),
         })
         .collect();
     svg::step_lines("best predicted iteration time", "seconds", end, &series)

@@ -46,22 +46,32 @@ impl YScale {
     }
 }
 
-/// The smallest 1, 2 or 5 × 10^k that is ≥ `x` (1 for non-positive or non-finite input).
+/// Mantissas of the scale tops [`nice_ceiling`] picks from: each divides into five round ticks.
+const NICE: [f64; 11] = [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0];
+
+/// The smallest [`NICE`] × 10^k that is ≥ `x` (1 for non-positive or non-finite input).
 pub fn nice_ceiling(x: f64) -> f64 {
     if !(x > 0.0) || !x.is_finite() {
         return 1.0;
     }
     let base = 10f64.powf(x.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
+    NICE.into_iter()
         .map(|m| m * base)
         .find(|&v| v >= x * (1.0 - 1e-12))
         .unwrap_or(10.0 * base)
 }
 
 /// Bars side by side for each category (one bar per series).
-pub fn grouped_bars(title: &str, y_label: &str, categories: &[String], series: &[Series<'_, Vec<f64>>]) -> String {
-    let max = series.iter().flat_map(|s| s.values.iter().copied()).fold(0.0, f64::max);
+pub fn grouped_bars(
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[Series<'_, Vec<f64>>],
+) -> String {
+    let max = series
+        .iter()
+        .flat_map(|s| s.values.iter().copied())
+        .fold(0.0, f64::max);
     let scale = YScale::covering(max);
     let mut out = frame(title, y_label, &scale);
     let slot = plot_width() / categories.len().max(1) as f64;
@@ -70,7 +80,16 @@ pub fn grouped_bars(title: &str, y_label: &str, categories: &[String], series: &
         let x0 = LEFT + slot * c as f64 + slot * 0.1;
         for (k, s) in series.iter().enumerate() {
             let v = s.values.get(c).copied().unwrap_or(0.0);
-            rect(&mut out, x0 + bar * k as f64, scale.y(v), bar, scale.height(v), s.color, s.name, v);
+            rect(
+                &mut out,
+                x0 + bar * k as f64,
+                scale.y(v),
+                bar,
+                scale.height(v),
+                s.color,
+                s.name,
+                v,
+            );
         }
         category_label(&mut out, LEFT + slot * (c as f64 + 0.5), category);
     }
@@ -80,9 +99,19 @@ pub fn grouped_bars(title: &str, y_label: &str, categories: &[String], series: &
 }
 
 /// One stacked bar per category; `layers` stack bottom to top.
-pub fn stacked_bars(title: &str, y_label: &str, categories: &[String], layers: &[Series<'_, Vec<f64>>]) -> String {
+pub fn stacked_bars(
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    layers: &[Series<'_, Vec<f64>>],
+) -> String {
     let totals: Vec<f64> = (0..categories.len())
-        .map(|c| layers.iter().map(|l| l.values.get(c).copied().unwrap_or(0.0).max(0.0)).sum())
+        .map(|c| {
+            layers
+                .iter()
+                .map(|l| l.values.get(c).copied().unwrap_or(0.0).max(0.0))
+                .sum()
+        })
         .collect();
     let scale = YScale::covering(totals.iter().copied().fold(0.0, f64::max));
     let mut out = frame(title, y_label, &scale);
@@ -92,7 +121,16 @@ pub fn stacked_bars(title: &str, y_label: &str, categories: &[String], layers: &
         let mut below = 0.0;
         for l in layers {
             let v = l.values.get(c).copied().unwrap_or(0.0).max(0.0);
-            rect(&mut out, x, scale.y(below + v), slot * 0.6, scale.height(v), l.color, l.name, v);
+            rect(
+                &mut out,
+                x,
+                scale.y(below + v),
+                slot * 0.6,
+                scale.height(v),
+                l.color,
+                l.name,
+                v,
+            );
             below += v;
         }
         category_label(&mut out, LEFT + slot * (c as f64 + 0.5), category);
@@ -104,13 +142,26 @@ pub fn stacked_bars(title: &str, y_label: &str, categories: &[String], layers: &
 
 /// Step lines (a best-so-far falls in steps) over a logarithmic time axis; each series is
 /// `(elapsed_s, value)` pairs in time order, drawn as held until `x_end`.
-pub fn step_lines(title: &str, y_label: &str, x_end: f64, series: &[Series<'_, Vec<(f64, f64)>>]) -> String {
+pub fn step_lines(
+    title: &str,
+    y_label: &str,
+    x_end: f64,
+    series: &[Series<'_, Vec<(f64, f64)>>],
+) -> String {
     let points = series.iter().flat_map(|s| s.values.iter());
     let y_max = points.clone().map(|p| p.1).fold(0.0, f64::max);
-    let x_min = points.map(|p| p.0).filter(|&x| x > 0.0).fold(x_end, f64::min).max(1e-7);
-    let (lo, hi) = (x_min.log10().floor(), x_end.max(x_min * 10.0).log10().ceil());
+    let x_min = points
+        .map(|p| p.0)
+        .filter(|&x| x > 0.0)
+        .fold(x_end, f64::min)
+        .max(1e-7);
+    // A search that stops just past its budget (1.004 s) keeps the axis at 1 s: points past
+    // the last decade are drawn at the edge.
+    let lo = x_min.log10().floor();
+    let hi = (x_end.log10() - 0.05).ceil().max(lo + 1.0);
     let scale = YScale::covering(y_max);
-    let x = |t: f64| LEFT + plot_width() * ((t.max(x_min).log10() - lo) / (hi - lo)).clamp(0.0, 1.0);
+    let x =
+        |t: f64| LEFT + plot_width() * ((t.max(x_min).log10() - lo) / (hi - lo)).clamp(0.0, 1.0);
     let mut out = frame(title, y_label, &scale);
     for k in lo as i32..=hi as i32 {
         let at = x(10f64.powi(k));
@@ -178,7 +229,7 @@ fn frame(title: &str, y_label: &str, scale: &YScale) -> String {
             WIDTH - RIGHT,
             LEFT - 6.0,
             y + 4.0,
-            tick(v)
+            tick(v, scale.max / 5.0)
         );
     }
     let _ = writeln!(
@@ -201,7 +252,7 @@ fn rect(out: &mut String, x: f64, y: f64, w: f64, h: f64, color: &str, series: &
         r#"<rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" fill="{color}" data-series="{}" data-value="{v}"><title>{}: {}</title></rect>"#,
         escape(series),
         escape(series),
-        tick(v)
+        tick(v, v)
     );
 }
 
@@ -228,15 +279,16 @@ fn legend<'a>(out: &mut String, entries: impl Iterator<Item = (&'a str, &'a str)
     }
 }
 
-/// A tick label: seconds with three significant digits.
-fn tick(v: f64) -> String {
+/// A label for `v` with enough decimals to tell multiples of `step` apart.
+fn tick(v: f64, step: f64) -> String {
     if v == 0.0 {
-        "0".into()
-    } else if v.abs() >= 0.01 {
-        format!("{v:.3}")
-    } else {
-        format!("{v:.2e}")
+        return "0".into();
     }
+    if !(step > 0.0) || !step.is_finite() || step < 1e-9 {
+        return format!("{v:.2e}");
+    }
+    let decimals = (1.0 - step.log10().floor()).max(0.0) as usize;
+    format!("{v:.decimals$}")
 }
 
 /// Escapes text for SVG/HTML content and attribute values.

@@ -156,9 +156,9 @@ impl TuneDocument {
             if self.best.actual_s > 0.0 {
                 let _ = writeln!(
                     out,
-                    "best ({}, search {:.3} s): {:.2}x faster than block (actual)",
+                    "best ({}, search {:.1} ms): {:.2}x faster than block (actual)",
                     self.best.algorithm,
-                    self.best.search_s,
+                    1e3 * self.best.search_s,
                     block.actual_s / self.best.actual_s
                 );
             }
@@ -168,7 +168,10 @@ impl TuneDocument {
 }
 
 fn join(rows: &[u64]) -> String {
-    rows.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+    rows.iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 #[cfg(test)]

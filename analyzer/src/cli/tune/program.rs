@@ -85,7 +85,13 @@ pub fn build(dir: &Path) -> anyhow::Result<PathBuf> {
     }
     let (target_dir, binary_name) = locate(&manifest)?;
     let output = Command::new(cargo())
-        .args(["build", "--release", "--bin", &binary_name, "--manifest-path"])
+        .args([
+            "build",
+            "--release",
+            "--bin",
+            &binary_name,
+            "--manifest-path",
+        ])
         .arg(&manifest)
         .output()
         .context("cannot run cargo")?;
@@ -100,7 +106,11 @@ pub fn build(dir: &Path) -> anyhow::Result<PathBuf> {
         .join("release")
         .join(format!("{binary_name}{}", std::env::consts::EXE_SUFFIX));
     if !binary.is_file() {
-        bail!("cargo built `{}` but `{}` is missing", manifest.display(), binary.display());
+        bail!(
+            "cargo built `{}` but `{}` is missing",
+            manifest.display(),
+            binary.display()
+        );
     }
     Ok(binary)
 }
@@ -109,7 +119,13 @@ pub fn build(dir: &Path) -> anyhow::Result<PathBuf> {
 /// `CARGO_TARGET_DIR`) and the name of the package's binary.
 fn locate(manifest: &Path) -> anyhow::Result<(PathBuf, String)> {
     let output = Command::new(cargo())
-        .args(["metadata", "--format-version", "1", "--no-deps", "--manifest-path"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--manifest-path",
+        ])
         .arg(manifest)
         .output()
         .context("cannot run `cargo metadata`")?;
@@ -122,17 +138,25 @@ fn locate(manifest: &Path) -> anyhow::Result<(PathBuf, String)> {
     }
     let metadata: serde_json::Value =
         serde_json::from_slice(&output.stdout).context("`cargo metadata` printed invalid JSON")?;
-    let canonical = manifest.canonicalize().unwrap_or_else(|_| manifest.to_path_buf());
+    let canonical = manifest
+        .canonicalize()
+        .unwrap_or_else(|_| manifest.to_path_buf());
     binary_of(&metadata, &canonical)
 }
 
 /// Picks, from `cargo metadata` output, the target directory and the binary of the package
 /// whose manifest is `manifest`. A package with several binaries is ambiguous.
-pub fn binary_of(metadata: &serde_json::Value, manifest: &Path) -> anyhow::Result<(PathBuf, String)> {
+pub fn binary_of(
+    metadata: &serde_json::Value,
+    manifest: &Path,
+) -> anyhow::Result<(PathBuf, String)> {
     let target_dir = metadata["target_directory"]
         .as_str()
         .context("`cargo metadata` gave no target_directory")?;
-    let packages = metadata["packages"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let packages = metadata["packages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
     let package = packages
         .iter()
         .find(|p| p["manifest_path"].as_str().map(Path::new) == Some(manifest))

@@ -10,7 +10,9 @@ pub(crate) fn assert_well_formed(svg: &str) {
         for (i, _) in text.match_indices('&') {
             let entity = &text[i..];
             assert!(
-                ["&amp;", "&lt;", "&gt;", "&quot;"].iter().any(|e| entity.starts_with(e)),
+                ["&amp;", "&lt;", "&gt;", "&quot;"]
+                    .iter()
+                    .any(|e| entity.starts_with(e)),
                 "bare `&` in text: {text}"
             );
         }
@@ -18,7 +20,11 @@ pub(crate) fn assert_well_formed(svg: &str) {
         let tag = &rest[open + 1..close];
         assert!(!tag.contains('<'), "`<` inside a tag: {tag}");
         if let Some(name) = tag.strip_prefix('/') {
-            assert_eq!(stack.pop().as_deref(), Some(name.trim()), "mismatched </{name}>");
+            assert_eq!(
+                stack.pop().as_deref(),
+                Some(name.trim()),
+                "mismatched </{name}>"
+            );
         } else if !tag.ends_with('/') && !tag.starts_with('!') {
             let name = tag.split_whitespace().next().expect("tag name");
             stack.push(name.to_string());
@@ -48,11 +54,12 @@ fn attr(line: &str, name: &str) -> f64 {
 #[test]
 fn nice_ceilings() {
     assert_eq!(nice_ceiling(0.0), 1.0);
-    assert_eq!(nice_ceiling(0.7), 1.0);
     assert_eq!(nice_ceiling(1.0), 1.0);
-    assert_eq!(nice_ceiling(1.2), 2.0);
-    assert_eq!(nice_ceiling(3.0), 5.0);
-    assert!((nice_ceiling(0.0123) - 0.02).abs() < 1e-15);
+    assert_eq!(nice_ceiling(0.7), 0.8);
+    assert_eq!(nice_ceiling(1.3), 1.5);
+    assert_eq!(nice_ceiling(3.0), 3.0);
+    assert_eq!(nice_ceiling(8.5), 10.0);
+    assert!((nice_ceiling(0.0123) - 0.015).abs() < 1e-15);
     assert_eq!(nice_ceiling(f64::NAN), 1.0);
 }
 
@@ -63,8 +70,16 @@ fn grouped_bars_scale_values_to_the_plot() {
         "seconds",
         &["block".into(), "best".into()],
         &[
-            Series { name: "predicted", color: "#1f77b4", values: vec![2.0, 1.0] },
-            Series { name: "actual", color: "#ff7f0e", values: vec![1.5, 0.5] },
+            Series {
+                name: "predicted",
+                color: "#1f77b4",
+                values: vec![2.0, 1.0],
+            },
+            Series {
+                name: "actual",
+                color: "#ff7f0e",
+                values: vec![1.5, 0.5],
+            },
         ],
     );
     assert_well_formed(&svg);
@@ -75,7 +90,10 @@ fn grouped_bars_scale_values_to_the_plot() {
     assert!((h - plot).abs() < 0.11 && (y - TOP).abs() < 0.11, "{y} {h}");
     let (y, h) = rect_of(&svg, "actual", 0.5);
     assert!((h - plot / 4.0).abs() < 0.11, "{h}");
-    assert!((y + h - (HEIGHT - BOTTOM)).abs() < 0.11, "bars stand on the axis");
+    assert!(
+        (y + h - (HEIGHT - BOTTOM)).abs() < 0.11,
+        "bars stand on the axis"
+    );
 }
 
 #[test]
@@ -85,17 +103,26 @@ fn stacked_bars_stack_layers_bottom_to_top() {
         "seconds",
         &["node 0".into()],
         &[
-            Series { name: "compute", color: "#2ca02c", values: vec![3.0] },
-            Series { name: "io", color: "#d62728", values: vec![1.0] },
+            Series {
+                name: "compute",
+                color: "#2ca02c",
+                values: vec![3.0],
+            },
+            Series {
+                name: "io",
+                color: "#d62728",
+                values: vec![1.0],
+            },
         ],
     );
     assert_well_formed(&svg);
-    // Total 4 → scale top 5; compute from 0 to 3, I/O from 3 to 4.
+    // Total 4 is a nice scale top; compute from 0 to 3, I/O from 3 to 4.
     let plot = HEIGHT - TOP - BOTTOM;
     let (cy, ch) = rect_of(&svg, "compute", 3.0);
     let (iy, ih) = rect_of(&svg, "io", 1.0);
-    assert!((ch - plot * 0.6).abs() < 0.11);
-    assert!((ih - plot * 0.2).abs() < 0.11);
+    assert!((ch - plot * 0.75).abs() < 0.11);
+    assert!((ih - plot * 0.25).abs() < 0.11);
+    assert!((iy - TOP).abs() < 0.11, "the stack reaches the top");
     assert!((iy + ih - cy).abs() < 0.11, "I/O sits on top of compute");
 }
 
@@ -105,7 +132,11 @@ fn step_lines_hold_values_between_improvements() {
         "convergence",
         "predicted s",
         1.0,
-        &[Series { name: "gbs", color: "#000", values: vec![(1e-3, 4.0), (1e-2, 2.0)] }],
+        &[Series {
+            name: "gbs",
+            color: "#000",
+            values: vec![(1e-3, 4.0), (1e-2, 2.0)],
+        }],
     );
     assert_well_formed(&svg);
     assert_eq!(svg.matches("<circle").count(), 2);
@@ -115,6 +146,14 @@ fn step_lines_hold_values_between_improvements() {
     assert_eq!(path.matches(" L").count(), 3, "{path}");
     // Axis runs from 1e-3 s to 1 s.
     assert!(svg.contains("1e-3 s") && svg.contains("1e0 s"), "{svg}");
+}
+
+#[test]
+fn tick_labels_resolve_the_step() {
+    assert_eq!(tick(0.0, 0.1), "0");
+    assert_eq!(tick(0.3, 0.1), "0.30");
+    assert_eq!(tick(0.012, 0.004), "0.0120");
+    assert_eq!(tick(250.0, 50.0), "250");
 }
 
 #[test]

@@ -1,0 +1,139 @@
+//! `mheta tune` end to end on the Jacobi fixture (builds it in release once), and `mheta report`.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn mheta(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mheta"))
+        .current_dir(root())
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn accuracy(p: f64, a: f64) -> f64 {
+    1.0 - (p - a).abs() / p.min(a)
+}
+
+#[test]
+fn tune_jacobi_prints_the_json_contract_and_writes_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    let out = mheta(&[
+        "tune",
+        "fixtures/jacobi",
+        "--cluster",
+        "fixtures/clusters/hy1-2.toml",
+        "--ranks",
+        "2",
+        "--rows",
+        "300",
+        "--iterations",
+        "2",
+        "--clock",
+        "charged",
+        "--budget",
+        "50ms",
+        "--json",
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "--cols",
+        "200",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Not a terminal: one plain progress line per step.
+    assert!(stderr.contains("tune: [1/"), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+
+    for key in ["structure", "cluster", "distributions", "best", "accuracy"] {
+        assert!(doc.get(key).is_some(), "missing `{key}`");
+    }
+    assert_eq!(doc["structure"]["crate"], "jacobi");
+    assert_eq!(doc["cluster"]["nodes"].as_array().unwrap().len(), 2);
+    let names: Vec<&str> = doc["distributions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["best", "block", "balanced", "in-core", "in-core-balanced"]
+    );
+
+    let mut accuracies = Vec::new();
+    for d in doc["distributions"].as_array().unwrap() {
+        let rows: Vec<u64> = serde_json::from_value(d["rows"].clone()).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows.iter().sum::<u64>(), 300, "{d}");
+        let (p, a) = (
+            d["predicted_s"].as_f64().unwrap(),
+            d["actual_s"].as_f64().unwrap(),
+        );
+        assert!(p > 0.0 && a > 0.0, "{d}");
+        accuracies.push(accuracy(p, a));
+    }
+    assert_eq!(
+        doc["distributions"][1]["rows"],
+        serde_json::json!([150, 150])
+    );
+    let mean = accuracies.iter().sum::<f64>() / accuracies.len() as f64;
+    let min = accuracies.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!((doc["accuracy"]["mean"].as_f64().unwrap() - mean).abs() < 1e-9);
+    assert!((doc["accuracy"]["min"].as_f64().unwrap() - min).abs() < 1e-9);
+    assert!(min <= 1.0 && mean <= 1.0);
+
+    let best = &doc["best"];
+    assert_eq!(best["algorithm"], "gbs");
+    assert_eq!(best["rows"], doc["distributions"][0]["rows"]);
+    assert_eq!(best["actual_s"], doc["distributions"][0]["actual_s"]);
+    assert!(best["search_s"].as_f64().unwrap() >= 0.0);
+    // With --report every algorithm searched, for the convergence plot.
+    assert_eq!(doc["searches"].as_array().unwrap().len(), 5);
+
+    for file in ["tune.json", "index.html", "trace.json", "measurements.json"] {
+        assert!(report.join(file).is_file(), "{file} missing");
+    }
+    let page = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert_eq!(page.matches("<svg").count(), 3);
+
+    // `mheta report` rebuilds the page from the saved document.
+    std::fs::remove_file(report.join("index.html")).unwrap();
+    let out = mheta(&["report", report.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The same page up to the last digit of re-parsed floats.
+    let again = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert_eq!(again.lines().count(), page.lines().count());
+    let table = |p: &str| p[..p.find("<svg").unwrap()].to_string();
+    assert_eq!(table(&again), table(&page));
+}
+
+#[test]
+fn failures_name_the_step() {
+    let out = mheta(&[
+        "tune",
+        "fixtures/no-such-crate",
+        "--cluster",
+        "fixtures/clusters/hy1-2.toml",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("step 1 (analyze) failed"), "{stderr}");
+    assert!(stderr.contains("no Cargo.toml"), "{stderr}");
+
+    let empty = tempfile::tempdir().unwrap();
+    let out = mheta(&["report", empty.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("tune.json"), "{stderr}");
+}
