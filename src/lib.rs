@@ -20,7 +20,7 @@ pub mod __private {
     use mheta_runtime::hooks;
 
     /// Stage `stage` of section `section` (outside any tile loop).
-    #[inline]
+    #[inline(always)]
     pub fn stage(section: u32, stage: u32) -> Guard {
         hooks::stage(StageKey {
             section,
@@ -30,7 +30,7 @@ pub mod __private {
     }
 
     /// Stage `stage` inside tile loop `tile` of section `section`.
-    #[inline]
+    #[inline(always)]
     pub fn tile_stage(section: u32, tile: u32, stage: u32) -> Guard {
         hooks::stage(StageKey {
             section,

@@ -198,8 +198,8 @@ mod tests {
         let (_, dims) = &resolve(&al, "up", &[syn::parse_str("j").unwrap()])[0];
         let vars = ["i".to_string(), "j".to_string()];
         let up = crate::classify::affine_index(&dims[0], &vars).unwrap();
-        let here = crate::classify::affine_index(&syn::parse_str("i * cols + j").unwrap(), &vars)
-            .unwrap();
+        let here =
+            crate::classify::affine_index(&syn::parse_str("i * cols + j").unwrap(), &vars).unwrap();
         assert_eq!(up.coefficients, here.coefficients);
         assert_eq!(up.symbols, vec![("cols".to_string(), -1)]);
     }

@@ -417,7 +417,10 @@ mod tests {
         let api = runtime_api_methods();
         // The source reading itself must have worked: the traits and `Request` were found.
         for known in ["send_with_tag", "all_to_all_bytes", "rank", "is_complete"] {
-            assert!(api.iter().any(|m| m == known), "{known} not read from the runtime");
+            assert!(
+                api.iter().any(|m| m == known),
+                "{known} not read from the runtime"
+            );
         }
         let missing: Vec<&String> = api
             .iter()
@@ -437,7 +440,10 @@ mod tests {
             .chain(RUNTIME_NON_COMMUNICATION.iter().copied())
             .filter(|n| !api.iter().any(|m| m == n))
             .collect();
-        assert!(stale.is_empty(), "catalogued but not in the runtime: {stale:?}");
+        assert!(
+            stale.is_empty(),
+            "catalogued but not in the runtime: {stale:?}"
+        );
         assert_eq!(
             method(Family::Runtime, "all_reduce_value").map(|e| e.kind),
             Some(Collective(Reduction))
@@ -446,7 +452,8 @@ mod tests {
 
     #[test]
     fn io_catalogue_covers_the_out_of_core_array() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/src/ooc/array.rs");
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/src/ooc/array.rs");
         let text =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -454,7 +461,9 @@ mod tests {
             .items
             .iter()
             .filter_map(|i| match i {
-                syn::Item::Impl(im) if crate::load::type_name(&im.self_ty) == "OocArray" => Some(im),
+                syn::Item::Impl(im) if crate::load::type_name(&im.self_ty) == "OocArray" => {
+                    Some(im)
+                }
                 _ => None,
             })
             .flat_map(|im| &im.items)
@@ -465,10 +474,16 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert!(methods.iter().any(|m| m == "prefetch_block"), "OocArray not read");
+        assert!(
+            methods.iter().any(|m| m == "prefetch_block"),
+            "OocArray not read"
+        );
         let known = |m: &str| io_method(m).is_some() || m == IO_WAIT || IO_NON_IO.contains(&m);
         let missing: Vec<&String> = methods.iter().filter(|m| !known(m)).collect();
-        assert!(missing.is_empty(), "OocArray methods not classified: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "OocArray methods not classified: {missing:?}"
+        );
         let stale: Vec<&str> = IO
             .iter()
             .map(|(n, _)| *n)
@@ -476,8 +491,14 @@ mod tests {
             .chain(IO_NON_IO.iter().copied())
             .filter(|n| !methods.iter().any(|m| m == n))
             .collect();
-        assert!(stale.is_empty(), "catalogued but not on OocArray: {stale:?}");
-        assert_eq!(io_wait_method("wait", 0), Some(mheta_runtime::format::IoKind::Wait));
+        assert!(
+            stale.is_empty(),
+            "catalogued but not on OocArray: {stale:?}"
+        );
+        assert_eq!(
+            io_wait_method("wait", 0),
+            Some(mheta_runtime::format::IoKind::Wait)
+        );
         assert_eq!(io_wait_method("wait", 1), None);
         assert_eq!(io_method("wait"), None);
     }

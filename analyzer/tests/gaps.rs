@@ -55,7 +55,10 @@ fn all_reduce_value_is_communication_and_ends_its_section() {
     let sections = &s.solvers[0].sections;
     assert_eq!(sections.len(), 2, "the all-reduce separates the two loops");
     let text = mheta_analyzer::emit::render(&s, mheta_analyzer::emit::Format::Text);
-    assert!(text.contains("reduction") && text.contains("comm::all_reduce_value"), "{text}");
+    assert!(
+        text.contains("reduction") && text.contains("comm::all_reduce_value"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -79,7 +82,10 @@ fn waiting_on_an_out_of_core_array_is_io_and_other_waits_are_not() {
         .collect();
     assert_eq!(
         io,
-        [(IoKind::Prefetch, "a".to_string()), (IoKind::Wait, "a".to_string())]
+        [
+            (IoKind::Prefetch, "a".to_string()),
+            (IoKind::Wait, "a".to_string())
+        ]
     );
 }
 
@@ -135,5 +141,9 @@ fn class_attributes_on_lets_force_the_class() {
     assert_eq!(class(&s, "halo"), Some(VarClass::Distributed));
     assert_eq!(class(&s, "u"), Some(VarClass::Replicated));
     assert_eq!(class(&s, "w"), Some(VarClass::Distributed), "inferred");
-    assert_eq!(class(&s, "total"), Some(VarClass::Distributed), "declared by the attribute");
+    assert_eq!(
+        class(&s, "total"),
+        Some(VarClass::Distributed),
+        "declared by the attribute"
+    );
 }

@@ -131,6 +131,36 @@ fn failures_name_the_step() {
     assert!(stderr.contains("step 1 (analyze) failed"), "{stderr}");
     assert!(stderr.contains("no Cargo.toml"), "{stderr}");
 
+    let out = mheta(&[
+        "tune",
+        "fixtures/jacobi",
+        "--cluster",
+        "fixtures/no-such.toml",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--cluster") && stderr.contains("no-such.toml"),
+        "{stderr}"
+    );
+
+    let out = mheta(&[
+        "tune",
+        "fixtures/jacobi",
+        "--cluster",
+        "fixtures/clusters/hy1-2.toml",
+        "--clock",
+        "virtual",
+        "--actual",
+        "timed",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--actual timed needs --clock wall"),
+        "{stderr}"
+    );
+
     let empty = tempfile::tempdir().unwrap();
     let out = mheta(&["report", empty.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));

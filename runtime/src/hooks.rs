@@ -26,6 +26,7 @@ use std::sync::Mutex;
 
 pub use crate::format::IoKind;
 use crate::format::{ArrayInfo, StageKey};
+use guards::Frame;
 pub use guards::{event, group, io, iteration, section, stage, tile, Guard, IoGuard};
 pub use record::{io_code, io_kind, CallKind, Record, RecordKind, NONE};
 
@@ -66,6 +67,8 @@ pub struct HookConfig {
 
 /// Records reserved per rank up front.
 const PREALLOCATED_RECORDS: usize = 8192;
+/// Open regions reserved per rank up front (the deepest nesting expected).
+const PREALLOCATED_FRAMES: usize = 64;
 
 /// Ranks (threads) of this process with hooks installed: zero means every hook is a no-op.
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
@@ -79,6 +82,8 @@ struct Recorder {
     /// Recording switched on (off during start-up microbenchmarks).
     recording: bool,
     records: Vec<Record>,
+    /// Regions open on this thread, innermost last.
+    frames: Vec<Frame>,
     seq: u32,
     stage: Option<StageKey>,
     last_stage: StageKey,
@@ -114,11 +119,12 @@ pub fn install(config: HookConfig) {
         *r = Some(Recorder {
             config,
             recording: false,
-            records: Vec::with_capacity(if config.instrument {
-                PREALLOCATED_RECORDS
+            records: if config.instrument {
+                prefaulted(PREALLOCATED_RECORDS)
             } else {
-                0
-            }),
+                Vec::new()
+            },
+            frames: Vec::with_capacity(PREALLOCATED_FRAMES),
             seq: 0,
             stage: None,
             last_stage: StageKey {
@@ -138,11 +144,40 @@ pub fn set_recording(on: bool) {
     with_recorder(|r| r.recording = on && r.config.instrument);
 }
 
-/// Take the records made so far on this thread, leaving the buffer empty (its capacity kept).
+/// An empty record buffer of `capacity` whose memory has been written once, so that recording
+/// into it takes no page fault inside a timed region.
+fn prefaulted(capacity: usize) -> Vec<Record> {
+    let blank = Record {
+        kind: RecordKind::Section,
+        id: 0,
+        aux: 0,
+        key: StageKey {
+            section: 0,
+            tile: None,
+            stage: 0,
+        },
+        in_stage: false,
+        event: NONE,
+        peer: NONE,
+        traffic: Traffic::default(),
+        bytes: 0,
+        begin_s: 0.0,
+        end_s: 0.0,
+        open: 0,
+        close: 0,
+    };
+    let mut records = vec![blank; capacity];
+    records.clear();
+    records
+}
+
+/// Take the records made so far on this thread. They are copied out: the thread keeps its
+/// buffer, already paged in, so that recording after this call stays free of page faults.
 pub fn take_records() -> Vec<Record> {
     with_recorder(|r| {
-        let cap = r.records.capacity();
-        std::mem::replace(&mut r.records, Vec::with_capacity(cap))
+        let taken = r.records.clone();
+        r.records.clear();
+        taken
     })
     .unwrap_or_default()
 }

@@ -1,19 +1,23 @@
 //! `mheta tune CRATE --cluster C [...] [-- PROGRAM ARGS]`: the whole loop (DESIGN §8).
 //!
-//! 1. analyze the crate; 2. `cargo build --release` its binary; 3. run it once instrumented
-//! under Block; 4. search for the best distribution with the model; 5. run the chosen
-//! distribution and the spectrum Block / Balanced / In-Core / In-Core-Balanced for K iterations
-//! each and predict each with the model; 6. print a table (or the `--json` document) and, with
-//! `--report DIR`, an HTML report.
+//! 1. analyze the crate;
+//! 2. `cargo build --release` its binary;
+//! 3. run it once instrumented under Block;
+//! 4. search for the best distribution with the model;
+//! 5. run the chosen distribution and the spectrum Block / Balanced / In-Core /
+//!    In-Core-Balanced for K iterations each and predict each with the model;
+//! 6. print a table (or the `--json` document) and, with `--report DIR`, an HTML report.
 //!
-//! "Actual" seconds per iteration come from the program's own instrumented measurements: the
-//! slowest node's `iteration_s` averaged over the K iterations of its run. The whole process is
-//! not timed, because it includes start-up, microbenchmarks and each fixture's sequential
-//! verification, and it says nothing about the virtual clock. Known bias: an instrumented run
-//! processes every in-core array in two blocks through the disk (seed §5.2.2, the runtime's
-//! `forced_for_instrumentation`), so for nodes the model predicts in core the actual time
-//! includes I/O that an uninstrumented run would not do. An honest fix needs the runtime to
-//! report iteration times of uninstrumented runs.
+//! "Actual" seconds per iteration ([`ActualMethod`]): on the wall clock, two uninstrumented
+//! runs of 1 and K+1 iterations are timed from outside and the difference is divided by K, which
+//! cancels start-up, set-up and the final check (what remains beyond the solver is whatever the
+//! program does per iteration elsewhere: the fixtures' sequential reference computes one
+//! iteration on the whole grid per iteration, a few milliseconds for Jacobi). On the virtual and
+//! charged clocks a timed run says nothing, so the instrumented run's slowest-node
+//! `iteration_s` is used; it is biased: an instrumented run processes every in-core array in two
+//! blocks through the disk (seed §5.2.2, the runtime's `forced_for_instrumentation`), so nodes
+//! that are in core in a real run pay I/O. An unbiased virtual-clock figure needs the runtime
+//! to report iteration times of uninstrumented runs.
 
 pub mod accuracy;
 pub mod document;
@@ -63,6 +67,9 @@ pub struct TuneArgs {
     /// Seed of the searches' random choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// How actual times are measured [default: timed on the wall clock, instrumented otherwise].
+    #[arg(long, value_enum)]
+    pub actual: Option<ActualMethod>,
     /// Print the result as JSON (DESIGN §8) instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -75,10 +82,6 @@ pub struct TuneArgs {
     pub program_args: Vec<String>,
 }
 
-/// How `actual_s` is measured, as the document states it.
-const ACTUAL_METHOD: &str = "instrumented run: slowest node's iteration_s averaged over the run's \
-                             iterations (instrumented runs force in-core arrays out of core)";
-
 /// The spectrum of distributions every tune run compares (seed Fig. 6.1).
 pub const SPECTRUM: [&str; 4] = ["block", "balanced", "in-core", "in-core-balanced"];
 
@@ -86,6 +89,8 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     if args.iterations == 0 {
         bail!("--iterations must be at least 1");
     }
+    // Checked before the (slow) build, so a typo fails at once.
+    mheta_runtime::format::ClusterSpec::load(&args.cluster).context("--cluster")?;
     let scratch;
     let work: &Path = match &args.report {
         Some(dir) => {
@@ -119,6 +124,14 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
 }
 
 fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result<TuneDocument> {
+    let method = match (args.actual, args.clock) {
+        (Some(ActualMethod::Timed), clock) if clock != ClockMode::Wall => {
+            bail!("--actual timed needs --clock wall (a timed run measures real seconds)")
+        }
+        (Some(m), _) => m,
+        (None, ClockMode::Wall) => ActualMethod::Timed,
+        (None, _) => ActualMethod::Instrumented,
+    };
     progress.step("analyzing the crate");
     let analyzed = analyze(&args.crate_dir).context("step 1 (analyze) failed")?;
 
@@ -183,7 +196,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             .find(|d: &&DistributionResult| d.rows == rows);
         let actual = match earlier {
             Some(d) => d.actual_s,
-            None => measure(&program, &rows, args.iterations, work, name)?,
+            None => measure(&program, method, &rows, args.iterations, work, name)?,
         };
         distributions.push(DistributionResult::new(name, rows, predicted, actual));
     }
@@ -213,7 +226,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         clock: measured.clock.clone(),
         total_rows: measured.rows,
         iterations: args.iterations,
-        actual_method: ACTUAL_METHOD.into(),
+        actual_method: method.describe().into(),
         best_breakdown,
         searches: searches.iter().map(summary).collect(),
         trace_file: args.report.as_ref().map(|_| "trace.json".into()),
@@ -285,24 +298,64 @@ pub fn generate(name: &str, measured: &Measurements) -> anyhow::Result<Vec<u64>>
 }
 
 /// Runs `rows` for `iterations` and returns the measured seconds per iteration.
+/// How the actual seconds per iteration of a distribution are measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ActualMethod {
+    /// Two uninstrumented runs of 1 and K+1 iterations, timed from outside; their difference
+    /// divided by K. Wall clock only. Includes whatever the program does per iteration outside
+    /// the solver (a fixture's sequential reference computes one more iteration per iteration).
+    Timed,
+    /// The instrumented run's slowest-node `iteration_s`. Works on every clock, but instrumented
+    /// runs force in-core arrays out of core (seed §5.2.2), so it overstates I/O.
+    Instrumented,
+}
+
+impl ActualMethod {
+    fn describe(self) -> &'static str {
+        match self {
+            ActualMethod::Timed => {
+                "timed: (T(K+1 iterations) - T(1 iteration)) / K of uninstrumented runs, wall clock"
+            }
+            ActualMethod::Instrumented => {
+                "instrumented: slowest node's iteration_s (in-core arrays forced out of core)"
+            }
+        }
+    }
+}
+
+/// Runs `rows` and returns the measured seconds per iteration.
 fn measure(
     program: &Program,
+    method: ActualMethod,
     rows: &[u64],
     iterations: u32,
     work: &Path,
     name: &str,
 ) -> anyhow::Result<f64> {
     let list: Vec<String> = rows.iter().map(u64::to_string).collect();
-    let measurements = program
-        .run(&RunSpec {
-            distribution: &list.join(","),
-            iterations,
-            measurements: &work.join(format!("measurements-{name}.json")),
-            emit_structure: None,
-            trace: None,
-        })
-        .with_context(|| format!("step 5 (run {name}) failed"))?;
-    Ok(program::iteration_seconds(&measurements))
+    let distribution = list.join(",");
+    let step = || format!("step 5 (run {name}) failed");
+    match method {
+        ActualMethod::Timed => {
+            let short = program.timed(&distribution, 1).with_context(step)?;
+            let long = program
+                .timed(&distribution, iterations + 1)
+                .with_context(step)?;
+            Ok(program::per_iteration((1, short), (iterations + 1, long)))
+        }
+        ActualMethod::Instrumented => {
+            let measurements = program
+                .run(&RunSpec {
+                    distribution: &distribution,
+                    iterations,
+                    measurements: &work.join(format!("measurements-{name}.json")),
+                    emit_structure: None,
+                    trace: None,
+                })
+                .with_context(step)?;
+            Ok(program::iteration_seconds(&measurements))
+        }
+    }
 }
 
 fn summary(result: &SearchResult) -> SearchSummary {

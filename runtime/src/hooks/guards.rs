@@ -1,7 +1,16 @@
 //! RAII guards: created where a region of the solver begins, recorded when dropped.
 //!
-//! Disabled (no rank of the process records or emulates), creating a guard is one relaxed load
-//! and a branch, and dropping it one branch on a field of the guard.
+//! A [`Guard`] is a zero-sized token: the state of an open region (its kind, ids, begin time,
+//! the context it replaced) lives in a [`Frame`] on the rank's recorder, pushed when the guard is
+//! created and popped when it is dropped. Guards of one thread therefore close in the reverse
+//! order of their creation, which scoping guarantees for `let` bindings and early exits alike.
+//!
+//! Keeping no state in the guard is what makes a disabled guard free: creating it is one relaxed
+//! load and a branch, and dropping it is the same load and branch. In particular, the unwinding
+//! path of a region (a bounds check or a `?` inside it) needs no value from the guard, so the
+//! compiler keeps the region's loops exactly as it would without instrumentation.
+
+use std::marker::PhantomData;
 
 use super::{active, record_io, with_recorder, IoKind, Record, RecordKind, VarId, NONE};
 use crate::clock::{self, ComputeMark};
@@ -10,14 +19,22 @@ use crate::format::StageKey;
 
 /// A region being timed. Dropping it records the region (when recording) and restores the
 /// enclosing stage and event context.
+///
+/// The guard refers to the current thread's innermost open region, so it is neither `Send` nor
+/// `Sync`; guards must be dropped in the reverse order of their creation (as scopes do).
 #[must_use = "a guard records its region when dropped: bind it with `let _g = ...`"]
 pub struct Guard {
-    live: bool,
-    recording: bool,
+    _thread_bound: PhantomData<*const ()>,
+}
+
+/// An open region, kept on the recorder's stack until its guard is dropped.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Frame {
     kind: RecordKind,
     id: u32,
     aux: u32,
     key: StageKey,
+    recording: bool,
     begin_s: f64,
     open: u32,
     compute: Option<ComputeMark>,
@@ -25,132 +42,123 @@ pub struct Guard {
     saved_event: u32,
 }
 
-const ZERO_KEY: StageKey = StageKey {
-    section: 0,
-    tile: None,
-    stage: 0,
-};
-
 impl Guard {
-    const INERT: Guard = Guard {
-        live: false,
-        recording: false,
-        kind: RecordKind::Section,
-        id: 0,
-        aux: 0,
-        key: ZERO_KEY,
-        begin_s: 0.0,
-        open: 0,
-        compute: None,
-        saved_stage: None,
-        saved_event: NONE,
+    const TOKEN: Guard = Guard {
+        _thread_bound: PhantomData,
     };
 
-    #[inline]
+    #[inline(always)]
     fn open(kind: RecordKind, id: u32, aux: u32, key: Option<StageKey>) -> Guard {
-        if !active() {
-            return Guard::INERT;
+        if active() {
+            open_installed(kind, id, aux, key);
         }
-        Guard::open_installed(kind, id, aux, key)
-    }
-
-    #[inline(never)]
-    fn open_installed(kind: RecordKind, id: u32, aux: u32, key: Option<StageKey>) -> Guard {
-        with_recorder(|r| {
-            let mut g = Guard {
-                live: true,
-                kind,
-                id,
-                aux,
-                ..Guard::INERT
-            };
-            g.saved_stage = r.stage;
-            g.saved_event = r.event;
-            g.key = key.unwrap_or_else(|| r.context_key().0);
-            match kind {
-                RecordKind::Stage => {
-                    r.stage = Some(g.key);
-                    if r.config.slowdown {
-                        g.compute = ComputeMark::start();
-                    }
-                }
-                RecordKind::Event => r.event = id,
-                _ => {}
-            }
-            g.recording = r.recording;
-            if g.recording {
-                g.open = r.next_seq();
-                g.begin_s = clock::now();
-            }
-            g
-        })
-        .unwrap_or(Guard::INERT)
-    }
-
-    #[inline(never)]
-    fn close(&mut self) {
-        if let Some(mark) = self.compute.take() {
-            mark.finish();
-        }
-        let end_s = if self.recording { clock::now() } else { 0.0 };
-        let g = &*self;
-        with_recorder(|r| {
-            let in_stage = g.kind == RecordKind::Stage || r.stage.is_some();
-            r.stage = g.saved_stage;
-            r.event = g.saved_event;
-            if g.kind == RecordKind::Stage {
-                r.last_stage = g.key;
-            }
-            if g.recording {
-                let close = r.next_seq();
-                let event = if g.kind == RecordKind::Event {
-                    g.id
-                } else {
-                    r.event
-                };
-                r.records.push(Record {
-                    kind: g.kind,
-                    id: g.id,
-                    aux: g.aux,
-                    key: g.key,
-                    in_stage,
-                    event,
-                    peer: NONE,
-                    traffic: Traffic::default(),
-                    bytes: 0,
-                    begin_s: g.begin_s,
-                    end_s,
-                    open: g.open,
-                    close,
-                });
-            }
-        });
+        Guard::TOKEN
     }
 }
 
+#[cold]
+#[inline(never)]
+fn open_installed(kind: RecordKind, id: u32, aux: u32, key: Option<StageKey>) {
+    with_recorder(|r| {
+        let key = key.unwrap_or_else(|| r.context_key().0);
+        let mut frame = Frame {
+            kind,
+            id,
+            aux,
+            key,
+            recording: r.recording,
+            begin_s: 0.0,
+            open: 0,
+            compute: None,
+            saved_stage: r.stage,
+            saved_event: r.event,
+        };
+        match kind {
+            RecordKind::Stage => {
+                r.stage = Some(key);
+                if r.config.slowdown {
+                    frame.compute = ComputeMark::start();
+                }
+            }
+            RecordKind::Event => r.event = id,
+            _ => {}
+        }
+        if frame.recording {
+            frame.open = r.next_seq();
+            // Last, so that the region's time excludes the bookkeeping above.
+            frame.begin_s = clock::now();
+        }
+        r.frames.push(frame);
+    });
+}
+
+#[cold]
+#[inline(never)]
+fn close_installed() {
+    with_recorder(|r| {
+        let Some(frame) = r.frames.pop() else {
+            return; // Opened before this thread's hooks were installed.
+        };
+        // The emulated slowdown is part of the stage; the bookkeeping below is not.
+        if let Some(mark) = frame.compute {
+            mark.finish();
+        }
+        let end_s = if frame.recording { clock::now() } else { 0.0 };
+        let in_stage = frame.kind == RecordKind::Stage || r.stage.is_some();
+        r.stage = frame.saved_stage;
+        r.event = frame.saved_event;
+        if frame.kind == RecordKind::Stage {
+            r.last_stage = frame.key;
+        }
+        if frame.recording {
+            let close = r.next_seq();
+            let event = if frame.kind == RecordKind::Event {
+                frame.id
+            } else {
+                r.event
+            };
+            r.records.push(Record {
+                kind: frame.kind,
+                id: frame.id,
+                aux: frame.aux,
+                key: frame.key,
+                in_stage,
+                event,
+                peer: NONE,
+                traffic: Traffic::default(),
+                bytes: 0,
+                begin_s: frame.begin_s,
+                end_s,
+                open: frame.open,
+                close,
+            });
+        }
+    });
+}
+
 impl Drop for Guard {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
-        if self.live {
-            self.close();
+        if active() {
+            close_installed();
         }
     }
 }
 
 /// One trip of the main iterative loop; `index` counts from 0.
-#[inline]
+#[inline(always)]
 pub fn iteration(index: u64) -> Guard {
     Guard::open(RecordKind::Iteration, index as u32, 0, None)
 }
 
 /// A parallel section.
-#[inline]
+#[inline(always)]
 pub fn section(id: u32) -> Guard {
     Guard::open(RecordKind::Section, id, 0, None)
 }
 
 /// One trip (one tile) of tile loop `tile` of section `section`.
-#[inline]
+#[inline(always)]
 pub fn tile(section: u32, tile: u32) -> Guard {
     Guard::open(
         RecordKind::Tile,
@@ -165,19 +173,19 @@ pub fn tile(section: u32, tile: u32) -> Guard {
 }
 
 /// A stage. I/O and communication recorded while it is open belong to it.
-#[inline]
+#[inline(always)]
 pub fn stage(key: StageKey) -> Guard {
     Guard::open(RecordKind::Stage, key.stage, 0, Some(key))
 }
 
 /// A communication event. Communication calls recorded while it is open belong to it.
-#[inline]
+#[inline(always)]
 pub fn event(id: u32) -> Guard {
     Guard::open(RecordKind::Event, id, 0, None)
 }
 
 /// One trip of the nested iteration (repeated group) `id`.
-#[inline]
+#[inline(always)]
 pub fn group(id: u32) -> Guard {
     Guard::open(RecordKind::Group, id, 0, None)
 }

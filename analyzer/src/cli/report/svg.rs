@@ -51,7 +51,7 @@ const NICE: [f64; 11] = [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
 
 /// The smallest [`NICE`] × 10^k that is ≥ `x` (1 for non-positive or non-finite input).
 pub fn nice_ceiling(x: f64) -> f64 {
-    if !(x > 0.0) || !x.is_finite() {
+    if x.is_nan() || x <= 0.0 || !x.is_finite() {
         return 1.0;
     }
     let base = 10f64.powf(x.log10().floor());
@@ -160,8 +160,9 @@ pub fn step_lines(
     let lo = x_min.log10().floor();
     let hi = (x_end.log10() - 0.05).ceil().max(lo + 1.0);
     let scale = YScale::covering(y_max);
-    let x =
-        |t: f64| LEFT + plot_width() * ((t.max(x_min).log10() - lo) / (hi - lo)).clamp(0.0, 1.0);
+    let x = |t: f64| {
+        LEFT + plot_width() * ((t.max(10f64.powf(lo)).log10() - lo) / (hi - lo)).clamp(0.0, 1.0)
+    };
     let mut out = frame(title, y_label, &scale);
     for k in lo as i32..=hi as i32 {
         let at = x(10f64.powi(k));
@@ -284,7 +285,7 @@ fn tick(v: f64, step: f64) -> String {
     if v == 0.0 {
         return "0".into();
     }
-    if !(step > 0.0) || !step.is_finite() || step < 1e-9 {
+    if step.is_nan() || step < 1e-9 || !step.is_finite() {
         return format!("{v:.2e}");
     }
     let decimals = (1.0 - step.log10().floor()).max(0.0) as usize;

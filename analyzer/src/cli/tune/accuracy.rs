@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// undefined: the accuracy is 1 if both are equal and 0 otherwise.
 pub fn accuracy(predicted_s: f64, actual_s: f64) -> f64 {
     let smaller = predicted_s.min(actual_s);
-    if !(smaller > 0.0) || !predicted_s.is_finite() || !actual_s.is_finite() {
+    if smaller.is_nan() || smaller <= 0.0 || !predicted_s.is_finite() || !actual_s.is_finite() {
         return if predicted_s == actual_s { 1.0 } else { 0.0 };
     }
     1.0 - (predicted_s - actual_s).abs() / smaller

@@ -66,6 +66,39 @@ impl Program {
     }
 }
 
+impl Program {
+    /// Runs the program uninstrumented for `iterations` and returns the process's wall-clock
+    /// seconds.
+    pub fn timed(&self, distribution: &str, iterations: u32) -> anyhow::Result<f64> {
+        let start = std::time::Instant::now();
+        let output = Command::new(&self.binary)
+            .args(&self.common)
+            .arg("--distribution")
+            .arg(distribution)
+            .arg("--iterations")
+            .arg(iterations.to_string())
+            .output()
+            .with_context(|| format!("cannot start `{}`", self.binary.display()))?;
+        let elapsed = start.elapsed().as_secs_f64();
+        if !output.status.success() {
+            bail!(
+                "`{}` under distribution {distribution} failed ({}):\n{}",
+                self.binary.display(),
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim_end()
+            );
+        }
+        Ok(elapsed)
+    }
+}
+
+/// Seconds per iteration from two timed runs of `short` and `long` iterations: the difference
+/// cancels start-up, set-up and the final check, which do not depend on the iteration count.
+pub fn per_iteration(short: (u32, f64), long: (u32, f64)) -> f64 {
+    let iterations = f64::from(long.0.saturating_sub(short.0).max(1));
+    ((long.1 - short.1) / iterations).max(0.0)
+}
+
 /// Seconds per iteration of a measured run: the slowest node's average iteration time (every
 /// node waits for the slowest one at the iteration's closing communication).
 pub fn iteration_seconds(measurements: &Measurements) -> f64 {
@@ -212,6 +245,14 @@ mod tests {
         let (dir, bin) = binary_of(&m, Path::new("/w/jacobi/Cargo.toml")).unwrap();
         assert_eq!(dir, PathBuf::from("/t"));
         assert_eq!(bin, "jacobi");
+    }
+
+    #[test]
+    fn per_iteration_cancels_the_fixed_cost() {
+        // 0.4 s fixed + 0.1 s per iteration.
+        assert!((per_iteration((1, 0.5), (5, 0.9)) - 0.1).abs() < 1e-12);
+        // Noise never yields a negative time.
+        assert_eq!(per_iteration((1, 0.5), (2, 0.4)), 0.0);
     }
 
     #[test]

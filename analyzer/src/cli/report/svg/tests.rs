@@ -144,8 +144,17 @@ fn step_lines_hold_values_between_improvements() {
     // The line moves horizontally to the second point before it steps down.
     let path = svg.lines().find(|l| l.starts_with("<path")).unwrap();
     assert_eq!(path.matches(" L").count(), 3, "{path}");
-    // Axis runs from 1e-3 s to 1 s.
-    assert!(svg.contains("1e-3 s") && svg.contains("1e0 s"), "{svg}");
+    // Axis runs from 1e-3 s (the left edge) to 1 s (the right edge), one label per decade.
+    let label_x = |label: &str| {
+        let line = svg
+            .lines()
+            .find(|l| l.ends_with(&format!(">{label}</text>")))
+            .unwrap();
+        attr(line, "x")
+    };
+    assert!((label_x("1e-3 s") - LEFT).abs() < 0.11);
+    assert!((label_x("1e0 s") - (WIDTH - RIGHT)).abs() < 0.11);
+    assert!((label_x("1e-2 s") - (LEFT + plot_width() / 3.0)).abs() < 0.11);
 }
 
 #[test]
