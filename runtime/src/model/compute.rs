@@ -19,8 +19,10 @@ pub(crate) struct StageCost {
 pub(crate) struct StageIo {
     pub array: usize,
     pub mode: IoMode,
-    pub read: bool,
-    pub write: bool,
+    /// `f_r(m)`, `f_w(m)`: shares of the local array read and written per pass, in `[0, 1]`
+    /// (see `out_of_core::t_psi`).
+    pub read: f64,
+    pub write: f64,
     /// Fraction of the stage's computation that overlaps a prefetch (`T_A` per piece is this
     /// fraction of the computation on one piece).
     pub overlap: f64,

@@ -16,7 +16,8 @@
 //!   processed in the same number of pieces `N_L = ceil(M_β / M_ι) = ceil(W / icla_rows)`.
 //! - The candidate with the least I/O is chosen, I/O estimated per array as
 //!   `N_L · (Σ per-call overheads) + M_β · (Σ per-byte costs)` over the stages that access it
-//!   (Eq. 5.1 without prefetch masking); ties keep more arrays in core.
+//!   (Eq. 5.1 without prefetch masking, the read and write terms weighted by the shares
+//!   `f_r(m)`, `f_w(m)` of [`t_psi`]); ties keep more arrays in core.
 //!
 //! Choosing by estimated I/O rather than greedily matters: keeping one array in core can leave
 //! the others an ICLA of a few rows and thousands of disk calls. And since every candidate's cost
@@ -158,22 +159,32 @@ pub(crate) struct PieceCosts {
 /// `M_ι(m)` is taken as the *effective* ICLA, `M_β(m) / N_L(m)` (the mean piece actually read;
 /// it equals the ICLA whenever the ICLA divides the local array), so `N_L · T_r` is the time to
 /// read the local array once rather than `N_L` full ICLAs.
-pub(crate) fn t_psi(mode: IoMode, read: bool, write: bool, c: &PieceCosts) -> f64 {
-    let o_r = if read { c.o_r } else { 0.0 };
-    // Eq. 5.1 note: a read-only array has O_w = T_w(m) = 0.
-    let (o_w, t_w) = if write { (c.o_w, c.t_w) } else { (0.0, 0.0) };
-    if !read {
-        return c.n_l * (o_w + t_w);
-    }
-    match mode {
+///
+/// `read` and `write` are the shares `f_r(m)`, `f_w(m)` of the local array the stage reads and
+/// writes per pass, in `[0, 1]` (a `bool` is a full pass, 1, or none, 0). The seed's equations
+/// are the case `f_r = 1` (and `f_w = 1` unless `m` is read-only); the read part and the write
+/// part of each equation are weighted by their share, so an array that is read in one iteration
+/// and written in the next (two arrays swapping roles, `f_r = f_w = 1/2`) costs one pass per
+/// iteration on average rather than a read pass plus a write pass.
+pub(crate) fn t_psi(
+    mode: IoMode,
+    read: impl Into<f64>,
+    write: impl Into<f64>,
+    c: &PieceCosts,
+) -> f64 {
+    let (f_r, f_w) = (read.into(), write.into());
+    // Eq. 5.1 note: a read-only array has O_w = T_w(m) = 0 (f_w = 0).
+    let write_part = f_w * c.n_l * (c.o_w + c.t_w);
+    let read_part = match mode {
         // Eq. 5.1: T_ψ(m) = N_L(m) · [(O_r + T_r(m)) + (O_w + T_w(m))].
-        IoMode::Sync => c.n_l * ((o_r + c.t_r) + (o_w + t_w)),
+        IoMode::Sync => c.n_l * (c.o_r + c.t_r),
         // Eq. 5.2: T_ψ(m) = N_L(m) · [(O_r + O_A + T_s(m)) + (O_w + T_w(m))],
         // T_s(m) = max(0, T_r(m) − T_A).
-        IoMode::Prefetch => c.n_l * ((o_r + c.o_a + t_s(c)) + (o_w + t_w)),
+        IoMode::Prefetch => c.n_l * (c.o_r + c.o_a + t_s(c)),
         // Fig. 5.7: T_ψ(m) = [N_L(m) · (O_r + O_A + O_w + T_w(m))] + T_r(m) + [(N_L(m) − 1) · T_s(m)].
-        IoMode::Unrolled => c.n_l * (o_r + c.o_a + o_w + t_w) + c.t_r + (c.n_l - 1.0) * t_s(c),
-    }
+        IoMode::Unrolled => c.n_l * (c.o_r + c.o_a) + c.t_r + (c.n_l - 1.0) * t_s(c),
+    };
+    f_r * read_part + write_part
 }
 
 /// `T_s(m) = max(0, T_r(m) − T_A)`: the effective (unmasked) read latency of a prefetch.

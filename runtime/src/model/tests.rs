@@ -540,6 +540,97 @@ fn out_of_core_stage_and_message_through_the_model() {
     assert!(close(model.node_cost(1, 50), 0.5 + OS + OR));
 }
 
+/// Two distributed arrays `a` and `b` of 100 B per row, 100 rows on each node, both out of
+/// core on node 1 (5000 B of memory: no array fits, ICLA 5000 / 200 = 25 rows, N_L = 4,
+/// M_ι = 2500 B). The stage reads `a` and writes `b`; the measured bytes per iteration of
+/// each array are `(read, written)` times the local array (10000 B). O_r = O_w = 0.001 s,
+/// r = w = 1e-6 s/B, so T_r = T_w = 0.0025 s and one full pass in one direction costs
+/// N_L · (0.001 + 0.0025) = 0.014 s.
+fn two_array_io(a: (f64, f64), b: (f64, f64)) -> Model {
+    let mut c = Case::new(&[100, 100]);
+    for name in ["a", "b"] {
+        c.m.arrays.push(ArrayInfo {
+            name: name.into(),
+            bytes_per_row: 100,
+            distributed: true,
+            read_only: false,
+        });
+    }
+    c.cluster.nodes[1].memory_bytes = 5000;
+    c.m.cluster = c.cluster.clone();
+    c.section(true, &[1.0, 1.0], None, None);
+    if let SectionItem::Stage(s) = &mut c.sections[0].items[0] {
+        s.writes = vec!["b".into()];
+        s.io = [(IoKind::Read, "a"), (IoKind::Write, "b")]
+            .into_iter()
+            .map(|(op, var)| IoOp {
+                op,
+                var: var.into(),
+                span: Span::default(),
+            })
+            .collect();
+    }
+    let key = StageKey {
+        section: 0,
+        tile: None,
+        stage: 0,
+    };
+    for n in &mut c.m.nodes {
+        n.read_overhead_s = 0.001;
+        n.write_overhead_s = 0.001;
+        n.read_per_byte_s = 1e-6;
+        n.write_per_byte_s = 1e-6;
+        for (var, (read, written)) in [("a", a), ("b", b)] {
+            n.io.push(IoMeasurement {
+                key,
+                var: var.into(),
+                reads: 0.0,
+                writes: 0.0,
+                prefetches: 0.0,
+                bytes_read: read * 10_000.0,
+                bytes_written: written * 10_000.0,
+                read_s: 0.0,
+                write_s: 0.0,
+                overlap_s: 0.0,
+            });
+        }
+    }
+    c.model()
+}
+
+#[test]
+fn arrays_swapping_roles_cost_one_pass_each_way_not_two() {
+    // `a` and `b` swap roles every iteration (Jacobi): over the measured iterations each is read
+    // half the time and written half the time, f_r = f_w = 1/2. Weighted Eq. 5.1 per array:
+    // T_ψ = N_L · [½(O_r + T_r) + ½(O_w + T_w)] = 4 · (0.00175 + 0.00175) = 0.014; both arrays:
+    // 0.028 = one read pass plus one write pass of one array (unweighted it would be 0.056).
+    let swapped = two_array_io((0.5, 0.5), (0.5, 0.5));
+    let p = swapped.predict(&[100, 100]).unwrap();
+    assert!(close(p.nodes[0].io_s, 0.0), "{p:?}");
+    assert!(close(p.nodes[1].io_s, 0.028), "{p:?}");
+    // The heuristic's estimate uses the same shares: per piece ½·O_r + ½·O_w = 0.001 s and per
+    // byte ½·r + ½·w = 1e-6 s/B for each array (unweighted: 0.002 and 2e-6).
+    let mem = &swapped.memory[1];
+    for m in 0..2 {
+        assert!(close(mem.io_per_piece[m], 0.001), "{mem:?}");
+        assert!(close(mem.io_per_byte[m], 1e-6), "{mem:?}");
+    }
+    // An array read fully every iteration keeps the whole Eq. 5.1 read: `a` read once
+    // (f_r = 1, f_w = 0), `b` written once (f_r = 0, f_w = 1): 4 · 0.0035 + 4 · 0.0035 = 0.028.
+    let fixed = two_array_io((1.0, 0.0), (0.0, 1.0));
+    assert!(close(
+        fixed.predict(&[100, 100]).unwrap().nodes[1].io_s,
+        0.028
+    ));
+    // Shares are capped at one pass (halo rows make the bytes exceed the local array): `a` read
+    // 1.2 times its size still costs one read, 4 · 0.0035 = 0.014, plus `b` written once.
+    let halo = two_array_io((1.2, 0.0), (0.0, 1.0));
+    assert!(close(
+        halo.predict(&[100, 100]).unwrap().nodes[1].io_s,
+        0.028
+    ));
+}
+
 #[test]
 fn bad_inputs_are_errors() {
     let mut c = Case::new(&[10, 10]);

@@ -276,8 +276,8 @@ impl<'a> Builder<'a> {
                 accessed[io.array] = true;
                 for mem in memory.iter_mut() {
                     let m = io.array;
-                    let read = if io.read { 1.0 } else { 0.0 };
-                    let write = if io.write { 1.0 } else { 0.0 };
+                    // The same shares f_r(m), f_w(m) as T_ψ (Eq. 5.1/5.2 weighted).
+                    let (read, write) = (io.read, io.write);
                     let o_a = if io.mode == IoMode::Sync {
                         0.0
                     } else {
@@ -442,10 +442,15 @@ impl<'a> Builder<'a> {
             } else {
                 0.0
             };
+            // f_r(m), f_w(m) (see `out_of_core::t_psi`): measured when the array was moved in
+            // this stage, else a full pass in each direction the stage or the counts name.
+            let (read, write) = self
+                .measured_shares(key, index, per_pass)
+                .unwrap_or((f64::from(prefetch || sync_read), f64::from(write)));
             io.push(StageIo {
                 array: index,
                 mode,
-                read: prefetch || sync_read,
+                read,
                 write,
                 overlap,
             });
@@ -455,6 +460,34 @@ impl<'a> Builder<'a> {
             rate,
             io,
         })
+    }
+
+    /// The shares `(f_r(m), f_w(m))` of its local array that a stage reads and writes per pass,
+    /// from the bytes it moved: `bytes / (W · bytes_per_row · passes)` on each node that held
+    /// rows and moved array `m` in the stage, clamped to [0, 1] (one full pass, as Eq. 5.1 and 5.2
+    /// assume; halo rows can make the bytes slightly exceed the local array), averaged over those
+    /// nodes. An array read fully every iteration gets `(1, f_w)`; two arrays swapping roles
+    /// (read in one iteration, written in the next) get about `(1/2, 1/2)` each. `None` when no
+    /// node moved the array in this stage.
+    fn measured_shares(&self, key: StageKey, array: usize, per_pass: f64) -> Option<(f64, f64)> {
+        let a = &self.arrays[array];
+        let (mut sum_r, mut sum_w, mut nodes) = (0.0, 0.0, 0.0);
+        for n in self.m.nodes.iter().filter(|n| n.rows > 0) {
+            let (bytes_r, bytes_w) =
+                n.io.iter()
+                    .filter(|x| x.key == key && x.var == a.name)
+                    .fold((0.0, 0.0), |(r, w), x| {
+                        (r + x.bytes_read, w + x.bytes_written)
+                    });
+            let local = n.rows as f64 * a.bytes_per_row * per_pass;
+            if !(bytes_r + bytes_w > 0.0 && local > 0.0 && (bytes_r + bytes_w).is_finite()) {
+                continue;
+            }
+            sum_r += (bytes_r / local).clamp(0.0, 1.0);
+            sum_w += (bytes_w / local).clamp(0.0, 1.0);
+            nodes += 1.0;
+        }
+        (nodes > 0.0).then(|| (sum_r / nodes, sum_w / nodes))
     }
 
     /// A stage is distributed when its representative (or, without one, any variable it
