@@ -65,9 +65,25 @@ thread_local! {
     static CPU_MARK: Cell<f64> = const { Cell::new(0.0) };
 }
 
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
+/// Nanoseconds on the monotonic clock (the clock `Instant` reads), without `Instant`'s
+/// normalising arithmetic: the wall clock is read on every hook, so it is kept to one call.
+#[inline]
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec and CLOCK_MONOTONIC is supported everywhere.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+/// The process-wide epoch of the wall clock, in [`monotonic_ns`] nanoseconds.
+fn epoch_ns() -> u64 {
+    static EPOCH: OnceLock<u64> = OnceLock::new();
+    *EPOCH.get_or_init(monotonic_ns)
 }
 
 /// Seconds of CPU time the calling thread has used.
@@ -93,7 +109,7 @@ pub fn install(mode: ClockMode, cpu: f64) {
         ClockMode::Virtual => VIRTUAL,
         ClockMode::Charged => CHARGED,
     };
-    epoch();
+    epoch_ns();
     MODE.with(|m| m.set(code));
     POWER.with(|p| {
         p.set(if cpu.is_finite() && cpu > 0.0 {
@@ -132,6 +148,7 @@ pub fn cpu_power() -> f64 {
 }
 
 /// Seconds on the current rank's clock.
+#[inline]
 pub fn now() -> f64 {
     match MODE.with(Cell::get) {
         VIRTUAL => {
@@ -139,7 +156,7 @@ pub fn now() -> f64 {
             BASE.with(Cell::get) + cpu / POWER.with(Cell::get)
         }
         CHARGED => BASE.with(Cell::get),
-        _ => epoch().elapsed().as_secs_f64(),
+        _ => monotonic_ns().saturating_sub(epoch_ns()) as f64 * 1e-9,
     }
 }
 

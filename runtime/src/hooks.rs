@@ -337,3 +337,6 @@ pub fn comm_end(start: CommStart, call: CallKind, peer: Option<usize>, traffic: 
         r.records.push(record);
     });
 }
+
+#[cfg(test)]
+mod tests;

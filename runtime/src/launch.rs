@@ -102,10 +102,12 @@ impl<'a> Launch<'a> {
         };
         let cluster = a.cluster.as_deref().map(ClusterSpec::load).transpose()?;
         let size = match (world_size, a.ranks, &cluster, &explicit) {
-            (Some(w), Some(p), _, _) if p != w => return Err(Error::Args(format!(
+            (Some(w), Some(p), _, _) if p != w => {
+                return Err(Error::Args(format!(
                 "--ranks {p} but the MPI job has {w} processes (start it with `mpirun -np {p}`, \
                      or leave out --ranks)"
-            ))),
+            )))
+            }
             (Some(w), _, _, _) => w,
             (None, Some(p), _, _) => p,
             (None, None, Some(c), _) => c.nodes.len(),

@@ -9,23 +9,23 @@
 //! guards from [`hooks`] mark iterations, sections, stages and events; `--instrument` writes
 //! `mheta-measurements/1`.
 
-pub mod format;
-pub mod clock;
-pub mod hooks;
-pub mod distribution;
-pub mod model;
-pub mod search;
-pub mod ooc;
-pub mod cluster;
 pub mod args;
+pub mod clock;
+pub mod cluster;
 pub mod comm;
 pub mod context;
+pub mod distribution;
+pub mod embedded;
 pub mod error;
+pub mod format;
+pub mod hooks;
 pub mod launch;
 pub mod measure;
 pub mod micro;
+pub mod model;
+pub mod ooc;
+pub mod search;
 pub mod testing;
-pub mod embedded;
 
 pub use args::{Args, Backend, DistributionSpec};
 pub use clock::ClockMode;

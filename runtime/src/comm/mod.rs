@@ -17,9 +17,9 @@
 pub mod collectives;
 mod element;
 mod ext;
-pub mod threads;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod threads;
 
 pub use element::{as_bytes, as_bytes_mut, reduce_bytes, ElemKind, Element, ReduceOp};
 pub use ext::{wait_all, CommExt, Request};

@@ -43,12 +43,24 @@ pub struct Span {
 impl Span {
     /// A span that only knows where it starts.
     pub fn new(file: impl Into<String>, line: u32, column: u32) -> Self {
-        Span { file: file.into(), line, column, end_line: 0, end_column: 0 }
+        Span {
+            file: file.into(),
+            line,
+            column,
+            end_line: 0,
+            end_column: 0,
+        }
     }
 
     /// A span from a start to an end position.
     pub fn range(file: impl Into<String>, start: (u32, u32), end: (u32, u32)) -> Self {
-        Span { file: file.into(), line: start.0, column: start.1, end_line: end.0, end_column: end.1 }
+        Span {
+            file: file.into(),
+            line: start.0,
+            column: start.1,
+            end_line: end.0,
+            end_column: end.1,
+        }
     }
 }
 

@@ -1,0 +1,149 @@
+//! Guards close in scope order on every exit path: normal end, `?`, `break`, `continue` and
+//! `return`, restoring the enclosing stage and event context each time.
+
+use super::*;
+use crate::clock::{self, ClockMode};
+
+const fn key(section: u32, stage: u32) -> StageKey {
+    StageKey {
+        section,
+        tile: None,
+        stage,
+    }
+}
+
+/// Runs `f` on a fresh rank thread with recording on (charged clock) and returns its records.
+fn recorded(f: impl FnOnce() + Send + 'static) -> Vec<Record> {
+    std::thread::spawn(move || {
+        clock::install(ClockMode::Charged, 1.0);
+        install(HookConfig {
+            instrument: true,
+            slowdown: false,
+        });
+        set_recording(true);
+        f();
+        let records = uninstall().records;
+        clock::uninstall();
+        records
+    })
+    .join()
+    .expect("the rank thread runs")
+}
+
+/// `(kind, id)` of each record, in close order.
+fn kinds(records: &[Record]) -> Vec<(RecordKind, u32)> {
+    records.iter().map(|r| (r.kind, r.id)).collect()
+}
+
+fn io_now(var: VarId) {
+    let t = clock::now();
+    record_io(var, IoKind::Read, 8, t, t);
+}
+
+#[test]
+fn early_exits_close_every_open_region_and_restore_the_context() {
+    fn failing_stage(var: VarId) -> Result<(), ()> {
+        let _s = stage(key(0, 1));
+        let _e = event(7);
+        io_now(var);
+        Err::<(), ()>(())?;
+        unreachable!("`?` left the stage");
+    }
+    let records = recorded(|| {
+        let var = register_var("early_exit_test");
+        let _section = section(0);
+        assert!(failing_stage(var).is_err());
+        // Back in the section: no stage or event is open any more.
+        io_now(var);
+        for trip in 0..3u32 {
+            let _g = group(trip);
+            let _s = stage(key(0, 2));
+            if trip == 0 {
+                continue;
+            }
+            if trip == 1 {
+                break;
+            }
+        }
+        io_now(var);
+    });
+    let v = records[0].id;
+    assert_eq!(
+        kinds(&records),
+        [
+            (RecordKind::Io, v),
+            (RecordKind::Event, 7),
+            (RecordKind::Stage, 1),
+            (RecordKind::Io, v),
+            (RecordKind::Stage, 2),
+            (RecordKind::Group, 0),
+            (RecordKind::Stage, 2),
+            (RecordKind::Group, 1),
+            (RecordKind::Io, v),
+            (RecordKind::Section, 0),
+        ]
+    );
+    let io: Vec<&Record> = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Io)
+        .collect();
+    // Inside the stage and its event; then outside any stage or event, attributed to the last
+    // stage that ran.
+    assert!(io[0].in_stage && io[0].event == 7 && io[0].key == key(0, 1));
+    assert!(!io[1].in_stage && io[1].event == NONE && io[1].key == key(0, 1));
+    assert!(!io[2].in_stage && io[2].event == NONE && io[2].key == key(0, 2));
+    // Every record nests inside the section, and the event inside its stage.
+    let section = records.last().unwrap();
+    assert!(records[..records.len() - 1]
+        .iter()
+        .all(|r| r.is_inside(section)));
+    assert!(records[1].is_inside(&records[2]));
+}
+
+#[test]
+fn a_return_from_a_nested_region_closes_inner_before_outer() {
+    fn solver() -> u32 {
+        let _it = iteration(4);
+        let _s = section(3);
+        {
+            let _st = stage(key(3, 0));
+            return 1;
+        }
+    }
+    let records = recorded(|| assert_eq!(solver(), 1));
+    assert_eq!(
+        kinds(&records),
+        [
+            (RecordKind::Stage, 0),
+            (RecordKind::Section, 3),
+            (RecordKind::Iteration, 4)
+        ]
+    );
+    assert!(records[0].is_inside(&records[1]) && records[1].is_inside(&records[2]));
+}
+
+#[test]
+fn disabled_guards_record_nothing_and_a_later_install_starts_clean() {
+    let records = std::thread::spawn(|| {
+        // No hooks on this thread: guards are inert, whatever other threads do.
+        drop(stage(key(0, 0)));
+        let outer = section(0);
+        clock::install(ClockMode::Charged, 1.0);
+        install(HookConfig {
+            instrument: true,
+            slowdown: false,
+        });
+        set_recording(true);
+        drop(stage(key(0, 1)));
+        let records = take_records();
+        // `outer` was opened before the install: its drop finds no frame of its own.
+        drop(outer);
+        assert!(take_records().is_empty());
+        uninstall();
+        clock::uninstall();
+        records
+    })
+    .join()
+    .unwrap();
+    assert_eq!(kinds(&records), [(RecordKind::Stage, 1)]);
+}
