@@ -63,6 +63,12 @@ thread_local! {
     static BASE: Cell<f64> = const { Cell::new(0.0) };
     /// Thread CPU seconds at the last fold (virtual mode).
     static CPU_MARK: Cell<f64> = const { Cell::new(0.0) };
+    /// Compute marks open on this thread: while there are any, [`not_compute`] spans measure.
+    static OPEN_MARKS: Cell<u32> = const { Cell::new(0) };
+    /// Thread CPU seconds spent in measured [`not_compute`] spans (only ever grows).
+    static EXCLUDED_CPU: Cell<f64> = const { Cell::new(0.0) };
+    /// True while an outermost [`not_compute`] span is measuring.
+    static EXCLUDING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Nanoseconds on the monotonic clock (the clock `Instant` reads), without `Instant`'s
@@ -111,6 +117,8 @@ pub fn install(mode: ClockMode, cpu: f64) {
     };
     epoch_ns();
     MODE.with(|m| m.set(code));
+    OPEN_MARKS.with(|m| m.set(0));
+    EXCLUDING.with(|e| e.set(false));
     POWER.with(|p| {
         p.set(if cpu.is_finite() && cpu > 0.0 {
             cpu
@@ -190,7 +198,11 @@ pub fn advance_to(t: f64) -> f64 {
 }
 
 /// Wait `d` of wall time: sleep for most of it, spin for the rest (sleep overshoots).
+///
+/// The wait emulates time, not computation, so its CPU (the final spin) is excluded from a
+/// CPU slowdown ([`not_compute`]).
 pub fn wait_wall(d: Duration) {
+    let _waiting = not_compute();
     let until = Instant::now() + d;
     const SPIN: Duration = Duration::from_micros(100);
     if d > SPIN {
@@ -204,19 +216,25 @@ pub fn wait_wall(d: Duration) {
 /// The CPU time at the start of a compute region, for wall-clock CPU slowdown emulation.
 ///
 /// On a wall clock with CPU power `c < 1`, [`ComputeMark::finish`] spins until the thread has
-/// used `(1/c − 1)` times the CPU it used since the mark, so the region takes `1/c` as long.
-/// Virtual clocks need no spinning (they scale CPU time), and `c ≥ 1` cannot be emulated on a
-/// wall clock, so in those cases the mark is inert.
+/// used `(1/c − 1)` times the compute CPU it used since the mark, so the region takes `1/c` as
+/// long. Compute CPU is the thread's CPU time minus what it spent in [`not_compute`] spans
+/// (out-of-core I/O, charged waits, hook bookkeeping): those costs are emulated on their own,
+/// and slowing their CPU too would count them twice. Virtual clocks need no spinning (they
+/// scale CPU time), and `c ≥ 1` cannot be emulated on a wall clock, so in those cases the mark
+/// is inert.
 #[derive(Debug, Clone, Copy)]
 pub struct ComputeMark {
     cpu_s: f64,
+    excluded_s: f64,
 }
 
 impl ComputeMark {
     /// Start a compute region, or `None` when no slowdown applies to this thread.
     pub fn start() -> Option<ComputeMark> {
         if MODE.with(Cell::get) == WALL && POWER.with(Cell::get) < 1.0 {
+            OPEN_MARKS.with(|m| m.set(m.get().saturating_add(1)));
             Some(ComputeMark {
+                excluded_s: EXCLUDED_CPU.with(Cell::get),
                 cpu_s: thread_cpu_s(),
             })
         } else {
@@ -224,13 +242,65 @@ impl ComputeMark {
         }
     }
 
-    /// End the region, spinning for the emulated extra time.
-    pub fn finish(self) {
-        let used = thread_cpu_s() - self.cpu_s;
-        let extra = (1.0 / POWER.with(Cell::get) - 1.0) * used;
-        let until = thread_cpu_s() + extra;
-        while thread_cpu_s() < until {
+    /// End the region, spinning for the emulated extra time. Returns the compute CPU seconds
+    /// the slowdown was based on (the region's CPU time less its [`not_compute`] spans).
+    pub fn finish(self) -> f64 {
+        let now = thread_cpu_s();
+        let excluded = EXCLUDED_CPU.with(Cell::get) - self.excluded_s;
+        let compute = (now - self.cpu_s - excluded).max(0.0);
+        let extra = (1.0 / POWER.with(Cell::get) - 1.0) * compute;
+        let until = now + extra;
+        let mut spun = now;
+        while spun < until {
             std::hint::spin_loop();
+            spun = thread_cpu_s();
+        }
+        let outer = OPEN_MARKS.with(|m| {
+            m.set(m.get().saturating_sub(1));
+            m.get() > 0
+        });
+        // An enclosing region's slowdown must not slow this region's spin again. (Inside a
+        // measuring `not_compute` span, that span accounts for the spin already.)
+        if outer && !EXCLUDING.with(Cell::get) {
+            EXCLUDED_CPU.with(|e| e.set(e.get() + (spun - now)));
+        }
+        compute
+    }
+}
+
+/// A span of non-computation (I/O, an emulated wait, hook bookkeeping) whose thread CPU time a
+/// [`ComputeMark`] does not slow down. Measures only when a compute mark is open on the thread
+/// and no enclosing span is measuring already; otherwise creating and dropping it costs one or
+/// two thread-local reads. It allocates nothing.
+#[must_use = "a not-compute span measures until it is dropped: bind it with `let _x = ...`"]
+pub struct NotCompute {
+    begin_cpu_s: Option<f64>,
+    _thread_bound: std::marker::PhantomData<*const ()>,
+}
+
+/// Begin a [`NotCompute`] span, which ends when the value is dropped.
+#[inline]
+pub fn not_compute() -> NotCompute {
+    let measure = OPEN_MARKS.with(Cell::get) > 0 && !EXCLUDING.with(Cell::get);
+    let begin_cpu_s = if measure {
+        EXCLUDING.with(|e| e.set(true));
+        Some(thread_cpu_s())
+    } else {
+        None
+    };
+    NotCompute {
+        begin_cpu_s,
+        _thread_bound: std::marker::PhantomData,
+    }
+}
+
+impl Drop for NotCompute {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(begin) = self.begin_cpu_s {
+            let used = thread_cpu_s() - begin;
+            EXCLUDED_CPU.with(|e| e.set(e.get() + used.max(0.0)));
+            EXCLUDING.with(|e| e.set(false));
         }
     }
 }

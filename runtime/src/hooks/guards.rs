@@ -59,6 +59,8 @@ impl Guard {
 #[cold]
 #[inline(never)]
 fn open_installed(kind: RecordKind, id: u32, aux: u32, key: Option<StageKey>) {
+    // Bookkeeping, not the program's computation: an enclosing stage's slowdown skips it.
+    let _bookkeeping = clock::not_compute();
     with_recorder(|r| {
         let key = key.unwrap_or_else(|| r.context_key().0);
         let mut frame = Frame {
@@ -95,6 +97,9 @@ fn open_installed(kind: RecordKind, id: u32, aux: u32, key: Option<StageKey>) {
 #[cold]
 #[inline(never)]
 fn close_installed() {
+    // Bookkeeping, not the program's computation: an enclosing stage's slowdown skips it (and
+    // skips this region's own slowdown spin, which the span measures too).
+    let _bookkeeping = clock::not_compute();
     with_recorder(|r| {
         let Some(frame) = r.frames.pop() else {
             return; // Opened before this thread's hooks were installed.

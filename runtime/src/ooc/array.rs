@@ -12,6 +12,10 @@
 //! operations: `Prefetch` over the issue (in an instrumented run, the whole synchronous read),
 //! and `Wait` with zero bytes over the interval from the prefetch's return to the entry into
 //! `wait` — the overlapped computation T_A of seed Fig. 5.5/5.6.
+//!
+//! Every disk operation (the real I/O, its charge and its record) runs in a
+//! `clock::not_compute` span: its CPU time is not slowed by a wall-clock CPU slowdown, since the
+//! disk is emulated by its charge already.
 
 use std::cell::OnceCell;
 use std::path::PathBuf;
@@ -186,6 +190,7 @@ impl<T: Element> OocArray<T> {
             self.in_core_data()[..values.len()].copy_from_slice(values);
             return Ok(());
         }
+        let _io = clock::not_compute();
         let shape = self.shape(i);
         let path = self.block_path(i);
         let begin = clock::now();
@@ -223,6 +228,7 @@ impl<T: Element> OocArray<T> {
             });
             return Ok(());
         }
+        let _io = clock::not_compute();
         if self.store.config().instrumented {
             let mut ahead = std::mem::take(&mut self.ahead);
             let result = self.read_sync(i, &mut ahead, IoKind::Prefetch);
@@ -261,6 +267,7 @@ impl<T: Element> OocArray<T> {
 
     /// Wait for the pending prefetch and return its block. A no-op wait in an instrumented run.
     pub fn wait(&mut self) -> Result<&[T], OocError> {
+        let _io = clock::not_compute();
         let entry = clock::now();
         let Some(pending) = self.pending.take() else {
             return Err(OocError::NoPrefetch {
@@ -326,6 +333,7 @@ impl<T: Element> OocArray<T> {
     }
 
     fn read_sync(&mut self, i: usize, buffer: &mut Vec<T>, kind: IoKind) -> Result<(), OocError> {
+        let _io = clock::not_compute();
         let shape = self.shape(i);
         let path = self.block_path(i);
         let begin = clock::now();
