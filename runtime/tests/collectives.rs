@@ -1,6 +1,9 @@
 //! Every communicator operation against a sequential reference, for 1..=9 ranks, zero-length
 //! slices included, on the threads backend.
 
+mod common;
+
+use common::reference::{data, fold};
 use mheta_runtime::comm::{wait_all, Comm, CommError, CommExt, ReduceOp};
 use mheta_runtime::{launch, Args, ClockMode};
 use proptest::prelude::*;
@@ -12,26 +15,6 @@ fn args(ranks: usize) -> Args {
         clock: ClockMode::Charged,
         ..Args::default()
     }
-}
-
-/// Rank `r`'s `n` values: distinct per rank and position, exactly representable.
-fn data(r: usize, n: usize) -> Vec<f64> {
-    (0..n).map(|i| (r * 100 + i) as f64 * 0.5 - 7.0).collect()
-}
-
-fn fold(p: usize, n: usize, op: ReduceOp) -> Vec<f64> {
-    let mut acc = data(0, n);
-    for r in 1..p {
-        for (a, b) in acc.iter_mut().zip(data(r, n)) {
-            *a = match op {
-                ReduceOp::Sum => *a + b,
-                ReduceOp::Prod => *a * b,
-                ReduceOp::Min => a.min(b),
-                ReduceOp::Max => a.max(b),
-            };
-        }
-    }
-    acc
 }
 
 #[test]

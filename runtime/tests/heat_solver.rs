@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::reference::{initial, sequential, step};
+
 use mheta_runtime::comm::{CommError, CommExt, ReduceOp};
 use mheta_runtime::format::{Measurements, StageKey};
 use mheta_runtime::{clock, hooks, launch, Args, ClockMode, Context, DistributionSpec};
@@ -14,36 +16,6 @@ const ITERS: u32 = 4;
 /// Emulated seconds per row of the stencil and of the residual on a CPU of power 1.
 const STENCIL_S: f64 = 1e-4;
 const RESIDUAL_S: f64 = 2e-5;
-
-fn initial(i: usize) -> f64 {
-    ((i * 37 % 11) as f64) * 0.25
-}
-
-fn step(left: f64, mid: f64, right: f64) -> f64 {
-    mid + 0.25 * (left - 2.0 * mid + right)
-}
-
-/// The sequential reference: the field and the residual of the last iteration.
-fn sequential() -> (Vec<f64>, f64) {
-    let mut u: Vec<f64> = (0..ROWS as usize).map(initial).collect();
-    let mut residual = 0.0;
-    for _ in 0..ITERS {
-        let new: Vec<f64> = (0..u.len())
-            .map(|i| {
-                let left = if i == 0 { 0.0 } else { u[i - 1] };
-                let right = if i + 1 == u.len() { 0.0 } else { u[i + 1] };
-                step(left, u[i], right)
-            })
-            .collect();
-        residual = new
-            .iter()
-            .zip(&u)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max);
-        u = new;
-    }
-    (u, residual)
-}
 
 /// The nearest lower and higher ranks that hold rows.
 fn neighbours(ctx: &Context) -> (Option<usize>, Option<usize>) {
@@ -128,7 +100,7 @@ fn solve(ctx: &Context) -> Result<(Vec<f64>, f64), CommError> {
 
 fn run(args: &Args) -> Vec<(Vec<f64>, f64)> {
     let out = launch(args, solve).unwrap();
-    let (reference, residual) = sequential();
+    let (reference, residual) = sequential(ROWS as usize, ITERS);
     let field: Vec<f64> = out.iter().flat_map(|(u, _)| u.clone()).collect();
     assert_eq!(field, reference, "distribution {:?}", args.distribution);
     assert!(out.iter().all(|(_, r)| *r == residual));

@@ -14,10 +14,15 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+
+#[path = "../../tests/common/reference.rs"]
+mod reference;
+
 use mheta_runtime::comm::{wait_all, Comm, CommError, CommExt, ReduceOp};
 use mheta_runtime::format::StageKey;
 use mheta_runtime::hooks::{RankRecords, RecordKind};
 use mheta_runtime::{clock, hooks, Args, Backend, ClockMode, Context, Launch};
+use reference::{data, fold, initial, sequential, step};
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Mode {
@@ -56,26 +61,6 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// Rank `r`'s `n` values: distinct per rank and position, exactly representable.
-fn data(r: usize, n: usize) -> Vec<f64> {
-    (0..n).map(|i| (r * 100 + i) as f64 * 0.5 - 7.0).collect()
-}
-
-fn fold(p: usize, n: usize, op: ReduceOp) -> Vec<f64> {
-    let mut acc = data(0, n);
-    for r in 1..p {
-        for (a, b) in acc.iter_mut().zip(data(r, n)) {
-            *a = match op {
-                ReduceOp::Sum => *a + b,
-                ReduceOp::Prod => *a * b,
-                ReduceOp::Min => a.min(b),
-                ReduceOp::Max => a.max(b),
-            };
-        }
-    }
-    acc
 }
 
 const OPS: [ReduceOp; 4] = [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max, ReduceOp::Prod];
@@ -342,35 +327,6 @@ fn mpi_size() -> usize {
 
 const HEAT_ROWS: usize = 64;
 const STENCIL_S: f64 = 2e-5;
-
-fn initial(i: usize) -> f64 {
-    ((i * 37 % 11) as f64) * 0.25
-}
-
-fn step(left: f64, mid: f64, right: f64) -> f64 {
-    mid + 0.25 * (left - 2.0 * mid + right)
-}
-
-fn sequential(rows: usize, iterations: u32) -> (Vec<f64>, f64) {
-    let mut u: Vec<f64> = (0..rows).map(initial).collect();
-    let mut residual = 0.0;
-    for _ in 0..iterations {
-        let new: Vec<f64> = (0..u.len())
-            .map(|i| {
-                let left = if i == 0 { 0.0 } else { u[i - 1] };
-                let right = if i + 1 == u.len() { 0.0 } else { u[i + 1] };
-                step(left, u[i], right)
-            })
-            .collect();
-        residual = new
-            .iter()
-            .zip(&u)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max);
-        u = new;
-    }
-    (u, residual)
-}
 
 /// Busy arithmetic the optimiser cannot remove.
 fn busy(rounds: u64) -> f64 {

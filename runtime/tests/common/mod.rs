@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod reference;
+
 use std::path::{Path, PathBuf};
 
 /// Write a cluster.toml with `nodes` as (count, cpu, memory) and the given network.
