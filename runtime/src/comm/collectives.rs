@@ -132,17 +132,7 @@ pub fn gather<C: Comm + ?Sized>(
         t += c.send_bytes(root, TAG_GATHER, send)?;
         return Ok(t);
     }
-    check_counts("gather", c.size(), counts, recv.len())?;
-    if counts[root] != send.len() {
-        return Err(invalid(
-            "gather",
-            format!(
-                "root contributes {} bytes but counts[{root}] is {}",
-                send.len(),
-                counts[root]
-            ),
-        ));
-    }
+    check_gather_layout(c.size(), root, counts, recv.len(), send.len())?;
     let mut offset = 0;
     for (r, &n) in counts.iter().enumerate() {
         let slot = &mut recv[offset..offset + n];
@@ -169,17 +159,7 @@ pub fn scatter<C: Comm + ?Sized>(
         t += c.receive_bytes(root, TAG_SCATTER, recv)?;
         return Ok(t);
     }
-    check_counts("scatter", c.size(), counts, send.len())?;
-    if counts[root] != recv.len() {
-        return Err(invalid(
-            "scatter",
-            format!(
-                "root's receive buffer has {} bytes but counts[{root}] is {}",
-                recv.len(),
-                counts[root]
-            ),
-        ));
-    }
+    check_scatter_layout(c.size(), root, counts, send.len(), recv.len())?;
     let mut offset = 0;
     for (r, &n) in counts.iter().enumerate() {
         let part = &send[offset..offset + n];
@@ -257,7 +237,52 @@ pub fn all_to_all<C: Comm + ?Sized>(
     Ok(t)
 }
 
-fn check_counts(
+/// The root's layout of a gather: one count per rank summing to its receive buffer, and its
+/// own contribution of `counts[root]` bytes. Shared by every backend so errors read the same.
+pub(crate) fn check_gather_layout(
+    size: usize,
+    root: usize,
+    counts: &[usize],
+    recv_len: usize,
+    send_len: usize,
+) -> Result<(), CommError> {
+    check_counts("gather", size, counts, recv_len)?;
+    if counts[root] != send_len {
+        return Err(invalid(
+            "gather",
+            format!(
+                "root contributes {send_len} bytes but counts[{root}] is {}",
+                counts[root]
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The root's layout of a scatter: one count per rank summing to its send buffer, and its own
+/// receive buffer of `counts[root]` bytes.
+pub(crate) fn check_scatter_layout(
+    size: usize,
+    root: usize,
+    counts: &[usize],
+    send_len: usize,
+    recv_len: usize,
+) -> Result<(), CommError> {
+    check_counts("scatter", size, counts, send_len)?;
+    if counts[root] != recv_len {
+        return Err(invalid(
+            "scatter",
+            format!(
+                "root's receive buffer has {recv_len} bytes but counts[{root}] is {}",
+                counts[root]
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// One count per rank, summing to the buffer length.
+pub(crate) fn check_counts(
     operation: &'static str,
     size: usize,
     counts: &[usize],
@@ -279,6 +304,6 @@ fn check_counts(
     Ok(())
 }
 
-fn invalid(operation: &'static str, problem: String) -> CommError {
+pub(crate) fn invalid(operation: &'static str, problem: String) -> CommError {
     CommError::InvalidArgument { operation, problem }
 }

@@ -15,34 +15,8 @@ use std::os::raw::{c_int, c_void};
 use mpi::ffi;
 
 use super::transport::{count, MpiComm};
+use crate::comm::collectives::{check_counts, check_gather_layout, check_scatter_layout, invalid};
 use crate::comm::{check_rank, reduce_bytes, Comm, CommError, ElemKind, ReduceOp, Traffic};
-
-fn invalid(operation: &'static str, problem: String) -> CommError {
-    CommError::InvalidArgument { operation, problem }
-}
-
-/// The same checks as the linear algorithms: one count per rank, summing to the buffer length.
-fn check_counts(
-    operation: &'static str,
-    size: usize,
-    counts: &[usize],
-    len: usize,
-) -> Result<(), CommError> {
-    if counts.len() != size {
-        return Err(invalid(
-            operation,
-            format!("{} counts for {size} ranks", counts.len()),
-        ));
-    }
-    let total: usize = counts.iter().sum();
-    if total != len {
-        return Err(invalid(
-            operation,
-            format!("counts sum to {total} but the buffer holds {len}"),
-        ));
-    }
-    Ok(())
-}
 
 /// MPI counts and displacements of byte blocks laid out in rank order.
 fn layout(
@@ -312,17 +286,7 @@ pub fn gather(
     check_rank(root, c.size())?;
     let is_root = c.rank() == root;
     let (rcounts, displs) = if is_root {
-        check_counts("gather", c.size(), counts, recv.len())?;
-        if counts[root] != send.len() {
-            return Err(invalid(
-                "gather",
-                format!(
-                    "root contributes {} bytes but counts[{root}] is {}",
-                    send.len(),
-                    counts[root]
-                ),
-            ));
-        }
+        check_gather_layout(c.size(), root, counts, recv.len(), send.len())?;
         layout("gather", counts)?
     } else {
         (Vec::new(), Vec::new())
@@ -364,17 +328,7 @@ pub fn scatter(
     check_rank(root, c.size())?;
     let is_root = c.rank() == root;
     let (scounts, displs) = if is_root {
-        check_counts("scatter", c.size(), counts, send.len())?;
-        if counts[root] != recv.len() {
-            return Err(invalid(
-                "scatter",
-                format!(
-                    "root's receive buffer has {} bytes but counts[{root}] is {}",
-                    recv.len(),
-                    counts[root]
-                ),
-            ));
-        }
+        check_scatter_layout(c.size(), root, counts, send.len(), recv.len())?;
         layout("scatter", counts)?
     } else {
         (Vec::new(), Vec::new())
