@@ -55,6 +55,7 @@ fn with_hooks<R>(f: impl FnOnce() -> R) -> R {
     hooks::install(HookConfig {
         instrument: true,
         slowdown: false,
+        timing: false,
     });
     hooks::set_recording(true);
     let r = f();

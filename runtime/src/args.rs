@@ -158,6 +158,10 @@ pub struct Args {
     /// Write the recorded events as Chrome trace JSON (implies --instrument).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Write the main loop's iteration times to FILE (`mheta-timings/1`); works with or without
+    /// --instrument, and without it the run is otherwise untouched (one record per iteration).
+    #[arg(long, value_name = "FILE")]
+    pub timings: Option<PathBuf>,
     /// wall, virtual (thread CPU time / CPU power + emulated costs), or charged (emulated costs only).
     #[arg(long, value_enum, default_value_t = ClockMode::Wall)]
     pub clock: ClockMode,
@@ -181,6 +185,7 @@ impl Default for Args {
             instrument: false,
             measurements: None,
             trace: None,
+            timings: None,
             clock: ClockMode::Wall,
             emit_structure: None,
             scratch: None,

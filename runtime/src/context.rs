@@ -23,6 +23,8 @@ pub struct RunSettings {
     pub cluster: ClusterSpec,
     pub iterations: u32,
     pub instrument: bool,
+    /// Time the main loop's iterations (`--timings`).
+    pub timing: bool,
     pub clock: ClockMode,
     /// The run's scratch directory; rank `r` stores its arrays under `rank-r/`.
     pub scratch: PathBuf,

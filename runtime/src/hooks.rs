@@ -63,15 +63,28 @@ pub struct HookConfig {
     pub instrument: bool,
     /// Emulate a slower CPU in stage guards (wall clock, CPU power below 1).
     pub slowdown: bool,
+    /// Record the main loop's iteration guards only (an uninstrumented run's `--timings`):
+    /// one record per iteration, nothing inside it.
+    pub timing: bool,
 }
 
 /// Records reserved per rank up front.
 const PREALLOCATED_RECORDS: usize = 8192;
+/// Records reserved per rank up front when only iterations are timed.
+const PREALLOCATED_ITERATIONS: usize = 1024;
 /// Open regions reserved per rank up front (the deepest nesting expected).
 const PREALLOCATED_FRAMES: usize = 64;
 
 /// Ranks (threads) of this process with hooks installed: zero means every hook is a no-op.
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+/// Ranks of this process whose hooks time regions or emulate a slower CPU (not `timing` alone):
+/// zero means every guard but the iteration guard is a no-op.
+static REGIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether hooks of `config` need the guards inside an iteration.
+fn guards_regions(config: &HookConfig) -> bool {
+    config.instrument || config.slowdown
+}
 
 thread_local! {
     static RECORDER: RefCell<Option<Recorder>> = const { RefCell::new(None) };
@@ -79,8 +92,11 @@ thread_local! {
 
 struct Recorder {
     config: HookConfig,
-    /// Recording switched on (off during start-up microbenchmarks).
+    /// Recording every region, I/O and call (an instrumented run, after its start-up
+    /// microbenchmarks).
     recording: bool,
+    /// Recording iteration guards (instrumented or `--timings`).
+    timing: bool,
     records: Vec<Record>,
     /// Regions open on this thread, innermost last.
     frames: Vec<Frame>,
@@ -108,7 +124,7 @@ impl Recorder {
 
 /// Install hooks on the calling (rank) thread.
 pub fn install(config: HookConfig) {
-    if !(config.instrument || config.slowdown) {
+    if !(config.instrument || config.slowdown || config.timing) {
         return;
     }
     RECORDER.with(|r| {
@@ -116,11 +132,20 @@ pub fn install(config: HookConfig) {
         if r.is_none() {
             ACTIVE.fetch_add(1, Ordering::SeqCst);
         }
+        if r.as_ref().is_some_and(|old| guards_regions(&old.config)) {
+            REGIONS.fetch_sub(1, Ordering::SeqCst);
+        }
+        if guards_regions(&config) {
+            REGIONS.fetch_add(1, Ordering::SeqCst);
+        }
         *r = Some(Recorder {
             config,
             recording: false,
+            timing: false,
             records: if config.instrument {
                 prefaulted(PREALLOCATED_RECORDS)
+            } else if config.timing {
+                prefaulted(PREALLOCATED_ITERATIONS)
             } else {
                 Vec::new()
             },
@@ -139,9 +164,13 @@ pub fn install(config: HookConfig) {
     });
 }
 
-/// Start or stop recording on this thread (hooks stay installed).
+/// Start or stop recording on this thread (hooks stay installed): everything in an
+/// instrumented run, the iteration guards alone in a timing run.
 pub fn set_recording(on: bool) {
-    with_recorder(|r| r.recording = on && r.config.instrument);
+    with_recorder(|r| {
+        r.recording = on && r.config.instrument;
+        r.timing = on && (r.config.instrument || r.config.timing);
+    });
 }
 
 /// An empty record buffer of `capacity` whose memory has been written once, so that recording
@@ -187,6 +216,9 @@ pub fn uninstall() -> RankRecords {
     RECORDER.with(|r| match r.borrow_mut().take() {
         Some(rec) => {
             ACTIVE.fetch_sub(1, Ordering::SeqCst);
+            if guards_regions(&rec.config) {
+                REGIONS.fetch_sub(1, Ordering::SeqCst);
+            }
             RankRecords {
                 records: rec.records,
                 arrays: rec.arrays,
@@ -195,6 +227,16 @@ pub fn uninstall() -> RankRecords {
         }
         None => RankRecords::default(),
     })
+}
+
+/// Does some rank of this process have hooks that time regions or emulate a slower CPU? One
+/// relaxed load: `#[mheta::solver]` runs the solver's instrumented body when it is true and the
+/// plain body (iteration guards only) otherwise, choosing once per call. A rank's hooks are
+/// installed before its program runs and removed after it returns, so on a rank thread whose
+/// hooks need regions the answer stays true for the whole call.
+#[inline]
+pub fn regions_active() -> bool {
+    REGIONS.load(Ordering::Relaxed) != 0
 }
 
 #[inline]

@@ -1,6 +1,7 @@
 //! Starting a run: resolve the arguments into [`RunSettings`], start one rank per thread
 //! (`threads` backend), run the program on each, and — for an instrumented run — turn every
-//! rank's records into the measurements file and the Chrome trace.
+//! rank's records into the measurements file and the Chrome trace (and, with `--timings`, the
+//! iteration times into `mheta-timings/1`).
 //!
 //! Failure: the first rank whose closure returns an error or panics poisons the communicator;
 //! every other rank's pending or later communication fails at once, so `launch` returns
@@ -170,6 +171,7 @@ impl<'a> Launch<'a> {
             cluster,
             iterations: a.iterations,
             instrument: a.instrumented(),
+            timing: a.timings.is_some(),
             clock: a.clock,
             scratch: PathBuf::new(),
         })
@@ -201,6 +203,12 @@ impl<'a> Launch<'a> {
                 Error::Args("--emit-structure: this program embeds no structure".into())
             })?;
             write_atomic(path, e.structure_json.as_bytes())?;
+        }
+        if let (Some(path), true) = (&self.args.timings, writer) {
+            let timings = measure::timings(&settings, &records)?;
+            let json = serde_json::to_vec_pretty(&timings)
+                .map_err(|e| Error::Measurements(e.to_string()))?;
+            write_atomic(path, &json)?;
         }
         if settings.instrument && writer {
             let registered = embedded.and_then(|e| e.structure().ok().map(|s| (s, e.solver)));
@@ -364,6 +372,7 @@ where
     hooks::install(HookConfig {
         instrument,
         slowdown: settings.clock == ClockMode::Wall && node.cpu < 1.0,
+        timing: settings.timing,
     });
     let ctx = Context::new(rank, comm, Arc::clone(&settings));
     let mut micro = Microbenchmarks::default();
@@ -385,7 +394,8 @@ where
                 write_per_byte_s: disk.write_per_byte_s,
             });
         }
-        if instrument {
+        if instrument || settings.timing {
+            // Every rank starts its first timed iteration together, at time zero.
             ctx.comm().barrier_bytes().map_err(|e| e.to_string())?;
             clock::reset();
             hooks::set_recording(true);

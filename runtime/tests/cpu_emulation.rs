@@ -124,6 +124,7 @@ fn stage_guard_spins_for_computation_and_skips_nested_bookkeeping() {
         hooks::install(HookConfig {
             instrument: true,
             slowdown: true,
+            timing: false,
         });
         hooks::set_recording(true);
         let mut a = array(&path);

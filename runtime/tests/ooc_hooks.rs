@@ -40,6 +40,7 @@ fn recorded(f: impl FnOnce()) -> Vec<(IoKind, u64, f64, f64)> {
     hooks::install(HookConfig {
         instrument: true,
         slowdown: false,
+        timing: false,
     });
     hooks::set_recording(true);
     f();

@@ -1,5 +1,6 @@
 //! The file formats mheta reads and writes: the structure file (`mheta-structure/1`), the
-//! measurements file (`mheta-measurements/1`) and the cluster description (`cluster.toml`).
+//! measurements file (`mheta-measurements/1`), the timings file (`mheta-timings/1`) and the
+//! cluster description (`cluster.toml`).
 //!
 //! Field names serialised here are a contract (DESIGN §3.8, §5): add fields freely, rename none
 //! without bumping the schema string.
@@ -7,7 +8,9 @@
 pub mod cluster;
 pub mod measurements;
 pub mod structure;
+pub mod timings;
 
 pub use cluster::{ClusterSpec, NetworkSpec, NodeSpec};
 pub use measurements::*;
 pub use structure::*;
+pub use timings::{IterationSpan, NodeTimings, Timings, TIMINGS_SCHEMA};

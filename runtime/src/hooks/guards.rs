@@ -68,7 +68,11 @@ fn open_installed(kind: RecordKind, id: u32, aux: u32, key: Option<StageKey>) {
             id,
             aux,
             key,
-            recording: r.recording,
+            recording: if kind == RecordKind::Iteration {
+                r.timing
+            } else {
+                r.recording
+            },
             begin_s: 0.0,
             open: 0,
             compute: None,

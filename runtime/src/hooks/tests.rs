@@ -19,6 +19,7 @@ fn recorded(f: impl FnOnce() + Send + 'static) -> Vec<Record> {
         install(HookConfig {
             instrument: true,
             slowdown: false,
+            timing: false,
         });
         set_recording(true);
         f();
@@ -132,6 +133,7 @@ fn disabled_guards_record_nothing_and_a_later_install_starts_clean() {
         install(HookConfig {
             instrument: true,
             slowdown: false,
+            timing: false,
         });
         set_recording(true);
         drop(stage(key(0, 1)));

@@ -6,10 +6,12 @@
 
 mod aggregate;
 pub mod pack;
+mod timings;
 mod trace;
 mod write;
 
 pub use aggregate::{aggregate_node, call_peers};
+pub use timings::timings;
 pub use trace::chrome_trace;
 pub use write::write_atomic;
 

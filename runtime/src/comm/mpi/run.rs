@@ -24,7 +24,7 @@ const OFFSET_ROUNDS: usize = 16;
 const OFFSET_TAG: i32 = 1;
 
 /// Run this process's rank of `settings` and hand back its result, every rank's records (on
-/// rank 0 of an instrumented run; empty elsewhere) and the network microbenchmarks.
+/// rank 0 of an instrumented or timed run; empty elsewhere) and the network microbenchmarks.
 pub(crate) fn run<R, E, F>(
     settings: Arc<RunSettings>,
     f: &F,
@@ -39,7 +39,7 @@ where
     let runtime = MpiComm::duplicate_world()?;
     let rank = world.rank;
     let offset_s = estimate_offset(&runtime)?;
-    let instrument = settings.instrument;
+    let gather = settings.instrument || settings.timing;
     let (outcome, records, micro) =
         rank_work(rank, Box::new(program.clone()), settings, f, benchmarks);
     let result = match outcome {
@@ -49,7 +49,7 @@ where
     if let Err(e) = program.finish() {
         super::abort(rank, &e.to_string());
     }
-    let all = if instrument {
+    let all = if gather {
         gather_records(&runtime, &records, offset_s)?
     } else {
         Vec::new()

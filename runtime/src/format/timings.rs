@@ -1,0 +1,125 @@
+//! `mheta-timings/1`: the main loop's iteration times of one run, instrumented or not
+//! (`--timings FILE`). It is what "actual" means when a prediction is checked (seed §6.2.2):
+//! an uninstrumented run keeps its in-core arrays in memory, where an instrumented run forces
+//! them through the disk, so only an uninstrumented run's own clock says how long it takes.
+
+use serde::{Deserialize, Serialize};
+
+/// Schema string of the timings file.
+pub const TIMINGS_SCHEMA: &str = "mheta-timings/1";
+
+/// Every rank's iteration spans on the run's clock, rank 0's time base.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    pub schema: String,
+    /// `wall`, `virtual` or `charged`.
+    pub clock: String,
+    pub rows: u64,
+    /// Rows per rank.
+    pub distribution: Vec<u64>,
+    /// Iterations the program ran.
+    pub iterations: u32,
+    /// Seconds per iteration in the steady state: [`Timings::steady_iteration_s`].
+    pub iteration_s: f64,
+    pub nodes: Vec<NodeTimings>,
+}
+
+/// One rank's iterations, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeTimings {
+    pub rank: usize,
+    pub iterations: Vec<IterationSpan>,
+}
+
+/// One trip of the main loop on one rank.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IterationSpan {
+    pub begin_s: f64,
+    pub end_s: f64,
+}
+
+impl Timings {
+    /// Seconds per iteration once the run is under way: the time between the end of the first
+    /// iteration and the end of the last, divided by the iterations in between, where an
+    /// iteration ends when its last rank finishes it. The first iteration is left out because it
+    /// also pays for cold caches and first-touch page faults, which the model (a steady-state
+    /// prediction) does not include; measuring end to end also counts a pipeline's fill once,
+    /// not once per iteration. With a single iteration, that iteration's span (first begin to
+    /// last end) is all there is. `None` when no rank timed an iteration.
+    pub fn steady_iteration_s(nodes: &[NodeTimings]) -> Option<f64> {
+        let count = nodes.iter().map(|n| n.iterations.len()).max()?;
+        let end = |i: usize| {
+            nodes
+                .iter()
+                .filter_map(|n| n.iterations.get(i))
+                .map(|s| s.end_s)
+                .fold(f64::NEG_INFINITY, f64::max)
+        };
+        match count {
+            0 => None,
+            1 => {
+                let begin = nodes
+                    .iter()
+                    .filter_map(|n| n.iterations.first())
+                    .map(|s| s.begin_s)
+                    .fold(f64::INFINITY, f64::min);
+                Some((end(0) - begin).max(0.0))
+            }
+            k => Some(((end(k - 1) - end(0)) / (k - 1) as f64).max(0.0)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(rank: usize, spans: &[(f64, f64)]) -> NodeTimings {
+        NodeTimings {
+            rank,
+            iterations: spans
+                .iter()
+                .map(|&(begin_s, end_s)| IterationSpan { begin_s, end_s })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn steady_state_leaves_out_the_first_iteration() {
+        // A slow first iteration (cold caches) then 0.1 s per iteration; rank 1 finishes each
+        // iteration 0.01 s after rank 0.
+        let nodes = [
+            node(0, &[(0.0, 0.5), (0.5, 0.6), (0.6, 0.7)]),
+            node(1, &[(0.0, 0.51), (0.51, 0.61), (0.61, 0.71)]),
+        ];
+        let s = Timings::steady_iteration_s(&nodes).unwrap();
+        assert!((s - 0.1).abs() < 1e-12, "{s}");
+    }
+
+    #[test]
+    fn a_pipeline_fill_is_counted_once() {
+        // A three-stage pipeline: rank r starts iteration i at 0.2·i + 0.1·r and takes 0.2 s.
+        let nodes: Vec<NodeTimings> = (0..3)
+            .map(|r| {
+                let spans: Vec<(f64, f64)> = (0..4)
+                    .map(|i| {
+                        let b = 0.2 * i as f64 + 0.1 * r as f64;
+                        (b, b + 0.2)
+                    })
+                    .collect();
+                node(r, &spans)
+            })
+            .collect();
+        let s = Timings::steady_iteration_s(&nodes).unwrap();
+        assert!((s - 0.2).abs() < 1e-12, "{s}");
+    }
+
+    #[test]
+    fn one_iteration_is_its_span_and_none_is_nothing() {
+        let nodes = [node(0, &[(1.0, 1.3)]), node(1, &[(1.1, 1.5)])];
+        let s = Timings::steady_iteration_s(&nodes).unwrap();
+        assert!((s - 0.5).abs() < 1e-12, "{s}");
+        assert_eq!(Timings::steady_iteration_s(&[node(0, &[])]), None);
+        assert_eq!(Timings::steady_iteration_s(&[]), None);
+    }
+}
