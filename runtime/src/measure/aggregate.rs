@@ -22,6 +22,9 @@ struct StageAcc {
     count: f64,
     time: f64,
     io: f64,
+    /// Communication calls made while the stage was open (a stage region that reaches into
+    /// the section's closing event): waiting and message handling, not computation.
+    comm: f64,
 }
 
 #[derive(Default)]
@@ -119,6 +122,9 @@ pub fn aggregate_node(
             }
             RecordKind::Comm => {
                 busy += dur;
+                if r.in_stage {
+                    stages.entry(r.key).or_default().comm += dur;
+                }
                 if r.event == NONE {
                     continue;
                 }
@@ -173,7 +179,7 @@ pub fn aggregate_node(
             .map(|(key, s)| StageMeasurement {
                 key,
                 count: s.count / n,
-                compute_s: (s.time - s.io).max(0.0) / n,
+                compute_s: (s.time - s.io - s.comm).max(0.0) / n,
                 io_s: s.io / n,
             })
             .collect(),
