@@ -2,8 +2,9 @@
 //! measured on every node, plus the microbenchmarks, the distribution and the cluster it was
 //! taken under, and the identity of the structure it belongs to.
 //!
-//! All times are seconds *per iteration* (totals over the instrumented iterations divided by
-//! their number), on the run's clock (wall or virtual).
+//! All times are seconds *per iteration* (totals over the measured iterations divided by their
+//! number; the first of several is a warm-up and not measured), on the run's clock (wall,
+//! virtual or charged).
 
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +21,8 @@ pub struct Measurements {
     pub clock: String,
     /// Total rows S of the distributed dimension.
     pub rows: u64,
-    /// Number of iterations measured (the per-iteration figures are averages over them).
+    /// Number of iterations measured (the per-iteration figures are averages over them): the
+    /// iterations run, less the first (a warm-up) when there were several.
     pub iterations: u32,
     /// Rows held by each rank (GEN_BLOCK counts) during the measurement.
     pub distribution: Vec<u64>,

@@ -6,6 +6,9 @@
 //! - Per event: messages, bytes, send and receive overheads (call time − blocked time, split by
 //!   messages for collectives), blocked time `T_w`, total time, and the ranks actually talked to.
 //! - Tile trips per tile loop, trips per repeated group, iteration time.
+//!
+//! Every figure is per iteration over the steady iterations: all recorded iterations but the
+//! first, which is a warm-up, when there is more than one.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -53,10 +56,14 @@ pub fn aggregate_node(
             "rank {rank} recorded no iteration: wrap each trip of the main loop in `hooks::iteration(i)`"
         ));
     }
-    let n = iterations.len() as f64;
+    // The first iteration is a warm-up when more followed: it pays for first-touch page faults,
+    // growing buffers and cold caches (several times a later iteration's compute on small
+    // problems), which the model, a steady-state prediction, must not scale up.
+    let warm_up = usize::from(iterations.len() > 1);
+    let n = (iterations.len() - warm_up) as f64;
     let inside_iteration = |r: &Record| {
         let i = iterations.partition_point(|it| it.open < r.open);
-        i > 0 && r.is_inside(iterations[i - 1])
+        i > warm_up && r.is_inside(iterations[i - 1])
     };
 
     let mut stages: BTreeMap<StageKey, StageAcc> = BTreeMap::new();
@@ -168,7 +175,11 @@ pub fn aggregate_node(
     let mut node = NodeMeasurements {
         rank: rank as u32,
         rows,
-        iteration_s: iterations.iter().map(|r| r.duration_s()).sum::<f64>() / n,
+        iteration_s: iterations[warm_up..]
+            .iter()
+            .map(|r| r.duration_s())
+            .sum::<f64>()
+            / n,
         read_overhead_s,
         write_overhead_s,
         async_overhead_s: 0.0,

@@ -2,7 +2,8 @@
 //! JSON, and writing files atomically.
 //!
 //! Every per-iteration figure is the total over the recorded iterations (records strictly inside
-//! an iteration guard) divided by their number; initialisation and finalisation are not counted.
+//! an iteration guard) divided by their number; initialisation and finalisation are not counted,
+//! nor is the first iteration when more than one was recorded (a warm-up, see `aggregate`).
 
 mod aggregate;
 pub mod pack;
@@ -33,7 +34,8 @@ pub fn aggregate(
         let node = aggregate_node(rank, settings.size, rows, rr).map_err(Error::Measurements)?;
         nodes.push(node);
     }
-    let iterations = ranks
+    // The iterations the figures average over: the warm-up iteration is left out.
+    let recorded = ranks
         .first()
         .map(|r| {
             r.records
@@ -42,6 +44,7 @@ pub fn aggregate(
                 .count() as u32
         })
         .unwrap_or(0);
+    let iterations = if recorded > 1 { recorded - 1 } else { recorded };
     Ok(Measurements {
         schema: MEASUREMENTS_SCHEMA.to_string(),
         structure,

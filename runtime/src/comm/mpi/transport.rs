@@ -248,6 +248,9 @@ impl MpiComm {
     ) -> Result<Option<Traffic>, CommError> {
         check_rank(source, self.inner.size)?;
         self.check_tag(tag)?;
+        // Polling for a message is waiting, not computation: a wall-clock CPU slowdown must not
+        // multiply the CPU time it burns (the threads backend waits without using the CPU).
+        let _waiting = clock::not_compute();
         let start = clock::now();
         let mut round = 0;
         loop {
@@ -333,6 +336,8 @@ impl MpiComm {
         operation: &'static str,
         mut request: ffi::MPI_Request,
     ) -> Result<f64, CommError> {
+        // Waiting, not computation (as in `take`).
+        let _waiting = clock::not_compute();
         let start = clock::now();
         let mut round = 0;
         let mut finished_seen: Option<(usize, Instant)> = None;
