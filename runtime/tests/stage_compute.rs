@@ -58,5 +58,9 @@ fn waiting_inside_a_stage_is_not_compute_nor_is_the_warm_up() {
     assert_eq!(m.iterations, 1);
     assert!((m.nodes[1].iteration_s - 0.4 - 2.0 * (1e-3 + 8.0 / 1e6)).abs() < 1e-12);
     // Rank 0 waited for rank 1: that is blocked time of the event.
-    assert!(m.nodes[0].events[0].blocked_s > 0.29, "{:?}", m.nodes[0].events[0]);
+    assert!(
+        m.nodes[0].events[0].blocked_s > 0.29,
+        "{:?}",
+        m.nodes[0].events[0]
+    );
 }

@@ -91,7 +91,11 @@ fn an_instrumented_run_times_its_iterations_too() {
     launch(&a, solver).unwrap();
     let t = read(dir.path());
     let expected = 0.2 + 2.0 * (L + 8.0 / B);
-    assert!((t.iteration_s - expected).abs() < 1e-12, "{}", t.iteration_s);
+    assert!(
+        (t.iteration_s - expected).abs() < 1e-12,
+        "{}",
+        t.iteration_s
+    );
     assert!(dir.path().join("m.json").exists());
 }
 
@@ -101,6 +105,9 @@ fn a_run_without_a_main_loop_is_a_clear_error() {
     let err = launch(&args(dir.path(), 2, 3), |_ctx| Ok::<_, CommError>(()))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("--timings") && err.contains("no rank timed"), "{err}");
+    assert!(
+        err.contains("--timings") && err.contains("no rank timed"),
+        "{err}"
+    );
     assert!(!dir.path().join("timings.json").exists());
 }

@@ -3,7 +3,7 @@
 //! taken under, and the identity of the structure it belongs to.
 //!
 //! All times are seconds *per iteration* (totals over the measured iterations divided by their
-//! number; the first of several is a warm-up and not measured), on the run's clock (wall,
+//! number; warm-up iterations are not measured, see `warm_up_iterations`), on the run's clock (wall,
 //! virtual or charged).
 
 use serde::{Deserialize, Serialize};
@@ -22,7 +22,7 @@ pub struct Measurements {
     /// Total rows S of the distributed dimension.
     pub rows: u64,
     /// Number of iterations measured (the per-iteration figures are averages over them): the
-    /// iterations run, less the first (a warm-up) when there were several.
+    /// iterations run, less the warm-up ones (`warm_up_iterations`).
     pub iterations: u32,
     /// Rows held by each rank (GEN_BLOCK counts) during the measurement.
     pub distribution: Vec<u64>,

@@ -38,14 +38,27 @@ pub struct IterationSpan {
     pub end_s: f64,
 }
 
+/// Iterations at the start of a run of `recorded` iterations that are a warm-up and not part of
+/// the steady state: they pay for first-touch page faults, growing buffers and cold caches. Two
+/// when there are at least four, because arrays that swap roles every iteration (Jacobi's A and
+/// B) only reach their steady state once each has served in both roles; one when there are two
+/// or three; none for a single iteration, which is all there is.
+pub fn warm_up_iterations(recorded: usize) -> usize {
+    match recorded {
+        0 | 1 => 0,
+        2 | 3 => 1,
+        _ => 2,
+    }
+}
+
 impl Timings {
-    /// Seconds per iteration once the run is under way: the time between the end of the first
-    /// iteration and the end of the last, divided by the iterations in between, where an
-    /// iteration ends when its last rank finishes it. The first iteration is left out because it
-    /// also pays for cold caches and first-touch page faults, which the model (a steady-state
-    /// prediction) does not include; measuring end to end also counts a pipeline's fill once,
-    /// not once per iteration. With a single iteration, that iteration's span (first begin to
-    /// last end) is all there is. `None` when no rank timed an iteration.
+    /// Seconds per iteration once the run is under way: the time between the end of the last
+    /// warm-up iteration ([`warm_up_iterations`]) and the end of the last iteration, divided by
+    /// the iterations in between, where an iteration ends when its last rank finishes it. The
+    /// model is a steady-state prediction, so warm-up costs are left out; measuring end to end
+    /// counts a pipeline's fill once, not once per iteration. With a single iteration, that
+    /// iteration's span (first begin to last end) is all there is. `None` when no rank timed an
+    /// iteration.
     pub fn steady_iteration_s(nodes: &[NodeTimings]) -> Option<f64> {
         let count = nodes.iter().map(|n| n.iterations.len()).max()?;
         let end = |i: usize| {
@@ -65,7 +78,10 @@ impl Timings {
                     .fold(f64::INFINITY, f64::min);
                 Some((end(0) - begin).max(0.0))
             }
-            k => Some(((end(k - 1) - end(0)) / (k - 1) as f64).max(0.0)),
+            k => {
+                let warm = warm_up_iterations(k);
+                Some(((end(k - 1) - end(warm - 1)) / (k - warm) as f64).max(0.0))
+            }
         }
     }
 }
@@ -85,15 +101,28 @@ mod tests {
     }
 
     #[test]
-    fn steady_state_leaves_out_the_first_iteration() {
+    fn steady_state_leaves_out_the_warm_up() {
         // A slow first iteration (cold caches) then 0.1 s per iteration; rank 1 finishes each
-        // iteration 0.01 s after rank 0.
+        // iteration 0.01 s after rank 0. Three iterations: one warm-up.
         let nodes = [
             node(0, &[(0.0, 0.5), (0.5, 0.6), (0.6, 0.7)]),
             node(1, &[(0.0, 0.51), (0.51, 0.61), (0.61, 0.71)]),
         ];
         let s = Timings::steady_iteration_s(&nodes).unwrap();
         assert!((s - 0.1).abs() < 1e-12, "{s}");
+        // Five iterations, the second still slow (0.3 s): two warm-ups, then 0.1 s each.
+        let nodes = [node(
+            0,
+            &[(0.0, 0.5), (0.5, 0.8), (0.8, 0.9), (0.9, 1.0), (1.0, 1.1)],
+        )];
+        let s = Timings::steady_iteration_s(&nodes).unwrap();
+        assert!((s - 0.1).abs() < 1e-12, "{s}");
+    }
+
+    #[test]
+    fn warm_up_counts() {
+        let warm: Vec<usize> = (0..6).map(warm_up_iterations).collect();
+        assert_eq!(warm, [0, 0, 1, 1, 2, 2]);
     }
 
     #[test]

@@ -8,13 +8,13 @@
 //! - Tile trips per tile loop, trips per repeated group, iteration time.
 //!
 //! Every figure is per iteration over the steady iterations: all recorded iterations but the
-//! first, which is a warm-up, when there is more than one.
+//! warm-up ones (`format::warm_up_iterations`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::format::{
-    EventMeasurement, GroupMeasurement, IoMeasurement, NodeMeasurements, StageKey,
-    StageMeasurement, TileMeasurement,
+    warm_up_iterations, EventMeasurement, GroupMeasurement, IoMeasurement, NodeMeasurements,
+    StageKey, StageMeasurement, TileMeasurement,
 };
 use crate::hooks::{
     io_kind, var_name, CallKind, IoKind, RankRecords, Record, RecordKind, VarId, NONE,
@@ -56,10 +56,11 @@ pub fn aggregate_node(
             "rank {rank} recorded no iteration: wrap each trip of the main loop in `hooks::iteration(i)`"
         ));
     }
-    // The first iteration is a warm-up when more followed: it pays for first-touch page faults,
-    // growing buffers and cold caches (several times a later iteration's compute on small
-    // problems), which the model, a steady-state prediction, must not scale up.
-    let warm_up = usize::from(iterations.len() > 1);
+    // The first iterations are a warm-up when more followed (`warm_up_iterations`): they pay
+    // for first-touch page faults, growing buffers and cold caches (several times a later
+    // iteration's compute on small problems), which the model, a steady-state prediction, must
+    // not scale up.
+    let warm_up = warm_up_iterations(iterations.len());
     let n = (iterations.len() - warm_up) as f64;
     let inside_iteration = |r: &Record| {
         let i = iterations.partition_point(|it| it.open < r.open);

@@ -3,7 +3,7 @@
 //!
 //! Every per-iteration figure is the total over the recorded iterations (records strictly inside
 //! an iteration guard) divided by their number; initialisation and finalisation are not counted,
-//! nor is the first iteration when more than one was recorded (a warm-up, see `aggregate`).
+//! nor are the warm-up iterations (`format::warm_up_iterations`).
 
 mod aggregate;
 pub mod pack;
@@ -18,7 +18,9 @@ pub use write::write_atomic;
 
 use crate::context::RunSettings;
 use crate::error::Error;
-use crate::format::{ArrayInfo, Measurements, Microbenchmarks, StructureId, MEASUREMENTS_SCHEMA};
+use crate::format::{
+    warm_up_iterations, ArrayInfo, Measurements, Microbenchmarks, StructureId, MEASUREMENTS_SCHEMA,
+};
 use crate::hooks::{io_kind, IoKind, RankRecords, RecordKind};
 
 /// Build the measurements of a run from every rank's records (rank order).
@@ -34,7 +36,7 @@ pub fn aggregate(
         let node = aggregate_node(rank, settings.size, rows, rr).map_err(Error::Measurements)?;
         nodes.push(node);
     }
-    // The iterations the figures average over: the warm-up iteration is left out.
+    // The iterations the figures average over: the warm-up iterations are left out.
     let recorded = ranks
         .first()
         .map(|r| {
@@ -44,7 +46,7 @@ pub fn aggregate(
                 .count() as u32
         })
         .unwrap_or(0);
-    let iterations = if recorded > 1 { recorded - 1 } else { recorded };
+    let iterations = recorded - warm_up_iterations(recorded as usize) as u32;
     Ok(Measurements {
         schema: MEASUREMENTS_SCHEMA.to_string(),
         structure,
