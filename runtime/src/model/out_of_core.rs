@@ -161,7 +161,8 @@ pub(crate) struct PieceCosts {
 /// read the local array once rather than `N_L` full ICLAs.
 ///
 /// `read` and `write` are the shares `f_r(m)`, `f_w(m)` of the local array the stage reads and
-/// writes per pass, in `[0, 1]` (a `bool` is a full pass, 1, or none, 0). The seed's equations
+/// writes per pass, at least 0 (a `bool` is a full pass, 1, or none, 0; above 1 when the stage
+/// moves the array several times per pass, e.g. once per tile). The seed's equations
 /// are the case `f_r = 1` (and `f_w = 1` unless `m` is read-only); the read part and the write
 /// part of each equation are weighted by their share, so an array that is read in one iteration
 /// and written in the next (two arrays swapping roles, `f_r = f_w = 1/2`) costs one pass per

@@ -622,12 +622,13 @@ fn arrays_swapping_roles_cost_one_pass_each_way_not_two() {
         fixed.predict(&[100, 100]).unwrap().nodes[1].io_s,
         0.028
     ));
-    // Shares are capped at one pass (halo rows make the bytes exceed the local array): `a` read
-    // 1.2 times its size still costs one read, 4 · 0.0035 = 0.014, plus `b` written once.
-    let halo = two_array_io((1.2, 0.0), (0.0, 1.0));
+    // A share above 1 counts every pass: `a` read three times its size per iteration (once
+    // per tile of a three-tile loop) costs three reads, 3 · 4 · 0.0035 = 0.042, plus `b`
+    // written once, 0.014.
+    let per_tile = two_array_io((3.0, 0.0), (0.0, 1.0));
     assert!(close(
-        halo.predict(&[100, 100]).unwrap().nodes[1].io_s,
-        0.028
+        per_tile.predict(&[100, 100]).unwrap().nodes[1].io_s,
+        0.056
     ));
 }
 

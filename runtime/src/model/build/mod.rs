@@ -464,11 +464,12 @@ impl<'a> Builder<'a> {
 
     /// The shares `(f_r(m), f_w(m))` of its local array that a stage reads and writes per pass,
     /// from the bytes it moved: `bytes / (W · bytes_per_row · passes)` on each node that held
-    /// rows and moved array `m` in the stage, clamped to [0, 1] (one full pass, as Eq. 5.1 and 5.2
-    /// assume; halo rows can make the bytes slightly exceed the local array), averaged over those
-    /// nodes. An array read fully every iteration gets `(1, f_w)`; two arrays swapping roles
-    /// (read in one iteration, written in the next) get about `(1/2, 1/2)` each. `None` when no
-    /// node moved the array in this stage.
+    /// rows and moved array `m` in the stage, averaged over those nodes. An array read fully
+    /// every iteration gets `(1, f_w)`; two arrays swapping roles (read in one iteration, written
+    /// in the next) get about `(1/2, 1/2)` each; a stage inside a tile loop that reads the whole
+    /// local array once per tile (the RNA wavefront) gets `(N_T, 0)`: Eq. 5.1 and 5.2 describe
+    /// one pass, and a share above 1 counts every pass the stage makes. `None` when no node moved
+    /// the array in this stage.
     fn measured_shares(&self, key: StageKey, array: usize, per_pass: f64) -> Option<(f64, f64)> {
         let a = &self.arrays[array];
         let (mut sum_r, mut sum_w, mut nodes) = (0.0, 0.0, 0.0);
@@ -483,8 +484,8 @@ impl<'a> Builder<'a> {
             if !(bytes_r + bytes_w > 0.0 && local > 0.0 && (bytes_r + bytes_w).is_finite()) {
                 continue;
             }
-            sum_r += (bytes_r / local).clamp(0.0, 1.0);
-            sum_w += (bytes_w / local).clamp(0.0, 1.0);
+            sum_r += (bytes_r / local).max(0.0);
+            sum_w += (bytes_w / local).max(0.0);
             nodes += 1.0;
         }
         (nodes > 0.0).then(|| (sum_r / nodes, sum_w / nodes))
