@@ -6,6 +6,14 @@ use clap::Parser;
 use mheta_analyzer::cli::{Cli, Reported};
 
 fn main() -> ExitCode {
+    // Like other Unix filters, end quietly when the reader of stdout goes away
+    // (`mheta analyze … | head`): Rust ignores SIGPIPE, which turns every later `println!` into
+    // a panic.
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any thread exists; SIG_DFL is a valid action.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match cli.run() {
         Ok(()) => ExitCode::SUCCESS,

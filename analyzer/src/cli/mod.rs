@@ -8,6 +8,7 @@ pub mod bench;
 pub mod predict;
 pub mod report;
 pub mod search;
+pub mod study;
 pub mod tune;
 
 use std::path::Path;
@@ -34,6 +35,8 @@ pub enum Command {
     Tune(tune::TuneArgs),
     /// Write the HTML report of a tune run from the tune.json saved in DIR.
     Report(report::ReportArgs),
+    /// The accuracy study: tune every fixture on every cluster family, then tabulate accuracy.
+    Study(study::StudyArgs),
 }
 
 impl Cli {
@@ -45,6 +48,7 @@ impl Cli {
             Command::Bench(args) => bench::run(args),
             Command::Tune(args) => tune::run(args),
             Command::Report(args) => report::run(args),
+            Command::Study(args) => study::run(args),
         }
     }
 }

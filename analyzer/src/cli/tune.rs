@@ -8,19 +8,18 @@
 //!    In-Core-Balanced for K iterations each and predict each with the model;
 //! 6. print a table (or the `--json` document) and, with `--report DIR`, an HTML report.
 //!
-//! "Actual" seconds per iteration ([`ActualMethod`]): on the wall clock, two uninstrumented
-//! runs of 1 and K+1 iterations are timed from outside and the difference is divided by K, which
-//! cancels start-up, set-up and the final check (what remains beyond the solver is whatever the
-//! program does per iteration elsewhere: the fixtures' sequential reference computes one
-//! iteration on the whole grid per iteration, a few milliseconds for Jacobi). On the virtual and
-//! charged clocks a timed run says nothing, so the instrumented run's slowest-node
-//! `iteration_s` is used; it is biased: an instrumented run processes every in-core array in two
-//! blocks through the disk (seed §5.2.2, the runtime's `forced_for_instrumentation`), so nodes
-//! that are in core in a real run pay I/O. An unbiased virtual-clock figure needs the runtime
-//! to report iteration times of uninstrumented runs.
+//! "Actual" seconds per iteration ([`ActualMethod`]): by default an uninstrumented run of K
+//! iterations writes its own iteration times on its own clock (`--timings`, `mheta-timings/1`),
+//! and the steady-state figure leaves out the warm-up iterations, as the model's measurements
+//! do. This works on every clock and backend, and only the main loop is timed (not start-up,
+//! set-up or a fixture's final check). Two older methods remain selectable: `timed` (wall clock
+//! only: two runs of 1 and K+1 iterations timed from outside, their difference over K) and
+//! `instrumented` (the instrumented run's slowest-node `iteration_s`, biased: an instrumented run
+//! forces in-core arrays through the disk, seed §5.2.2).
 
 pub mod accuracy;
 pub mod document;
+pub mod launch;
 pub mod program;
 mod progress;
 
@@ -29,12 +28,13 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use mheta_runtime::distribution::Distribution;
-use mheta_runtime::format::{Measurements, Structure};
+use mheta_runtime::format::{Measurements, Structure, Timings};
 use mheta_runtime::model::{self, Model};
 use mheta_runtime::search::{self, Algorithm, SearchConfig, SearchResult};
-use mheta_runtime::ClockMode;
+use mheta_runtime::{Backend, ClockMode};
 
 use document::{Best, DistributionResult, NodeBreakdown, SearchSummary, TracePoint, TuneDocument};
+use launch::Launcher;
 use program::{Program, RunSpec};
 use progress::Progress;
 
@@ -49,13 +49,21 @@ pub struct TuneArgs {
     /// Number of ranks [default: the cluster's node count].
     #[arg(long, value_name = "P")]
     pub ranks: Option<usize>,
+    /// Where the program's ranks run: threads of one process, or MPI processes under --mpirun
+    /// (the program is then built with its `mpi` feature).
+    #[arg(long, value_enum, default_value_t = Backend::Threads)]
+    pub backend: Backend,
+    /// The MPI launcher of every run, e.g. "mpirun -np 4 --oversubscribe" (split like a shell;
+    /// its process count and --ranks must agree) [default: mpirun -np P].
+    #[arg(long, value_name = "COMMAND")]
+    pub mpirun: Option<String>,
     /// The clock of every run: wall, virtual or charged.
     #[arg(long, value_enum, default_value_t = ClockMode::Wall)]
     pub clock: ClockMode,
     /// Rows S of the distributed dimension [default: the program's].
     #[arg(long, value_name = "N")]
     pub rows: Option<u64>,
-    /// Iterations of every compared run (the instrumented model run uses at most 2).
+    /// Iterations of every compared run (the instrumented model run always runs 4).
     #[arg(long, value_name = "K", default_value_t = 3)]
     pub iterations: u32,
     /// Search algorithm: gbs, gs, ga, sa or exact.
@@ -81,6 +89,12 @@ pub struct TuneArgs {
     #[arg(last = true, value_name = "PROGRAM ARGS")]
     pub program_args: Vec<String>,
 }
+
+/// Iterations of the instrumented run the model is built from: the first two are a warm-up the
+/// measurements leave out (`format::warm_up_iterations`), and two more average over an array
+/// pair that swaps roles each iteration (Jacobi's A and B), so each is seen once read and once
+/// written.
+pub const MODEL_ITERATIONS: u32 = 4;
 
 /// The spectrum of distributions every tune run compares (seed Fig. 6.1).
 pub const SPECTRUM: [&str; 4] = ["block", "balanced", "in-core", "in-core-balanced"];
@@ -129,16 +143,23 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             bail!("--actual timed needs --clock wall (a timed run measures real seconds)")
         }
         (Some(m), _) => m,
-        (None, ClockMode::Wall) => ActualMethod::Timed,
-        (None, _) => ActualMethod::Instrumented,
+        (None, _) => ActualMethod::Timings,
     };
+    let launcher = Launcher::for_tune(
+        args.backend,
+        args.mpirun.as_deref(),
+        args.ranks,
+        &args.cluster,
+    )?;
     progress.step("analyzing the crate");
     let analyzed = analyze(&args.crate_dir).context("step 1 (analyze) failed")?;
 
     progress.step("building the program (cargo build --release)");
-    let binary = program::build(&args.crate_dir).context("step 2 (build) failed")?;
+    let binary = program::build(&args.crate_dir, launcher.cargo_features())
+        .context("step 2 (build) failed")?;
     let program = Program {
         binary,
+        launcher,
         common: common_args(args),
     };
 
@@ -148,7 +169,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     let measured = program
         .run(&RunSpec {
             distribution: "block",
-            iterations: args.iterations.min(2),
+            iterations: MODEL_ITERATIONS,
             measurements: &work.join("measurements.json"),
             emit_structure: Some(&structure_path),
             trace: args.report.as_ref().map(|_| trace_path.as_path()),
@@ -255,6 +276,8 @@ fn analyze(dir: &Path) -> anyhow::Result<Structure> {
 /// The flags every run of the program shares.
 fn common_args(args: &TuneArgs) -> Vec<String> {
     let mut common = vec![
+        "--backend".to_string(),
+        backend_name(args.backend).to_string(),
         "--cluster".to_string(),
         args.cluster.display().to_string(),
         "--clock".to_string(),
@@ -268,6 +291,13 @@ fn common_args(args: &TuneArgs) -> Vec<String> {
     }
     common.extend(args.program_args.iter().cloned());
     common
+}
+
+fn backend_name(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Threads => "threads",
+        Backend::Mpi => "mpi",
+    }
 }
 
 /// The chosen algorithm first; with `--report`, every other algorithm after it.
@@ -301,6 +331,9 @@ pub fn generate(name: &str, measured: &Measurements) -> anyhow::Result<Vec<u64>>
 /// How the actual seconds per iteration of a distribution are measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ActualMethod {
+    /// An uninstrumented run of K iterations reports its main loop's iteration times on its own
+    /// clock (`--timings`); the steady state leaves the warm-up iterations out. Every clock.
+    Timings,
     /// Two uninstrumented runs of 1 and K+1 iterations, timed from outside; their difference
     /// divided by K. Wall clock only. Includes whatever the program does per iteration outside
     /// the solver (a fixture's sequential reference computes one more iteration per iteration).
@@ -313,6 +346,10 @@ pub enum ActualMethod {
 impl ActualMethod {
     fn describe(self) -> &'static str {
         match self {
+            ActualMethod::Timings => {
+                "timings: an uninstrumented run's own steady-state seconds per iteration \
+                 (--timings, warm-up iterations left out)"
+            }
             ActualMethod::Timed => {
                 "timed: (T(K+1 iterations) - T(1 iteration)) / K of uninstrumented runs, wall clock"
             }
@@ -336,6 +373,21 @@ fn measure(
     let distribution = list.join(",");
     let step = || format!("step 5 (run {name}) failed");
     match method {
+        ActualMethod::Timings => {
+            let path = work.join(format!("timings-{name}.json"));
+            let mut command = program.command(&distribution, iterations);
+            command.arg("--timings").arg(&path);
+            program
+                .execute(command, &distribution)
+                .with_context(step)?;
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("the program wrote no timings to `{}`", path.display()))
+                .with_context(step)?;
+            let timings: Timings = serde_json::from_str(&text)
+                .with_context(|| format!("`{}` is not valid", path.display()))
+                .with_context(step)?;
+            Ok(timings.iteration_s)
+        }
         ActualMethod::Timed => {
             let short = program.timed(&distribution, 1).with_context(step)?;
             let long = program

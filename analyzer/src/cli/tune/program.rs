@@ -2,19 +2,24 @@
 //! shared runtime flags (DESIGN §5).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
+use std::time::Instant;
 
 use anyhow::{bail, Context as _};
 use mheta_runtime::format::Measurements;
 
-/// A built program and the flags every one of its runs shares.
+use super::launch::Launcher;
+
+/// A built program, how it is launched, and the flags every one of its runs shares.
 pub struct Program {
     pub binary: PathBuf,
-    /// `--cluster`, `--clock`, `--rows`, `--ranks` and the pass-through arguments.
+    /// Directly (threads backend) or under `mpirun` (MPI backend).
+    pub launcher: Launcher,
+    /// `--backend`, `--cluster`, `--clock`, `--rows`, `--ranks` and the pass-through arguments.
     pub common: Vec<String>,
 }
 
-/// One run of the program.
+/// One instrumented run of the program.
 pub struct RunSpec<'a> {
     /// `block` or an explicit list `r0,r1,...`.
     pub distribution: &'a str,
@@ -25,15 +30,48 @@ pub struct RunSpec<'a> {
 }
 
 impl Program {
-    /// Runs the program instrumented and returns the measurements it wrote.
-    pub fn run(&self, spec: &RunSpec<'_>) -> anyhow::Result<Measurements> {
-        let mut command = Command::new(&self.binary);
+    /// The command of one run under `distribution` for `iterations`: the launcher, the binary,
+    /// the common flags, then `--distribution` and `--iterations`. Every kind of run starts
+    /// from it and appends its own flags.
+    pub fn command(&self, distribution: &str, iterations: u32) -> Command {
+        let mut command = self.launcher.command(&self.binary);
         command
             .args(&self.common)
             .arg("--distribution")
-            .arg(spec.distribution)
+            .arg(distribution)
             .arg("--iterations")
-            .arg(spec.iterations.to_string())
+            .arg(iterations.to_string());
+        command
+    }
+
+    /// Runs `command` (one run under `distribution`) to completion. A launcher or program that
+    /// cannot start, or exits unsuccessfully, is an error quoting the command line and the
+    /// program's stderr (under MPI, the failing rank's message and the launcher's report).
+    pub fn execute(&self, mut command: Command, distribution: &str) -> anyhow::Result<Output> {
+        let line = command_line(&command);
+        let output = command
+            .output()
+            .with_context(|| format!("cannot start `{line}`"))?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let shown = if stderr.trim().is_empty() {
+                String::from_utf8_lossy(&output.stdout)
+            } else {
+                stderr
+            };
+            bail!(
+                "`{line}` under distribution {distribution} failed ({}):\n{}",
+                output.status,
+                shown.trim_end()
+            );
+        }
+        Ok(output)
+    }
+
+    /// Runs the program instrumented and returns the measurements it wrote.
+    pub fn run(&self, spec: &RunSpec<'_>) -> anyhow::Result<Measurements> {
+        let mut command = self.command(spec.distribution, spec.iterations);
+        command
             .arg("--instrument")
             .arg("--measurements")
             .arg(spec.measurements);
@@ -43,18 +81,7 @@ impl Program {
         if let Some(path) = spec.trace {
             command.arg("--trace").arg(path);
         }
-        let output = command
-            .output()
-            .with_context(|| format!("cannot start `{}`", self.binary.display()))?;
-        if !output.status.success() {
-            bail!(
-                "`{}` under distribution {} failed ({}):\n{}",
-                self.binary.display(),
-                spec.distribution,
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim_end()
-            );
-        }
+        self.execute(command, spec.distribution)?;
         let text = std::fs::read_to_string(spec.measurements).with_context(|| {
             format!(
                 "the program exited successfully but wrote no measurements to `{}`",
@@ -64,32 +91,24 @@ impl Program {
         serde_json::from_str(&text)
             .with_context(|| format!("`{}` is not valid", spec.measurements.display()))
     }
+
+    /// Runs the program uninstrumented for `iterations` and returns the wall-clock seconds of
+    /// the whole run (under MPI, the launcher's: from starting to the last process's exit).
+    pub fn timed(&self, distribution: &str, iterations: u32) -> anyhow::Result<f64> {
+        let command = self.command(distribution, iterations);
+        let start = Instant::now();
+        self.execute(command, distribution)?;
+        Ok(start.elapsed().as_secs_f64())
+    }
 }
 
-impl Program {
-    /// Runs the program uninstrumented for `iterations` and returns the process's wall-clock
-    /// seconds.
-    pub fn timed(&self, distribution: &str, iterations: u32) -> anyhow::Result<f64> {
-        let start = std::time::Instant::now();
-        let output = Command::new(&self.binary)
-            .args(&self.common)
-            .arg("--distribution")
-            .arg(distribution)
-            .arg("--iterations")
-            .arg(iterations.to_string())
-            .output()
-            .with_context(|| format!("cannot start `{}`", self.binary.display()))?;
-        let elapsed = start.elapsed().as_secs_f64();
-        if !output.status.success() {
-            bail!(
-                "`{}` under distribution {distribution} failed ({}):\n{}",
-                self.binary.display(),
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim_end()
-            );
-        }
-        Ok(elapsed)
-    }
+/// `command` as a shell would read it, for messages.
+pub fn command_line(command: &Command) -> String {
+    let words: Vec<String> = std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    shell_words::join(words)
 }
 
 /// Seconds per iteration from two timed runs of `short` and `long` iterations: the difference
@@ -109,35 +128,38 @@ pub fn iteration_seconds(measurements: &Measurements) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// Builds the binary of the crate at `dir` with `cargo build --release` and returns its path.
-/// Cargo's own output is shown when the build fails.
-pub fn build(dir: &Path) -> anyhow::Result<PathBuf> {
+/// Builds the binary of the crate at `dir` with `cargo build --release` and the cargo
+/// `features` (each must be one of the package's features) and returns its path. Cargo's own
+/// output is shown when the build fails.
+pub fn build(dir: &Path, features: &[&str]) -> anyhow::Result<PathBuf> {
     let manifest = dir.join("Cargo.toml");
     if !manifest.is_file() {
         bail!("`{}` has no Cargo.toml", dir.display());
     }
-    let (target_dir, binary_name) = locate(&manifest)?;
-    let output = Command::new(cargo())
-        .args([
-            "build",
-            "--release",
-            "--bin",
-            &binary_name,
-            "--manifest-path",
-        ])
+    let package = locate(&manifest)?;
+    package.check_features(features, &manifest)?;
+    let mut command = Command::new(cargo());
+    command.args(["build", "--release", "--bin", &package.binary]);
+    if !features.is_empty() {
+        command.arg("--features").arg(features.join(","));
+    }
+    let output = command
+        .arg("--manifest-path")
         .arg(&manifest)
         .output()
         .context("cannot run cargo")?;
     if !output.status.success() {
         bail!(
-            "`cargo build --release` of `{}` failed:\n{}",
-            manifest.display(),
+            "`{}` failed:\n{}",
+            command_line(&command),
             String::from_utf8_lossy(&output.stderr).trim_end()
         );
     }
-    let binary = target_dir
-        .join("release")
-        .join(format!("{binary_name}{}", std::env::consts::EXE_SUFFIX));
+    let binary = package.target_dir.join("release").join(format!(
+        "{}{}",
+        package.binary,
+        std::env::consts::EXE_SUFFIX
+    ));
     if !binary.is_file() {
         bail!(
             "cargo built `{}` but `{}` is missing",
@@ -148,9 +170,38 @@ pub fn build(dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(binary)
 }
 
-/// The target directory cargo uses for `manifest` (its workspace's, honouring
-/// `CARGO_TARGET_DIR`) and the name of the package's binary.
-fn locate(manifest: &Path) -> anyhow::Result<(PathBuf, String)> {
+/// What `cargo metadata` says about the package being tuned.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Package {
+    pub name: String,
+    /// Its workspace's target directory (honouring `CARGO_TARGET_DIR`).
+    pub target_dir: PathBuf,
+    /// Its one binary.
+    pub binary: String,
+    /// The names of its `[features]`.
+    pub features: Vec<String>,
+}
+
+impl Package {
+    /// A feature the build needs but the package lacks is an error saying what to add: every
+    /// mheta program forwards a runtime feature through the facade (`mpi = ["mheta/mpi"]`).
+    fn check_features(&self, features: &[&str], manifest: &Path) -> anyhow::Result<()> {
+        for &feature in features {
+            if !self.features.iter().any(|f| f == feature) {
+                bail!(
+                    "package `{}` has no `{feature}` feature, which --backend {feature} builds \
+                     with: add `{feature} = [\"mheta/{feature}\"]` under `[features]` in `{}`",
+                    self.name,
+                    manifest.display()
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The package whose manifest is `manifest`, from `cargo metadata`.
+fn locate(manifest: &Path) -> anyhow::Result<Package> {
     let output = Command::new(cargo())
         .args([
             "metadata",
@@ -174,15 +225,12 @@ fn locate(manifest: &Path) -> anyhow::Result<(PathBuf, String)> {
     let canonical = manifest
         .canonicalize()
         .unwrap_or_else(|_| manifest.to_path_buf());
-    binary_of(&metadata, &canonical)
+    package_of(&metadata, &canonical)
 }
 
-/// Picks, from `cargo metadata` output, the target directory and the binary of the package
-/// whose manifest is `manifest`. A package with several binaries is ambiguous.
-pub fn binary_of(
-    metadata: &serde_json::Value,
-    manifest: &Path,
-) -> anyhow::Result<(PathBuf, String)> {
+/// Picks, from `cargo metadata` output, the package whose manifest is `manifest`: its target
+/// directory, its binary and its features. A package with several binaries is ambiguous.
+pub fn package_of(metadata: &serde_json::Value, manifest: &Path) -> anyhow::Result<Package> {
     let target_dir = metadata["target_directory"]
         .as_str()
         .context("`cargo metadata` gave no target_directory")?;
@@ -194,6 +242,7 @@ pub fn binary_of(
         .iter()
         .find(|p| p["manifest_path"].as_str().map(Path::new) == Some(manifest))
         .with_context(|| format!("`cargo metadata` does not list `{}`", manifest.display()))?;
+    let name = package["name"].as_str().unwrap_or("?").to_string();
     let bins: Vec<&str> = package["targets"]
         .as_array()
         .map(Vec::as_slice)
@@ -206,15 +255,24 @@ pub fn binary_of(
         })
         .filter_map(|t| t["name"].as_str())
         .collect();
-    match bins.as_slice() {
-        [one] => Ok((PathBuf::from(target_dir), one.to_string())),
-        [] => bail!("package `{}` has no binary to run", package["name"]),
+    let binary = match bins.as_slice() {
+        [one] => one.to_string(),
+        [] => bail!("package `{name}` has no binary to run"),
         many => bail!(
-            "package `{}` has several binaries ({}); tune needs exactly one",
-            package["name"],
+            "package `{name}` has several binaries ({}); tune needs exactly one",
             many.join(", ")
         ),
-    }
+    };
+    let features = package["features"]
+        .as_object()
+        .map(|f| f.keys().cloned().collect())
+        .unwrap_or_default();
+    Ok(Package {
+        name,
+        target_dir: PathBuf::from(target_dir),
+        binary,
+        features,
+    })
 }
 
 fn cargo() -> String {
@@ -224,6 +282,7 @@ fn cargo() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mheta_runtime::Backend;
 
     fn metadata(targets: serde_json::Value) -> serde_json::Value {
         serde_json::json!({
@@ -231,20 +290,146 @@ mod tests {
             "packages": [
                 {"name": "other", "manifest_path": "/w/other/Cargo.toml", "targets": [
                     {"name": "other", "kind": ["bin"]}]},
-                {"name": "jacobi", "manifest_path": "/w/jacobi/Cargo.toml", "targets": targets}
+                {"name": "jacobi", "manifest_path": "/w/jacobi/Cargo.toml", "targets": targets,
+                 "features": {"default": [], "mpi": ["mheta/mpi"]}}
             ]
         })
     }
 
+    fn program(launcher: Launcher) -> Program {
+        Program {
+            binary: PathBuf::from("/t/release/jacobi"),
+            launcher,
+            common: [
+                "--backend",
+                "mpi",
+                "--cluster",
+                "c.toml",
+                "--",
+                "--cols",
+                "10",
+            ]
+            .map(String::from)
+            .to_vec(),
+        }
+    }
+
+    fn words(command: &Command) -> Vec<String> {
+        std::iter::once(command.get_program())
+            .chain(command.get_args())
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect()
+    }
+
     #[test]
-    fn finds_the_single_binary_of_the_package() {
+    fn finds_the_single_binary_and_the_features_of_the_package() {
         let m = metadata(serde_json::json!([
             {"name": "jacobi", "kind": ["bin"]},
             {"name": "helpers", "kind": ["lib"]}
         ]));
-        let (dir, bin) = binary_of(&m, Path::new("/w/jacobi/Cargo.toml")).unwrap();
-        assert_eq!(dir, PathBuf::from("/t"));
-        assert_eq!(bin, "jacobi");
+        let package = package_of(&m, Path::new("/w/jacobi/Cargo.toml")).unwrap();
+        assert_eq!(package.name, "jacobi");
+        assert_eq!(package.target_dir, PathBuf::from("/t"));
+        assert_eq!(package.binary, "jacobi");
+        assert_eq!(package.features, ["default", "mpi"]);
+        // `other` lists no features at all.
+        let other = package_of(&m, Path::new("/w/other/Cargo.toml")).unwrap();
+        assert!(other.features.is_empty());
+    }
+
+    #[test]
+    fn a_missing_feature_names_the_package_and_what_to_add() {
+        let m = metadata(serde_json::json!([{"name": "other", "kind": ["bin"]}]));
+        let manifest = Path::new("/w/other/Cargo.toml");
+        let other = package_of(&m, manifest).unwrap();
+        assert!(other.check_features(&[], manifest).is_ok());
+        let err = other.check_features(&["mpi"], manifest).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("package `other` has no `mpi` feature"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"add `mpi = ["mheta/mpi"]` under `[features]` in `/w/other/Cargo.toml`"#
+            ),
+            "{text}"
+        );
+        let jacobi = package_of(&m, Path::new("/w/jacobi/Cargo.toml")).unwrap();
+        assert!(jacobi.check_features(&["mpi"], manifest).is_ok());
+    }
+
+    #[test]
+    fn a_run_is_the_launcher_the_binary_the_common_flags_then_the_distribution() {
+        let mpi =
+            Launcher::resolve(Backend::Mpi, Some("mpirun --oversubscribe -np 2"), None, 2).unwrap();
+        let command = program(mpi).command("3,7", 4);
+        assert_eq!(
+            words(&command),
+            [
+                "mpirun",
+                "--oversubscribe",
+                "-np",
+                "2",
+                "/t/release/jacobi",
+                "--backend",
+                "mpi",
+                "--cluster",
+                "c.toml",
+                "--",
+                "--cols",
+                "10",
+                "--distribution",
+                "3,7",
+                "--iterations",
+                "4"
+            ]
+        );
+        let direct = program(Launcher::Direct).command("block", 1);
+        assert_eq!(words(&direct)[0], "/t/release/jacobi");
+        assert_eq!(words(&direct)[1..3], ["--backend", "mpi"]);
+        assert_eq!(command_line(&direct).split(' ').count(), 12);
+    }
+
+    #[test]
+    fn command_lines_are_quoted_like_a_shell() {
+        let mut command = Command::new("/opt/my mpi/mpirun");
+        command.args(["-np", "2", "it's"]);
+        assert_eq!(
+            command_line(&command),
+            r#"'/opt/my mpi/mpirun' -np 2 'it'\''s'"#
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_failing_run_shows_its_command_line_and_stderr() {
+        let p = Program {
+            binary: PathBuf::from("/bin/sh"),
+            launcher: Launcher::Direct,
+            common: vec![
+                "-c".into(),
+                "echo 'rank 2 failed: out of rows' >&2; exit 3".into(),
+            ],
+        };
+        let err = p.execute(p.command("block", 1), "block").unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("`/bin/sh -c "), "{text}");
+        assert!(
+            text.contains("under distribution block failed (exit status: 3)"),
+            "{text}"
+        );
+        assert!(text.ends_with("rank 2 failed: out of rows"), "{text}");
+        // A launcher that cannot start names itself.
+        let gone = Program {
+            binary: PathBuf::from("/nonexistent/jacobi"),
+            ..p
+        };
+        let err = gone.timed("block", 1).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("cannot start `/nonexistent/jacobi"),
+            "{err:#}"
+        );
     }
 
     #[test]
@@ -258,14 +443,14 @@ mod tests {
     #[test]
     fn no_or_several_binaries_are_errors() {
         let none = metadata(serde_json::json!([{"name": "x", "kind": ["lib"]}]));
-        let err = binary_of(&none, Path::new("/w/jacobi/Cargo.toml")).unwrap_err();
+        let err = package_of(&none, Path::new("/w/jacobi/Cargo.toml")).unwrap_err();
         assert!(err.to_string().contains("no binary"), "{err}");
         let two = metadata(serde_json::json!([
             {"name": "a", "kind": ["bin"]}, {"name": "b", "kind": ["bin"]}
         ]));
-        let err = binary_of(&two, Path::new("/w/jacobi/Cargo.toml")).unwrap_err();
+        let err = package_of(&two, Path::new("/w/jacobi/Cargo.toml")).unwrap_err();
         assert!(err.to_string().contains("a, b"), "{err}");
-        let err = binary_of(&two, Path::new("/w/nope/Cargo.toml")).unwrap_err();
+        let err = package_of(&two, Path::new("/w/nope/Cargo.toml")).unwrap_err();
         assert!(err.to_string().contains("does not list"), "{err}");
     }
 }

@@ -1,0 +1,449 @@
+//! `mheta study`: the accuracy study of seed §6.2 over every fixture and cluster description.
+//!
+//! For each clock setting (the wall clock at 2 ranks, what two cores can run honestly, and the
+//! virtual clock at 8 ranks), each fixture and each cluster family (DC, IO, HY1, HY2, HY3), it
+//! runs `mheta tune` with `--report` into its own directory, then writes a table of mean and min
+//! accuracy, the speedup of the chosen distribution over Block and how far the chosen one is from
+//! the best actual time: `README.md` and `study.json` in the output directory, rewritten after
+//! every case so an interrupted study keeps what it measured. A case that fails is a row saying
+//! why, and the study goes on.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context as _};
+use serde::{Deserialize, Serialize};
+
+use super::tune::document::TuneDocument;
+
+#[derive(Debug, clap::Args)]
+pub struct StudyArgs {
+    /// Where every case's tune report, the table (README.md) and study.json go.
+    #[arg(long, value_name = "DIR", default_value = "study")]
+    pub out: PathBuf,
+    /// The directory holding the fixture crates and `clusters/`.
+    #[arg(long, value_name = "DIR", default_value = "fixtures")]
+    pub fixtures_dir: PathBuf,
+    /// Only these fixtures (comma-separated) [default: all five].
+    #[arg(long, value_delimiter = ',')]
+    pub fixtures: Vec<String>,
+    /// Only these cluster families (comma-separated: dc, io, hy1, hy2, hy3) [default: all].
+    #[arg(long, value_delimiter = ',')]
+    pub families: Vec<String>,
+    /// Only these settings (comma-separated: wall-2, virtual-8) [default: both].
+    #[arg(long, value_delimiter = ',')]
+    pub settings: Vec<String>,
+    /// Iterations of every compared run.
+    #[arg(long, value_name = "K", default_value_t = 6)]
+    pub iterations: u32,
+    /// Search time budget of every case.
+    #[arg(long, default_value = "1s")]
+    pub budget: String,
+}
+
+/// A fixture and the problem size the study runs it at: big enough that the small-memory nodes
+/// of every cluster hold their share out of core, small enough for a 2-core machine.
+struct Fixture {
+    name: &'static str,
+    rows: u64,
+}
+
+const FIXTURES: [Fixture; 5] = [
+    // 16 KB per row (1000 columns, two f64 arrays): 32 MB in all.
+    Fixture {
+        name: "jacobi",
+        rows: 2000,
+    },
+    Fixture {
+        name: "jacobi-prefetch",
+        rows: 2000,
+    },
+    // 208 bytes per row of the sparse matrix: 41.6 MB.
+    Fixture {
+        name: "cg",
+        rows: 200_000,
+    },
+    // The matrix is rows × rows f64: 32 MB.
+    Fixture {
+        name: "lanczos",
+        rows: 2000,
+    },
+    // 4 KB per row (1000 columns of i32): 32 MB.
+    Fixture {
+        name: "rna",
+        rows: 8000,
+    },
+];
+
+const FAMILIES: [&str; 5] = ["dc", "io", "hy1", "hy2", "hy3"];
+
+/// A clock and the rank count it runs at.
+const SETTINGS: [(&str, usize); 2] = [("wall", 2), ("virtual", 8)];
+
+/// One row of the table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Case {
+    pub clock: String,
+    pub ranks: usize,
+    pub fixture: String,
+    pub cluster: String,
+    pub rows: u64,
+    /// The case's directory (its tune.json and index.html), relative to the study's.
+    pub dir: String,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    Measured {
+        mean_accuracy: f64,
+        min_accuracy: f64,
+        /// The distribution with the lowest accuracy.
+        worst: String,
+        /// Block's actual time over the chosen distribution's.
+        speedup_over_block: f64,
+        /// How much slower the chosen distribution ran than the fastest one run, in percent.
+        chosen_vs_best_percent: f64,
+    },
+    Failed {
+        error: String,
+    },
+}
+
+pub fn run(args: &StudyArgs) -> anyhow::Result<()> {
+    let fixtures: Vec<&Fixture> = FIXTURES
+        .iter()
+        .filter(|f| args.fixtures.is_empty() || args.fixtures.iter().any(|n| n == f.name))
+        .collect();
+    let families: Vec<&str> = FAMILIES
+        .iter()
+        .copied()
+        .filter(|f| args.families.is_empty() || args.families.iter().any(|n| n == f))
+        .collect();
+    let settings: Vec<(&str, usize)> = SETTINGS
+        .iter()
+        .copied()
+        .filter(|(c, p)| {
+            args.settings.is_empty() || args.settings.iter().any(|s| *s == format!("{c}-{p}"))
+        })
+        .collect();
+    if fixtures.is_empty() || families.is_empty() || settings.is_empty() {
+        bail!(
+            "nothing to run: fixtures are {}, families {}, settings wall-2 and virtual-8",
+            FIXTURES.map(|f| f.name).join(", "),
+            FAMILIES.join(", ")
+        );
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create `{}`", args.out.display()))?;
+    let mheta = std::env::current_exe().context("cannot find the mheta executable")?;
+    let mut cases = Vec::new();
+    for &(clock, ranks) in &settings {
+        for fixture in &fixtures {
+            for family in &families {
+                let case = run_case(&mheta, args, clock, ranks, fixture, family);
+                eprintln!("study: {}", case.line());
+                cases.push(case);
+                write(&args.out, &cases)?;
+            }
+        }
+    }
+    eprintln!(
+        "study: table written to {}",
+        args.out.join("README.md").display()
+    );
+    Ok(())
+}
+
+fn run_case(
+    mheta: &Path,
+    args: &StudyArgs,
+    clock: &str,
+    ranks: usize,
+    fixture: &Fixture,
+    family: &str,
+) -> Case {
+    let cluster = format!("{family}-{ranks}");
+    let dir = format!("{clock}-{ranks}/{}-{cluster}", fixture.name);
+    let case = |outcome| Case {
+        clock: clock.to_string(),
+        ranks,
+        fixture: fixture.name.to_string(),
+        cluster: cluster.clone(),
+        rows: fixture.rows,
+        dir: dir.clone(),
+        outcome,
+    };
+    match tune_case(mheta, args, clock, ranks, fixture, &cluster, &args.out.join(&dir)) {
+        Ok(doc) => case(measured(&doc)),
+        Err(e) => case(Outcome::Failed {
+            error: format!("{e:#}"),
+        }),
+    }
+}
+
+fn tune_case(
+    mheta: &Path,
+    args: &StudyArgs,
+    clock: &str,
+    ranks: usize,
+    fixture: &Fixture,
+    cluster: &str,
+    dir: &Path,
+) -> anyhow::Result<TuneDocument> {
+    let cluster_file = args
+        .fixtures_dir
+        .join("clusters")
+        .join(format!("{cluster}.toml"));
+    let output = Command::new(mheta)
+        .arg("tune")
+        .arg(args.fixtures_dir.join(fixture.name))
+        .arg("--cluster")
+        .arg(&cluster_file)
+        .args(["--ranks", &ranks.to_string(), "--clock", clock])
+        .args(["--rows", &fixture.rows.to_string()])
+        .args(["--iterations", &args.iterations.to_string()])
+        .args(["--budget", &args.budget])
+        .arg("--report")
+        .arg(dir)
+        .output()
+        .with_context(|| format!("cannot run `{}`", mheta.display()))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let last: Vec<&str> = stderr.lines().rev().take(6).collect();
+        bail!(
+            "mheta tune failed ({}): {}",
+            output.status,
+            last.into_iter().rev().collect::<Vec<_>>().join(" | ")
+        );
+    }
+    let path = dir.join("tune.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("`{}` is not valid", path.display()))
+}
+
+/// The table's figures from one tune document.
+fn measured(doc: &TuneDocument) -> Outcome {
+    let actual = |name: &str| {
+        doc.distributions
+            .iter()
+            .find(|d| d.name == name)
+            .map(|d| d.actual_s)
+    };
+    let chosen = doc.best.actual_s;
+    let fastest = doc
+        .distributions
+        .iter()
+        .map(|d| d.actual_s)
+        .fold(f64::INFINITY, f64::min);
+    let worst = doc
+        .distributions
+        .iter()
+        .min_by(|a, b| a.accuracy.total_cmp(&b.accuracy))
+        .map(|d| d.name.clone())
+        .unwrap_or_default();
+    Outcome::Measured {
+        mean_accuracy: doc.accuracy.mean,
+        min_accuracy: doc.accuracy.min,
+        worst,
+        speedup_over_block: actual("block").map_or(f64::NAN, |b| b / chosen),
+        chosen_vs_best_percent: 100.0 * (chosen / fastest - 1.0),
+    }
+}
+
+impl Case {
+    fn line(&self) -> String {
+        let head = format!(
+            "{}-{} {} on {}",
+            self.clock, self.ranks, self.fixture, self.cluster
+        );
+        match &self.outcome {
+            Outcome::Measured {
+                mean_accuracy,
+                min_accuracy,
+                ..
+            } => format!(
+                "{head}: mean {:.1}%, min {:.1}%",
+                100.0 * mean_accuracy,
+                100.0 * min_accuracy
+            ),
+            Outcome::Failed { error } => format!("{head}: failed: {error}"),
+        }
+    }
+}
+
+/// `README.md` (the table) and `study.json`, both written atomically.
+fn write(out: &Path, cases: &[Case]) -> anyhow::Result<()> {
+    super::write_atomic(&out.join("study.json"), &serde_json::to_string_pretty(cases)?)?;
+    super::write_atomic(&out.join("README.md"), &table(cases))
+}
+
+/// The Markdown table, one section per clock setting, plus the overall figures.
+pub fn table(cases: &[Case]) -> String {
+    let mut s = String::from(
+        "# Accuracy study (seed §6.2)\n\n\
+         Written by `mheta study` (see the repository README). Accuracy of one distribution is\n\
+         1 − |predicted − actual| / min(predicted, actual); mean and min are over the chosen\n\
+         distribution and the spectrum Block, Balanced, In-Core, In-Core-Balanced. Each case's\n\
+         directory holds its `tune.json` and an HTML report with the plots.\n",
+    );
+    let mut settings: Vec<(String, usize)> = Vec::new();
+    for c in cases {
+        if !settings.contains(&(c.clock.clone(), c.ranks)) {
+            settings.push((c.clock.clone(), c.ranks));
+        }
+    }
+    for (clock, ranks) in settings {
+        let rows: Vec<&Case> = cases
+            .iter()
+            .filter(|c| c.clock == clock && c.ranks == ranks)
+            .collect();
+        let _ = write!(s, "\n## {clock} clock, {ranks} ranks\n\n");
+        s.push_str(
+            "| fixture | cluster | rows | mean accuracy | min accuracy | worst | chosen vs Block | chosen vs fastest run |\n\
+             |---|---|---:|---:|---:|---|---:|---:|\n",
+        );
+        for c in &rows {
+            let link = format!("[{}]({}/index.html)", c.cluster, c.dir);
+            match &c.outcome {
+                Outcome::Measured {
+                    mean_accuracy,
+                    min_accuracy,
+                    worst,
+                    speedup_over_block,
+                    chosen_vs_best_percent,
+                } => {
+                    let _ = writeln!(
+                        s,
+                        "| {} | {link} | {} | {:.1}% | {:.1}% | {worst} | {:.2}× faster | +{:.1}% |",
+                        c.fixture,
+                        c.rows,
+                        100.0 * mean_accuracy,
+                        100.0 * min_accuracy,
+                        speedup_over_block,
+                        chosen_vs_best_percent
+                    );
+                }
+                Outcome::Failed { error } => {
+                    let _ = writeln!(
+                        s,
+                        "| {} | {} | {} | failed: {} | | | | |",
+                        c.fixture,
+                        c.cluster,
+                        c.rows,
+                        error.replace('|', "/").replace('\n', " ")
+                    );
+                }
+            }
+        }
+        let measured: Vec<(f64, f64)> = rows
+            .iter()
+            .filter_map(|c| match c.outcome {
+                Outcome::Measured {
+                    mean_accuracy,
+                    min_accuracy,
+                    ..
+                } => Some((mean_accuracy, min_accuracy)),
+                Outcome::Failed { .. } => None,
+            })
+            .collect();
+        if !measured.is_empty() {
+            let mean = measured.iter().map(|m| m.0).sum::<f64>() / measured.len() as f64;
+            let min = measured.iter().map(|m| m.1).fold(f64::INFINITY, f64::min);
+            let _ = writeln!(
+                s,
+                "\nOver the {} measured cases: mean of means {:.1}%, lowest min {:.1}%; {} failed.",
+                measured.len(),
+                100.0 * mean,
+                100.0 * min,
+                rows.len() - measured.len()
+            );
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(fixture: &str, outcome: Outcome) -> Case {
+        Case {
+            clock: "virtual".into(),
+            ranks: 8,
+            fixture: fixture.into(),
+            cluster: "hy1-8".into(),
+            rows: 10,
+            dir: format!("virtual-8/{fixture}-hy1-8"),
+            outcome,
+        }
+    }
+
+    #[test]
+    fn the_table_lists_every_case_and_the_overall_figures() {
+        let cases = [
+            case(
+                "jacobi",
+                Outcome::Measured {
+                    mean_accuracy: 0.99,
+                    min_accuracy: 0.97,
+                    worst: "in-core".into(),
+                    speedup_over_block: 5.0,
+                    chosen_vs_best_percent: 1.5,
+                },
+            ),
+            case(
+                "cg",
+                Outcome::Measured {
+                    mean_accuracy: 0.95,
+                    min_accuracy: 0.90,
+                    worst: "block".into(),
+                    speedup_over_block: 2.0,
+                    chosen_vs_best_percent: 0.0,
+                },
+            ),
+            case(
+                "rna",
+                Outcome::Failed {
+                    error: "step 2 | build".into(),
+                },
+            ),
+        ];
+        let t = table(&cases);
+        assert!(t.contains("## virtual clock, 8 ranks"), "{t}");
+        assert!(
+            t.contains(
+                "| jacobi | [hy1-8](virtual-8/jacobi-hy1-8/index.html) | 10 | 99.0% | 97.0% | in-core | 5.00× faster | +1.5% |"
+            ),
+            "{t}"
+        );
+        assert!(t.contains("failed: step 2 / build"), "{t}");
+        assert!(
+            t.contains("Over the 2 measured cases: mean of means 97.0%, lowest min 90.0%; 1 failed."),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn figures_come_from_the_tune_document() {
+        let text = include_str!("../../tests/data/tune-document.json");
+        let doc: TuneDocument = serde_json::from_str(text).unwrap();
+        let Outcome::Measured {
+            speedup_over_block,
+            chosen_vs_best_percent,
+            worst,
+            ..
+        } = measured(&doc)
+        else {
+            panic!("measured")
+        };
+        let block = doc.distributions.iter().find(|d| d.name == "block").unwrap();
+        assert!((speedup_over_block - block.actual_s / doc.best.actual_s).abs() < 1e-12);
+        assert!(chosen_vs_best_percent >= 0.0);
+        assert!(doc.distributions.iter().any(|d| d.name == worst));
+    }
+}
