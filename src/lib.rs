@@ -15,6 +15,8 @@ pub use mheta_runtime::*;
 pub mod __private {
     pub use mheta_runtime::embedded::{register, Embedded};
     pub use mheta_runtime::format::{IoKind, StageKey};
+    /// Whether a solver call takes its instrumented body (one relaxed load per call).
+    pub use mheta_runtime::hooks::regions_active as hooks_active;
     pub use mheta_runtime::hooks::{event, group, iteration, section, tile, Guard, IoGuard};
 
     use mheta_runtime::hooks;

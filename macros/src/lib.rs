@@ -3,7 +3,8 @@
 //! `#[mheta::solver]` runs the analyzer library on the enclosing crate, finds the annotated
 //! function in the structure it extracts, and rewrites the body so every main-loop iteration,
 //! parallel section, tile, stage, communication event, repeated-group trip and user I/O call runs
-//! inside a runtime hook guard carrying the analyzer's ids. It also embeds the structure so the
+//! inside a runtime hook guard carrying the analyzer's ids (that body runs when hooks are
+//! active; otherwise a copy with only the iteration guards runs). It also embeds the structure so the
 //! program can write it (`--emit-structure`). `#[mheta::comm]` marks a communication-pattern
 //! function; `#[mheta::distributed]`, `#[mheta::replicated]` and `#[mheta::iterate]` annotate the
 //! inside of a solver and are stripped by it.
@@ -16,6 +17,7 @@ mod analysis;
 mod attrs;
 mod comm;
 mod ctxt;
+mod dual;
 mod expand;
 mod fallback;
 mod marker;

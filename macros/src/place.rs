@@ -173,7 +173,8 @@ impl Placer<'_> {
                 let guard = expand::iteration_guard(&counter);
                 let stmts: Block = syn::parse_quote!({
                     let #name = #guard;
-                    #counter += 1;
+                    // Not `+= 1`: clippy would suggest `enumerate` for the user's loop.
+                    #counter = #counter.wrapping_add(1);
                 });
                 (stmts.stmts, Some(counter))
             }
@@ -200,7 +201,7 @@ impl Placer<'_> {
                 };
                 let (stmts, counter) = self.trip_statements(hook);
                 let body = &closure.body;
-                closure.body = Box::new(syn::parse_quote!({ #(#stmts)* #body }));
+                *closure.body = syn::parse_quote!({ #(#stmts)* #body });
                 counter
             }
             _ => return,

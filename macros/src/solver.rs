@@ -5,7 +5,9 @@
 //!    compile errors, its warnings compile-time warnings.
 //! 3. Plan the guards from the solver's structure ([`crate::plan`]), place them
 //!    ([`crate::place`]), strip the markers, and prepend the registration of the embedded
-//!    structure. Any error emits the original function (markers stripped) next to it.
+//!    structure. The instrumented body runs only when hooks are active; otherwise a plain copy
+//!    with iteration guards alone runs ([`crate::dual`]). Any error emits the original function
+//!    (markers stripped) next to it.
 
 use mheta_runtime::format::Level;
 use proc_macro2::{Span, TokenStream};
@@ -15,6 +17,7 @@ use syn::ItemFn;
 use crate::analysis::{self, FnSite, Scope};
 use crate::attrs;
 use crate::ctxt::Ctxt;
+use crate::dual;
 use crate::expand;
 use crate::fallback;
 use crate::place;
@@ -175,14 +178,19 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
 
     let tracked = found.config.as_ref().map(|p| p.display().to_string());
     let registration = expand::registration(&solver.name, &found.json, tracked.as_deref());
-    let stmts = &block.stmts;
+    // Both copies when that is sound (see `dual`), so a disabled run executes the plain body.
+    let plain = match dual::obstacle(item) {
+        None => Some(dual::plain_body(&item.block, &plan)),
+        Some(_) => None,
+    };
+    let body = dual::body(&block, plain.as_ref());
     let (attrs, vis, sig) = (&item.attrs, &item.vis, &item.sig);
     Some(quote! {
         #(#warnings)*
         #(#attrs)*
         #vis #sig {
             #registration
-            #(#stmts)*
+            #body
         }
     })
 }

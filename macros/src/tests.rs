@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use mheta_analyzer::{analyze_source, Options};
 use quote::ToTokens;
 
+use crate::dual;
 use crate::place;
 use crate::plan;
 
@@ -48,6 +49,29 @@ fn functions(file: &syn::File) -> Vec<syn::ItemFn> {
     out
 }
 
+/// The `::mheta::__private` functions a body calls, in token order.
+fn guard_calls(block: &syn::Block) -> Vec<String> {
+    struct Calls(Vec<String>);
+    impl<'ast> syn::visit::Visit<'ast> for Calls {
+        fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+            let segs: Vec<String> = p
+                .path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect();
+            if segs.len() == 3 && segs[0] == "mheta" && segs[1] == "__private" {
+                self.0.push(segs[2].clone());
+            }
+        }
+    }
+    let mut calls = Calls(Vec::new());
+    syn::visit::visit_block(&mut calls, block);
+    calls.0
+}
+
+/// Also: the plain copy of every solver's body keeps the main loop's iteration guard and no
+/// other guard.
 #[test]
 fn every_region_of_every_fixture_solver_is_placed() {
     let files = fixtures();
@@ -77,6 +101,14 @@ fn every_region_of_every_fixture_solver_is_placed() {
                 continue;
             };
             let plan = plan::plan(solver);
+            let plain = dual::plain_body(&f.block, &plan);
+            let guards = guard_calls(&plain);
+            if guards != ["iteration"] {
+                failures.push(format!(
+                    "{name}: the plain body of `{}` calls {guards:?}, not one iteration guard",
+                    solver.name
+                ));
+            }
             let placement = place::place(&mut f.block, &plan);
             for u in placement.unplaced {
                 failures.push(format!(
