@@ -140,13 +140,18 @@ pub fn run(args: &StudyArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create `{}`", args.out.display()))?;
     let mheta = std::env::current_exe().context("cannot find the mheta executable")?;
-    let mut cases = Vec::new();
+    // Cases of an earlier study in the same directory stay (a partial re-run replaces only the
+    // cases it runs), so the table can be built up setting by setting.
+    let mut cases = earlier_cases(&args.out)?;
     for &(clock, ranks) in &settings {
         for fixture in &fixtures {
             for family in &families {
                 let case = run_case(&mheta, args, clock, ranks, fixture, family);
                 eprintln!("study: {}", case.line());
-                cases.push(case);
+                match cases.iter_mut().find(|c| c.same_case(&case)) {
+                    Some(earlier) => *earlier = case,
+                    None => cases.push(case),
+                }
                 write(&args.out, &cases)?;
             }
         }
@@ -255,7 +260,27 @@ fn measured(doc: &TuneDocument) -> Outcome {
     }
 }
 
+/// The cases recorded in `out/study.json`, if there is one.
+fn earlier_cases(out: &Path) -> anyhow::Result<Vec<Case>> {
+    let path = out.join("study.json");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).with_context(|| {
+            format!(
+                "`{}` is not a study (remove it to start afresh)",
+                path.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).with_context(|| format!("cannot read `{}`", path.display())),
+    }
+}
+
 impl Case {
+    fn same_case(&self, other: &Case) -> bool {
+        (self.clock == other.clock && self.ranks == other.ranks)
+            && (self.fixture == other.fixture && self.cluster == other.cluster)
+    }
+
     fn line(&self) -> String {
         let head = format!(
             "{}-{} {} on {}",
