@@ -30,22 +30,24 @@ const CLUSTER: &str = "fixtures/clusters/io-4.toml";
 const ROWS: u64 = 4000;
 const COLS: &str = "2000";
 /// Four iterations per compared run: the runtime leaves two out as warm-up
-/// (`warm_up_iterations`) and averages two; with two iterations only one is measured and the
-/// MPI-minus-threads gap of the mean accuracy reached 0.31 in 3 trials, against 0.19 with four.
+/// (`warm_up_iterations`) and averages two. With two iterations only one is measured, and the
+/// mean accuracies were noisier (MPI 0.51–0.78 and threads 0.48–0.82 in 3 trials).
 const ITERATIONS: &str = "4";
 
 /// How far the MPI run's mean accuracy may fall below the threads run's. Both are wall-clock
-/// figures on a shared 2-core machine running 4 ranks. Measured here (load average 3–5), three
-/// pairs of runs of this exact command gave threads 0.70 / 0.80 / 0.76 and MPI 0.90 / 0.60 /
-/// 0.91: each backend's mean varies by about ±0.15 between runs, so their difference spans
-/// about ±0.2 (−0.19 was the worst). 0.35 leaves room for that noise and still fails when the
-/// MPI measurements are wrong: the CPU-emulation bug fixed with this test (MPI polling counted as
-/// compute, so rank 0 looked 4 times slower) put the MPI mean more than 0.5 below.
+/// figures on a shared 2-core machine running 4 ranks. Measured here (load average 2–5), 13
+/// pairs of runs of this command gave threads means of 0.46–0.95 and MPI means of 0.47–0.94;
+/// MPI minus threads ranged from −0.28 to +0.23 with a standard deviation of about 0.17 and a
+/// mean near zero. 0.35 (about two standard deviations, one-sided) leaves room for that noise,
+/// the re-measurement below makes a chance failure rarer still, and the test still fails when the
+/// MPI measurements are wrong: with the CPU-emulation bug fixed alongside this test (an MPI rank
+/// polling for messages had that CPU time slowed down as if it were computation), this test
+/// failed with MPI 0.216 against threads 0.964.
 const MEAN_TOLERANCE: f64 = 0.35;
 
 /// Block is the distribution the model was measured under and, here, is I/O bound (emulated
-/// disk waits, which are not disturbed by CPU contention): both backends predict it within 2%
-/// on this machine, so it gets a tight bound.
+/// disk waits, which CPU contention does not disturb): both backends usually predict it within
+/// 2% on this machine (accuracy 0.98–0.99), so it gets a tighter bound than the mean.
 const BLOCK_TOLERANCE: f64 = 0.1;
 
 fn root() -> PathBuf {
@@ -171,9 +173,27 @@ fn block(doc: &serde_json::Value) -> &serde_json::Value {
     &doc["distributions"][1]
 }
 
-#[test]
-fn mpi_tune_is_as_accurate_as_threads_tune() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+/// `predicted/actual` seconds of every distribution, for messages.
+fn summary(doc: &serde_json::Value) -> String {
+    doc["distributions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {:.4}/{:.4}",
+                d["name"].as_str().unwrap(),
+                d["predicted_s"].as_f64().unwrap(),
+                d["actual_s"].as_f64().unwrap()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One threads run and one MPI run of the same command. Checks both documents, then compares
+/// their accuracy: `Err` describes how the MPI run fell short.
+fn compare_backends() -> Result<String, String> {
     let threads = tune(&["--backend", "threads"]);
     let mpi = tune(&[
         "--backend",
@@ -195,45 +215,47 @@ fn mpi_tune_is_as_accurate_as_threads_tune() {
         serde_json::json!([1000, 1000, 1000, 1000])
     );
 
-    let summary = |doc: &serde_json::Value| {
-        doc["distributions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| {
-                format!(
-                    "{} {:.4}/{:.4}",
-                    d["name"].as_str().unwrap(),
-                    d["predicted_s"].as_f64().unwrap(),
-                    d["actual_s"].as_f64().unwrap()
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let (mean_threads, mean_mpi) = (
-        threads["accuracy"]["mean"].as_f64().unwrap(),
-        mpi["accuracy"]["mean"].as_f64().unwrap(),
-    );
-    // Shown with `--nocapture`; the figures of the report.
-    println!(
-        "mean accuracy: threads {mean_threads:.3}, mpi {mean_mpi:.3}\n  threads (predicted/actual s): {}\n  mpi: {}",
-        summary(&threads),
-        summary(&mpi)
-    );
-    assert!(
-        mean_mpi >= mean_threads - MEAN_TOLERANCE,
-        "the MPI run's mean accuracy {mean_mpi:.3} is more than {MEAN_TOLERANCE} below the \
-         threads run's {mean_threads:.3}\n  threads: {}\n  mpi: {}",
-        summary(&threads),
-        summary(&mpi)
-    );
+    let mean = |doc: &serde_json::Value| doc["accuracy"]["mean"].as_f64().unwrap();
+    let (mean_threads, mean_mpi) = (mean(&threads), mean(&mpi));
     let (block_threads, block_mpi) = (accuracy(block(&threads)), accuracy(block(&mpi)));
-    assert!(
-        block_mpi >= block_threads - BLOCK_TOLERANCE,
-        "Block: the MPI run's accuracy {block_mpi:.3} is more than {BLOCK_TOLERANCE} below the \
-         threads run's {block_threads:.3}"
+    let figures = format!(
+        "mean accuracy: threads {mean_threads:.3}, mpi {mean_mpi:.3}; Block: threads \
+         {block_threads:.3}, mpi {block_mpi:.3}\n  threads (predicted/actual s): {}\n  mpi: {}",
+        summary(&threads),
+        summary(&mpi)
     );
+    if mean_mpi < mean_threads - MEAN_TOLERANCE {
+        return Err(format!(
+            "the MPI run's mean accuracy is more than {MEAN_TOLERANCE} below the threads \
+             run's; {figures}"
+        ));
+    }
+    if block_mpi < block_threads - BLOCK_TOLERANCE {
+        return Err(format!(
+            "the MPI run's Block accuracy is more than {BLOCK_TOLERANCE} below the threads \
+             run's; {figures}"
+        ));
+    }
+    Ok(figures)
+}
+
+/// The MPI backend's measurements give the model the same accuracy as the threads backend's.
+/// A wall-clock comparison on a shared machine has rare outliers (about one instrumented run in
+/// ten, on either backend, mismeasured Block by up to 2x while another job hogged the cores), so
+/// a failed comparison is measured once more and only a second failure fails the test: a
+/// systematic error in the MPI measurements fails both.
+#[test]
+fn mpi_tune_is_as_accurate_as_threads_tune() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let figures = compare_backends().or_else(|first| {
+        eprintln!("first comparison failed, measuring again: {first}");
+        compare_backends().map_err(|second| format!("{first}\nand again: {second}"))
+    });
+    match figures {
+        // Shown with `--nocapture`: the figures of the report.
+        Ok(figures) => println!("{figures}"),
+        Err(failures) => panic!("{failures}"),
+    }
 }
 
 #[test]

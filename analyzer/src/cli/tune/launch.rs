@@ -365,6 +365,31 @@ mod tests {
         assert_eq!(direct.get_args().count(), 0);
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn tune_takes_the_rank_count_from_the_cluster_file() {
+        let cluster = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/clusters/io-4.toml");
+        // Any executable stands in for mpirun: only its presence is checked here.
+        let l = Launcher::for_tune(Backend::Mpi, Some("/bin/sh"), None, &cluster).unwrap();
+        assert_eq!(words(&l), ["/bin/sh", "-np", "4"]);
+        let err =
+            Launcher::for_tune(Backend::Mpi, Some("/bin/sh -np 2"), None, &cluster).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("runs 2 processes but the cluster describes 4"),
+            "{err}"
+        );
+        let err =
+            Launcher::for_tune(Backend::Mpi, None, None, Path::new("no-such.toml")).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("--cluster `no-such.toml`"),
+            "{err:#}"
+        );
+        // The threads backend leaves the cluster to the runtime.
+        let l = Launcher::for_tune(Backend::Threads, None, None, Path::new("no-such.toml"));
+        assert_eq!(l.unwrap(), Launcher::Direct);
+    }
+
     #[test]
     fn a_missing_launcher_is_reported_by_name() {
         let l = mpi(Some("no-such-mpirun-here -np 2"), None, 2).unwrap();
