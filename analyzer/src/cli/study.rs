@@ -182,7 +182,15 @@ fn run_case(
         dir: dir.clone(),
         outcome,
     };
-    match tune_case(mheta, args, clock, ranks, fixture, &cluster, &args.out.join(&dir)) {
+    match tune_case(
+        mheta,
+        args,
+        clock,
+        ranks,
+        fixture,
+        &cluster,
+        &args.out.join(&dir),
+    ) {
         Ok(doc) => case(measured(&doc)),
         Err(e) => case(Outcome::Failed {
             error: format!("{e:#}"),
@@ -303,7 +311,10 @@ impl Case {
 
 /// `README.md` (the table) and `study.json`, both written atomically.
 fn write(out: &Path, cases: &[Case]) -> anyhow::Result<()> {
-    super::write_atomic(&out.join("study.json"), &serde_json::to_string_pretty(cases)?)?;
+    super::write_atomic(
+        &out.join("study.json"),
+        &serde_json::to_string_pretty(cases)?,
+    )?;
     super::write_atomic(&out.join("README.md"), &table(cases))
 }
 
@@ -448,7 +459,9 @@ mod tests {
         );
         assert!(t.contains("failed: step 2 / build"), "{t}");
         assert!(
-            t.contains("Over the 2 measured cases: mean of means 97.0%, lowest min 90.0%; 1 failed."),
+            t.contains(
+                "Over the 2 measured cases: mean of means 97.0%, lowest min 90.0%; 1 failed."
+            ),
             "{t}"
         );
     }
@@ -466,7 +479,11 @@ mod tests {
         else {
             panic!("measured")
         };
-        let block = doc.distributions.iter().find(|d| d.name == "block").unwrap();
+        let block = doc
+            .distributions
+            .iter()
+            .find(|d| d.name == "block")
+            .unwrap();
         assert!((speedup_over_block - block.actual_s / doc.best.actual_s).abs() < 1e-12);
         assert!(chosen_vs_best_percent >= 0.0);
         assert!(doc.distributions.iter().any(|d| d.name == worst));

@@ -377,9 +377,7 @@ fn measure(
             let path = work.join(format!("timings-{name}.json"));
             let mut command = program.command(&distribution, iterations);
             command.arg("--timings").arg(&path);
-            program
-                .execute(command, &distribution)
-                .with_context(step)?;
+            program.execute(command, &distribution).with_context(step)?;
             let text = std::fs::read_to_string(&path)
                 .with_context(|| format!("the program wrote no timings to `{}`", path.display()))
                 .with_context(step)?;
