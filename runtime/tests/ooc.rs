@@ -449,18 +449,19 @@ fn io_errors_name_the_file() {
 
 #[test]
 fn disk_emulation_charges_latency_plus_transfer() {
-    // 40 ms per call and 1 MB/s: a block of 125 f64 (1000 B) costs 40 ms + 1 ms = 41 ms to read
-    // and 42 ms to write — far above what the real write + fsync takes even on a loaded machine,
-    // so the emulation always has a shortfall to charge.
+    // 400 ms per call and 1 MB/s: a block of 125 f64 (1000 B) costs 400 ms + 1 ms = 401 ms to
+    // read and 402 ms to write — far above what the real write + fsync takes even on a loaded
+    // machine (with 40 ms, an fsync behind heavy disk traffic once took longer), so the
+    // emulation always has a shortfall to charge.
     let disk = DiskModel {
-        latency_s: 40e-3,
+        latency_s: 400e-3,
         read_bps: 1e6,
         write_bps: 0.5e6,
     };
     let dir = tempfile::tempdir().unwrap();
     let s = store(dir.path(), u64::MAX, disk, false);
     let mut a = fixed::<f64>(&s, "A", 2, 125, Placement::OutOfCore { icla_rows: 1 });
-    for (op, cost) in [("write", 42e-3), ("read", 41e-3)] {
+    for (op, cost) in [("write", 402e-3), ("read", 401e-3)] {
         let before = a.stats().charged_s;
         let start = Instant::now();
         match op {
