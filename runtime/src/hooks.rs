@@ -28,7 +28,7 @@ pub use crate::format::IoKind;
 use crate::format::{ArrayInfo, StageKey};
 use guards::Frame;
 pub use guards::{event, group, io, iteration, section, stage, tile, Guard, IoGuard};
-pub use record::{io_code, io_kind, CallKind, Record, RecordKind, NONE};
+pub use record::{io_code, io_kind, CallKind, Record, RecordKind, IN_CORE_COPY, NONE};
 
 use crate::clock;
 use crate::comm::Traffic;
@@ -46,6 +46,7 @@ pub struct IoCalibration {
     pub async_overhead_s: f64,
     pub read_per_byte_s: f64,
     pub write_per_byte_s: f64,
+    pub copy_per_byte_s: f64,
 }
 
 /// What one rank recorded, handed back by [`uninstall`].
@@ -309,6 +310,15 @@ pub fn set_io_calibration(calibration: IoCalibration) {
 
 /// Record one I/O operation on the current rank.
 pub fn record_io(var: VarId, op: IoKind, bytes: u64, begin_s: f64, end_s: f64) {
+    record_io_code(var, io_code(op), bytes, begin_s, end_s);
+}
+
+/// Record the in-core copy of `bytes` an instrumented block write timed ([`IN_CORE_COPY`]).
+pub fn record_in_core_copy(var: VarId, bytes: u64, begin_s: f64, end_s: f64) {
+    record_io_code(var, IN_CORE_COPY, bytes, begin_s, end_s);
+}
+
+fn record_io_code(var: VarId, aux: u32, bytes: u64, begin_s: f64, end_s: f64) {
     if !active() {
         return;
     }
@@ -322,7 +332,7 @@ pub fn record_io(var: VarId, op: IoKind, bytes: u64, begin_s: f64, end_s: f64) {
         let record = Record {
             kind: RecordKind::Io,
             id: var.0,
-            aux: io_code(op),
+            aux,
             key,
             in_stage,
             event: r.event,

@@ -392,6 +392,7 @@ where
                 async_overhead_s: disk.async_overhead_s,
                 read_per_byte_s: disk.read_per_byte_s,
                 write_per_byte_s: disk.write_per_byte_s,
+                copy_per_byte_s: disk.copy_per_byte_s,
             });
         }
         if instrument || settings.timing {

@@ -85,6 +85,11 @@ pub struct NodeMeasurements {
     pub read_per_byte_s: f64,
     /// w: seconds to write one byte to this node's disk.
     pub write_per_byte_s: f64,
+    /// Seconds per byte of a block write to an in-core array (a memory copy) at this node's
+    /// CPU power: what an in-core array's writes cost, which the instrumented run (arrays
+    /// forced out of core) does not see. Absent in older files: zero.
+    #[serde(default)]
+    pub copy_per_byte_s: f64,
     pub stages: Vec<StageMeasurement>,
     pub io: Vec<IoMeasurement>,
     pub events: Vec<EventMeasurement>,

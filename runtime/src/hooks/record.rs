@@ -98,7 +98,12 @@ pub fn io_code(op: IoKind) -> u32 {
     }
 }
 
-/// The I/O kind of a record's `aux`.
+/// The `aux` of an I/O record that is not a disk operation: the memory copy an in-core write
+/// of the same block would have made, timed by an instrumented run's block write (see
+/// `ooc::OocArray::write_block`).
+pub const IN_CORE_COPY: u32 = 4;
+
+/// The I/O kind of a record's `aux` (`None` for [`IN_CORE_COPY`]).
 pub fn io_kind(code: u32) -> Option<IoKind> {
     match code {
         0 => Some(IoKind::Read),

@@ -1,8 +1,11 @@
 //! One node's measurements from its records (seed §5.2.2–5.2.3).
 //!
-//! - Stage compute `T_φ` = stage time − time of the I/O recorded inside the stage.
+//! - Stage compute `T_φ` = stage time − time of the I/O and communication recorded inside the
+//!   stage. A wait record is not I/O: it spans the compute overlapping its prefetch.
 //! - I/O per (stage, variable): counts, bytes, seconds; `T_A` = time between a prefetch's end and
 //!   its wait's begin, less the I/O and communication in between (seed Fig. 5.5, 5.6).
+//! - In-core copy cost per byte: the `IN_CORE_COPY` records' seconds over their bytes (else the
+//!   microbenchmark's figure); those records are not the stage's computation either.
 //! - Per event: messages, bytes, send and receive overheads (call time − blocked time, split by
 //!   messages for collectives), blocked time `T_w`, total time, and the ranks actually talked to.
 //! - Tile trips per tile loop, trips per repeated group, iteration time.
@@ -17,7 +20,7 @@ use crate::format::{
     StageKey, StageMeasurement, TileMeasurement,
 };
 use crate::hooks::{
-    io_kind, var_name, CallKind, IoKind, RankRecords, Record, RecordKind, VarId, NONE,
+    io_kind, var_name, CallKind, IoKind, RankRecords, Record, RecordKind, VarId, IN_CORE_COPY, NONE,
 };
 
 #[derive(Default)]
@@ -76,6 +79,7 @@ pub fn aggregate_node(
     let mut busy = 0.0; // I/O and communication seconds so far, for T_A.
     let mut reads: Vec<(f64, f64)> = Vec::new();
     let mut writes: Vec<(f64, f64)> = Vec::new();
+    let mut copies = (0.0, 0.0); // bytes and seconds of in-core copies
 
     for r in records.iter().copied().filter(|r| inside_iteration(r)) {
         let dur = r.duration_s();
@@ -91,9 +95,19 @@ pub fn aggregate_node(
             RecordKind::Event => {
                 event_entry(&mut events, r.id).total_s += dur;
             }
+            RecordKind::Io if r.aux == IN_CORE_COPY => {
+                if r.in_stage {
+                    stages.entry(r.key).or_default().io += dur;
+                }
+                copies.0 += r.bytes as f64;
+                copies.1 += dur;
+                busy += dur;
+            }
             RecordKind::Io => {
                 let Some(op) = io_kind(r.aux) else { continue };
-                if r.in_stage {
+                // A wait record spans the compute since its prefetch returned (T_A), not I/O: an
+                // instrumented wait does no I/O (seed Fig. 5.6).
+                if r.in_stage && op != IoKind::Wait {
                     stages.entry(r.key).or_default().io += dur;
                 }
                 let m = io
@@ -118,12 +132,15 @@ pub fn aggregate_node(
                         writes.push((r.bytes as f64, dur));
                     }
                     IoKind::Wait => {
+                        // The wait record runs from the prefetch's return to the entry into
+                        // the wait; T_A is that span less the I/O and communication inside it.
                         if let Some((end, busy_then, key)) = pending_prefetch.remove(&r.id) {
-                            let overlap = (r.begin_s - end - (busy - busy_then)).max(0.0);
+                            let overlap = (r.end_s - end - (busy - busy_then)).max(0.0);
                             io.entry((key, r.id))
                                 .or_insert_with(|| empty_io(key, r.id))
                                 .overlap_s += overlap;
                         }
+                        continue;
                     }
                 }
                 busy += dur;
@@ -186,6 +203,7 @@ pub fn aggregate_node(
         async_overhead_s: 0.0,
         read_per_byte_s,
         write_per_byte_s,
+        copy_per_byte_s: 0.0,
         stages: stages
             .into_iter()
             .map(|(key, s)| StageMeasurement {
@@ -239,6 +257,12 @@ pub fn aggregate_node(
         node.async_overhead_s = c.async_overhead_s;
         node.read_per_byte_s = c.read_per_byte_s;
         node.write_per_byte_s = c.write_per_byte_s;
+        node.copy_per_byte_s = c.copy_per_byte_s;
+    }
+    // Copies timed inside the iterations, under the run's own cache and CPU contention, are
+    // preferred to the microbenchmark's.
+    if copies.0 > 0.0 {
+        node.copy_per_byte_s = copies.1 / copies.0;
     }
     Ok(node)
 }
@@ -355,6 +379,98 @@ mod tests {
         );
         assert_eq!(fit(&[(10.0, 1.0), (10.0, 3.0)]), (0.0, 0.2));
         assert_eq!(fit(&[]), (0.0, 0.0));
+    }
+
+    /// A record of `kind` spanning `begin..end` on the clock and `open..close` in sequence.
+    fn record(kind: RecordKind, id: u32, aux: u32, span: (f64, f64), seq: (u32, u32)) -> Record {
+        Record {
+            kind,
+            id,
+            aux,
+            key: StageKey {
+                section: 0,
+                tile: None,
+                stage: 1,
+            },
+            in_stage: kind != RecordKind::Iteration,
+            event: NONE,
+            peer: NONE,
+            traffic: Default::default(),
+            bytes: 100,
+            begin_s: span.0,
+            end_s: span.1,
+            open: seq.0,
+            close: seq.1,
+        }
+    }
+
+    #[test]
+    fn prefetch_wait_span_is_compute_and_its_overlap_is_t_a() {
+        // One stage of 10 s: a prefetch of var 0 (0–2 s), a write of var 1 (3–4 s) and the
+        // wait for var 0, whose record spans the prefetch's return to the wait's entry (2–7 s).
+        let rr = RankRecords {
+            records: vec![
+                record(RecordKind::Iteration, 0, 0, (0.0, 10.0), (0, 9)),
+                record(RecordKind::Stage, 0, 0, (0.0, 10.0), (1, 8)),
+                record(
+                    RecordKind::Io,
+                    0,
+                    crate::hooks::io_code(IoKind::Prefetch),
+                    (0.0, 2.0),
+                    (2, 3),
+                ),
+                record(
+                    RecordKind::Io,
+                    1,
+                    crate::hooks::io_code(IoKind::Write),
+                    (3.0, 4.0),
+                    (4, 5),
+                ),
+                record(
+                    RecordKind::Io,
+                    0,
+                    crate::hooks::io_code(IoKind::Wait),
+                    (2.0, 7.0),
+                    (6, 7),
+                ),
+            ],
+            ..RankRecords::default()
+        };
+        let node = aggregate_node(0, 1, 10, &rr).unwrap();
+        // Stage time 10 less the prefetch (2) and the write (1); the wait is not I/O.
+        assert_eq!(node.stages.len(), 1);
+        assert_eq!(node.stages[0].compute_s, 7.0);
+        assert_eq!(node.stages[0].io_s, 3.0);
+        // T_A: 7 − 2 from the prefetch's end to the wait, less the 1 s write in between.
+        let prefetched = node.io.iter().find(|m| m.prefetches > 0.0).unwrap();
+        assert_eq!(prefetched.overlap_s, 4.0);
+        assert_eq!(prefetched.read_s, 2.0);
+    }
+
+    #[test]
+    fn in_core_copies_are_not_compute_and_give_the_copy_cost() {
+        // A 10 s stage whose block write (1–3 s) was preceded by its timed in-core copy of
+        // 100 B (0.5–1 s): compute 10 − 2 − 0.5, copy cost 0.5 s / 100 B.
+        let rr = RankRecords {
+            records: vec![
+                record(RecordKind::Iteration, 0, 0, (0.0, 10.0), (0, 7)),
+                record(RecordKind::Stage, 0, 0, (0.0, 10.0), (1, 6)),
+                record(RecordKind::Io, 0, IN_CORE_COPY, (0.5, 1.0), (2, 3)),
+                record(
+                    RecordKind::Io,
+                    0,
+                    crate::hooks::io_code(IoKind::Write),
+                    (1.0, 3.0),
+                    (4, 5),
+                ),
+            ],
+            ..RankRecords::default()
+        };
+        let node = aggregate_node(0, 1, 10, &rr).unwrap();
+        assert_eq!(node.stages[0].compute_s, 7.5);
+        assert_eq!(node.copy_per_byte_s, 0.005);
+        assert_eq!(node.io.len(), 1);
+        assert_eq!((node.io[0].writes, node.io[0].write_s), (1.0, 2.0));
     }
 
     #[test]

@@ -95,6 +95,7 @@ pub fn pack(rr: &RankRecords, offset_s: f64) -> Vec<u8> {
                 c.async_overhead_s,
                 c.read_per_byte_s,
                 c.write_per_byte_s,
+                c.copy_per_byte_s,
             ] {
                 w.f64(x);
             }
@@ -182,6 +183,7 @@ pub fn unpack(bytes: &[u8]) -> Result<RankRecords, String> {
             async_overhead_s: r.f64()?,
             read_per_byte_s: r.f64()?,
             write_per_byte_s: r.f64()?,
+            copy_per_byte_s: r.f64()?,
         }),
     };
     if r.at != bytes.len() {
@@ -321,6 +323,7 @@ mod tests {
                 async_overhead_s: 3e-4,
                 read_per_byte_s: 1e-9,
                 write_per_byte_s: 2e-9,
+                copy_per_byte_s: 1e-10,
             }),
         };
         let back = unpack(&pack(&rr, 10.0)).unwrap();

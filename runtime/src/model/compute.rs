@@ -52,7 +52,9 @@ impl StageCost {
         }
     }
 
-    /// `T_γ = T_φ' + Σ_{m∈β} T_ψ(m)` (§5.3.1).
+    /// `T_γ = T_φ' + Σ_{m∈β} T_ψ(m)` (§5.3.1), plus the memory copies of block writes to the
+    /// arrays not in β (in-core writes; not in the seed, whose in-core arrays were not written
+    /// through its I/O layer).
     pub fn t_gamma(
         &self,
         arrays: &[ArrayCost],
@@ -61,6 +63,15 @@ impl StageCost {
         state: &OocState,
     ) -> Tau {
         let t_phi = self.t_phi(node, state.rows);
+        let mut compute_s = t_phi;
+        for io in &self.io {
+            if !state.is_out_of_core(io.array) {
+                // An in-core array's block writes are memory copies, CPU work (the
+                // instrumented run, with every array out of core, wrote to disk instead).
+                let bytes = io.write * state.rows as f64 * arrays[io.array].bytes_per_row;
+                compute_s += bytes * memory.copy_per_byte;
+            }
+        }
         let mut io_s = 0.0;
         if state.mask != 0 {
             let n_l = state.n_l as f64;
@@ -86,10 +97,7 @@ impl StageCost {
                 io_s += out_of_core::t_psi(io.mode, io.read, io.write, &costs);
             }
         }
-        Tau {
-            compute_s: t_phi,
-            io_s,
-        }
+        Tau { compute_s, io_s }
     }
 }
 

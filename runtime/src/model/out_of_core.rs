@@ -45,6 +45,8 @@ pub(crate) struct NodeMemory {
     /// `r(m)`, `w(m)` per array (indexed like the model's arrays): seconds per byte.
     pub read_per_byte: Vec<f64>,
     pub write_per_byte: Vec<f64>,
+    /// Seconds per byte written to an in-core array (a memory copy), at the target's CPU.
+    pub copy_per_byte: f64,
     /// Per array, summed over the stages that access it (times their passes per iteration):
     /// per-piece overheads (`O_r`, `O_A`, `O_w`) and per-byte costs (`r(m)`, `w(m)`), for the
     /// heuristic's I/O estimate.
@@ -206,6 +208,7 @@ mod tests {
             o_a: 0.0,
             read_per_byte: vec![0.0; 3],
             write_per_byte: vec![0.0; 3],
+            copy_per_byte: 0.0,
             io_per_piece: vec![1.0; 3],
             io_per_byte: vec![1e-3; 3],
         }

@@ -49,6 +49,7 @@ impl Case {
                 async_overhead_s: 0.0,
                 read_per_byte_s: 0.0,
                 write_per_byte_s: 0.0,
+                copy_per_byte_s: 0.0,
                 stages: vec![],
                 io: vec![],
                 events: vec![],
@@ -547,6 +548,11 @@ fn out_of_core_stage_and_message_through_the_model() {
 /// r = w = 1e-6 s/B, so T_r = T_w = 0.0025 s and one full pass in one direction costs
 /// N_L · (0.001 + 0.0025) = 0.014 s.
 fn two_array_io(a: (f64, f64), b: (f64, f64)) -> Model {
+    two_array_io_copying(a, b, 0.0)
+}
+
+/// [`two_array_io`] where writing an in-core array costs `copy_per_byte_s` per byte.
+fn two_array_io_copying(a: (f64, f64), b: (f64, f64), copy_per_byte_s: f64) -> Model {
     let mut c = Case::new(&[100, 100]);
     for name in ["a", "b"] {
         c.m.arrays.push(ArrayInfo {
@@ -580,6 +586,7 @@ fn two_array_io(a: (f64, f64), b: (f64, f64)) -> Model {
         n.write_overhead_s = 0.001;
         n.read_per_byte_s = 1e-6;
         n.write_per_byte_s = 1e-6;
+        n.copy_per_byte_s = copy_per_byte_s;
         for (var, (read, written)) in [("a", a), ("b", b)] {
             n.io.push(IoMeasurement {
                 key,
@@ -630,6 +637,26 @@ fn arrays_swapping_roles_cost_one_pass_each_way_not_two() {
         per_tile.predict(&[100, 100]).unwrap().nodes[1].io_s,
         0.056
     ));
+}
+
+#[test]
+fn in_core_writes_cost_a_memory_copy() {
+    // Node 0 holds both arrays in core; each is written half the time (f_w = ½), so the stage
+    // writes ½ · 10000 + ½ · 10000 = 10000 B of in-core rows per iteration, a memory copy of
+    // 1e-8 s/B: 1e-4 s of computation on top of T_φ = 1. Node 1 writes to disk instead
+    // (0.028 s of I/O, as without copies) and copies nothing.
+    let p = two_array_io_copying((0.5, 0.5), (0.5, 0.5), 1e-8)
+        .predict(&[100, 100])
+        .unwrap();
+    assert!(close(p.nodes[0].compute_s, 1.0 + 1e-4), "{p:?}");
+    assert!(close(p.nodes[0].io_s, 0.0), "{p:?}");
+    assert!(close(p.nodes[1].compute_s, 1.0), "{p:?}");
+    assert!(close(p.nodes[1].io_s, 0.028), "{p:?}");
+    // Reading `a` fully and writing `b` fully: the same 10000 B copied, all of it `b`.
+    let p = two_array_io_copying((1.0, 0.0), (0.0, 1.0), 1e-8)
+        .predict(&[100, 100])
+        .unwrap();
+    assert!(close(p.nodes[0].compute_s, 1.0 + 1e-4), "{p:?}");
 }
 
 #[test]

@@ -364,6 +364,7 @@ impl<'a> Builder<'a> {
             o_a,
             read_per_byte,
             write_per_byte,
+            copy_per_byte: check(&field("copy_per_byte_s"), n.copy_per_byte_s)? * self.cpu_ratio[i],
             io_per_piece: Vec::new(),
             io_per_byte: Vec::new(),
         })
