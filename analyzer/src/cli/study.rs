@@ -37,6 +37,9 @@ pub struct StudyArgs {
     /// Iterations of every compared run.
     #[arg(long, value_name = "K", default_value_t = 6)]
     pub iterations: u32,
+    /// Runs of every compared distribution, at most (`mheta tune --repeat`).
+    #[arg(long, value_name = "R", default_value_t = 3)]
+    pub repeat: u32,
     /// Search time budget of every case.
     #[arg(long, default_value = "1s")]
     pub budget: String,
@@ -219,6 +222,7 @@ fn tune_case(
         .args(["--ranks", &ranks.to_string(), "--clock", clock])
         .args(["--rows", &fixture.rows.to_string()])
         .args(["--iterations", &args.iterations.to_string()])
+        .args(["--repeat", &args.repeat.to_string()])
         .args(["--budget", &args.budget])
         .arg("--report")
         .arg(dir)
@@ -325,7 +329,8 @@ pub fn table(cases: &[Case]) -> String {
          Written by `mheta study` (see the repository README). Accuracy of one distribution is\n\
          1 − |predicted − actual| / min(predicted, actual); mean and min are over the chosen\n\
          distribution and the spectrum Block, Balanced, In-Core, In-Core-Balanced. Each case's\n\
-         directory holds its `tune.json` and an HTML report with the plots.\n",
+         directory holds its `tune.json` and an HTML report with the plots; its `actual_method`\n\
+         says how actual times were measured (runs, iterations, repetitions).\n",
     );
     let mut settings: Vec<(String, usize)> = Vec::new();
     for c in cases {

@@ -63,9 +63,14 @@ pub struct TuneArgs {
     /// Rows S of the distributed dimension [default: the program's].
     #[arg(long, value_name = "N")]
     pub rows: Option<u64>,
-    /// Iterations of every compared run (the instrumented model run always runs 4).
+    /// Iterations of every compared run (the instrumented model run always runs 6).
     #[arg(long, value_name = "K", default_value_t = 3)]
     pub iterations: u32,
+    /// Runs of every compared distribution, at most; its actual time is their median. A
+    /// distribution is not run again once its runs have spent REPEAT_SECONDS (2 s) in measured
+    /// iterations, so long runs run once.
+    #[arg(long, value_name = "R", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
     /// Search algorithm: gbs, gs, ga, sa or exact.
     #[arg(long, default_value = "gbs", value_parser = parse_algorithm)]
     pub algorithm: Algorithm,
@@ -91,10 +96,13 @@ pub struct TuneArgs {
 }
 
 /// Iterations of the instrumented run the model is built from: the first two are a warm-up the
-/// measurements leave out (`format::warm_up_iterations`), and two more average over an array
-/// pair that swaps roles each iteration (Jacobi's A and B), so each is seen once read and once
-/// written.
-pub const MODEL_ITERATIONS: u32 = 4;
+/// measurements leave out (`format::warm_up_iterations`), and four more are averaged. Their
+/// number is even, so an array pair that swaps roles each iteration (Jacobi's A and B) is seen
+/// as often read as written.
+pub const MODEL_ITERATIONS: u32 = 6;
+
+/// Measured seconds after which `--repeat` runs a distribution no more.
+pub const REPEAT_SECONDS: f64 = 2.0;
 
 /// The spectrum of distributions every tune run compares (seed Fig. 6.1).
 pub const SPECTRUM: [&str; 4] = ["block", "balanced", "in-core", "in-core-balanced"];
@@ -217,7 +225,22 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             .find(|d: &&DistributionResult| d.rows == rows);
         let actual = match earlier {
             Some(d) => d.actual_s,
-            None => measure(&program, method, &rows, args.iterations, work, name)?,
+            None => {
+                let mut runs = Vec::new();
+                while runs.len() < args.repeat as usize
+                    && runs.iter().sum::<f64>() * f64::from(args.iterations) < REPEAT_SECONDS
+                {
+                    runs.push(measure(
+                        &program,
+                        method,
+                        &rows,
+                        args.iterations,
+                        work,
+                        name,
+                    )?);
+                }
+                median(&mut runs)
+            }
         };
         distributions.push(DistributionResult::new(name, rows, predicted, actual));
     }
@@ -247,7 +270,15 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         clock: measured.clock.clone(),
         total_rows: measured.rows,
         iterations: args.iterations,
-        actual_method: method.describe().into(),
+        actual_method: if args.repeat > 1 {
+            format!(
+                "{}; the median of up to {} runs (no more once they measured {REPEAT_SECONDS} s)",
+                method.describe(),
+                args.repeat
+            )
+        } else {
+            method.describe().into()
+        },
         best_breakdown,
         searches: searches.iter().map(summary).collect(),
         trace_file: args.report.as_ref().map(|_| "trace.json".into()),
@@ -408,6 +439,16 @@ fn measure(
     }
 }
 
+/// The median of `values` (the mean of the middle two for an even count); 0 when empty.
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
 fn summary(result: &SearchResult) -> SearchSummary {
     SearchSummary {
         algorithm: result.algorithm.to_string(),
@@ -433,4 +474,17 @@ fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
 fn parse_budget(s: &str) -> Result<Duration, String> {
     let seconds = mheta_runtime::cluster::units::parse_duration(s)?;
     Duration::try_from_secs_f64(seconds).map_err(|e| format!("budget `{s}`: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn median_of_repeated_runs() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&mut [5.0]), 5.0);
+        assert_eq!(median(&mut []), 0.0);
+    }
 }
