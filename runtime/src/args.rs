@@ -152,6 +152,12 @@ pub struct Args {
     /// Instrumented run: record every hook and write measurements (seed §5.2).
     #[arg(long)]
     pub instrument: bool,
+    /// In an instrumented run: leave the arrays the memory budget keeps in core in core instead of
+    /// forcing them through the disk (seed §5.2.2). Such a run measures in-core computation,
+    /// which runs faster than computation between block reads and writes; `mheta tune` makes
+    /// one after the forced run and merges the two (`in_core_compute_s`).
+    #[arg(long)]
+    pub keep_in_core: bool,
     /// Where an instrumented run writes its measurements [default: measurements.json].
     #[arg(long, value_name = "FILE")]
     pub measurements: Option<PathBuf>,
@@ -183,6 +189,7 @@ impl Default for Args {
             rows: None,
             iterations: 10,
             instrument: false,
+            keep_in_core: false,
             measurements: None,
             trace: None,
             timings: None,

@@ -23,6 +23,8 @@ pub struct RunSettings {
     pub cluster: ClusterSpec,
     pub iterations: u32,
     pub instrument: bool,
+    /// An instrumented run that leaves in-core arrays in core (`--keep-in-core`).
+    pub keep_in_core: bool,
     /// Time the main loop's iterations (`--timings`).
     pub timing: bool,
     pub clock: ClockMode,
@@ -130,8 +132,12 @@ impl Context {
         if let Some(s) = self.store.get() {
             return Ok(s);
         }
-        let config =
-            StoreConfig::for_node(self.scratch_dir(), self.node(), self.settings.instrument);
+        let config = StoreConfig::for_node(
+            self.scratch_dir(),
+            self.node(),
+            self.settings.instrument,
+            self.settings.keep_in_core,
+        );
         let store = NodeStore::open(config)?;
         Ok(self.store.get_or_init(|| store))
     }

@@ -171,6 +171,7 @@ impl<'a> Launch<'a> {
             cluster,
             iterations: a.iterations,
             instrument: a.instrumented(),
+            keep_in_core: a.keep_in_core,
             timing: a.timings.is_some(),
             clock: a.clock,
             scratch: PathBuf::new(),

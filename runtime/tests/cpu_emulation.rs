@@ -26,6 +26,7 @@ fn array(dir: &std::path::Path) -> OocArray<f64> {
             write_bps: f64::INFINITY,
         },
         instrumented: false,
+        force_out_of_core: false,
     })
     .unwrap();
     let spec = ArraySpec::new("u", ROWS, ROW_LEN).with_placement(Placement::OutOfCore {

@@ -15,6 +15,7 @@ fn store(dir: &Path, memory_bytes: u64, disk: DiskModel, instrumented: bool) -> 
         memory_bytes,
         disk,
         instrumented,
+        force_out_of_core: instrumented,
     })
     .unwrap()
 }
@@ -226,6 +227,27 @@ fn instrumented_runs_force_in_core_arrays_through_two_blocks() {
     assert_eq!(a.stats().reads, 4);
 }
 
+#[test]
+fn keep_in_core_runs_leave_in_core_arrays_in_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = NodeStore::open(StoreConfig {
+        dir: dir.path().to_path_buf(),
+        memory_bytes: 200,
+        disk: DiskModel::unthrottled(),
+        instrumented: true,
+        force_out_of_core: false,
+    })
+    .unwrap();
+    // 9 rows of 16 B fit the 200 B budget: in core, no I/O. 30 rows do not: still out of core.
+    let mut a = OocArray::<f64>::new(&s, ArraySpec::new("A", 9, 2)).unwrap();
+    assert_eq!(a.placement(), Placement::InCore);
+    write_all(&mut a);
+    check_all(&mut a);
+    assert_eq!((a.stats().writes, a.stats().reads), (0, 0));
+    let b = OocArray::<f64>::new(&s, ArraySpec::new("B", 30, 2)).unwrap();
+    assert!(b.is_out_of_core());
+}
+
 /// The unrolled prefetch loop of seed Fig. 5.7, with `compute` between prefetch and wait.
 /// Returns the sum of all elements read.
 fn prefetch_loop(a: &mut OocArray<f64>, compute: impl Fn()) -> f64 {
@@ -408,6 +430,7 @@ fn io_errors_name_the_file() {
         memory_bytes: 1,
         disk: DiskModel::unthrottled(),
         instrumented: false,
+        force_out_of_core: false,
     })
     .unwrap_err();
     assert!(

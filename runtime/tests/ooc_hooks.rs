@@ -28,6 +28,7 @@ fn array(dir: &Path, instrumented: bool) -> OocArray<f64> {
         memory_bytes: u64::MAX,
         disk: DISK,
         instrumented,
+        force_out_of_core: instrumented,
     };
     let store = NodeStore::open(config).unwrap();
     let spec = ArraySpec::new("A", 2, 125).with_placement(Placement::OutOfCore { icla_rows: 1 });

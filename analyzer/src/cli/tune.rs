@@ -125,7 +125,7 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
             scratch.path()
         }
     };
-    let mut progress = Progress::new(5 + SPECTRUM.len() as u64 + u64::from(args.report.is_some()));
+    let mut progress = Progress::new(6 + SPECTRUM.len() as u64 + u64::from(args.report.is_some()));
     let result = tune(args, work, &mut progress);
     progress.finish();
     let doc = result?;
@@ -174,15 +174,38 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     progress.step("one instrumented run under block");
     let structure_path = work.join("structure.json");
     let trace_path = work.join("trace.json");
-    let measured = program
+    let measurements_path = work.join("measurements.json");
+    let mut measured = program
         .run(&RunSpec {
             distribution: "block",
             iterations: MODEL_ITERATIONS,
-            measurements: &work.join("measurements.json"),
+            measurements: &measurements_path,
             emit_structure: Some(&structure_path),
             trace: args.report.as_ref().map(|_| trace_path.as_path()),
+            keep_in_core: false,
         })
         .context("step 3 (instrumented run) failed")?;
+    // The forced run measures I/O, and computation as it runs between block reads and writes;
+    // a second run that keeps in-core arrays in core measures computation as it runs in core.
+    progress.step("one instrumented run under block, in-core arrays kept in core");
+    let kept = program
+        .run(&RunSpec {
+            distribution: "block",
+            iterations: MODEL_ITERATIONS,
+            measurements: &work.join("measurements-in-core.json"),
+            emit_structure: None,
+            trace: None,
+            keep_in_core: true,
+        })
+        .context("step 3 (instrumented in-core run) failed")?;
+    measured
+        .merge_in_core_compute(&kept)
+        .map_err(|e| anyhow::anyhow!("step 3: the in-core run does not match: {e}"))?;
+    super::write_atomic(
+        &measurements_path,
+        &serde_json::to_string_pretty(&measured).context("step 3: serializing measurements")?,
+    )
+    .context("step 3: writing the merged measurements")?;
     let structure_text = std::fs::read_to_string(&structure_path).with_context(|| {
         format!(
             "step 3: the program wrote no `{}`",
@@ -432,6 +455,7 @@ fn measure(
                     measurements: &work.join(format!("measurements-{name}.json")),
                     emit_structure: None,
                     trace: None,
+                    keep_in_core: false,
                 })
                 .with_context(step)?;
             Ok(program::iteration_seconds(&measurements))

@@ -35,6 +35,48 @@ pub struct Measurements {
     pub nodes: Vec<NodeMeasurements>,
 }
 
+impl Measurements {
+    /// Take the in-core computation from `kept`, an instrumented run of the same program,
+    /// distribution and cluster made with `--keep-in-core`: every stage of a node that did no
+    /// block I/O there (all its arrays were in core) gets `in_core_compute_s`. Returns how many
+    /// nodes did; fails, naming the field, when the two runs do not match.
+    pub fn merge_in_core_compute(&mut self, kept: &Measurements) -> Result<usize, String> {
+        if kept.structure != self.structure {
+            return Err("structure: the in-core run measured a different program".into());
+        }
+        if kept.distribution != self.distribution {
+            return Err(format!(
+                "distribution: the in-core run used {:?}, the measurements {:?}",
+                kept.distribution, self.distribution
+            ));
+        }
+        if kept.nodes.len() != self.nodes.len() {
+            return Err(format!(
+                "nodes: the in-core run has {} nodes, the measurements {}",
+                kept.nodes.len(),
+                self.nodes.len()
+            ));
+        }
+        let mut merged = 0;
+        for (node, other) in self.nodes.iter_mut().zip(&kept.nodes) {
+            if !other.io.is_empty() {
+                continue;
+            }
+            merged += 1;
+            for stage in &mut node.stages {
+                stage.in_core_compute_s = Some(
+                    other
+                        .stages
+                        .iter()
+                        .find(|s| s.key == stage.key)
+                        .map_or(0.0, |s| s.compute_s),
+                );
+            }
+        }
+        Ok(merged)
+    }
+}
+
 /// Which structure (and which solver in it) these measurements belong to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StructureId {
@@ -118,6 +160,12 @@ pub struct StageMeasurement {
     pub compute_s: f64,
     /// I/O time inside the stage, seconds per iteration.
     pub io_s: f64,
+    /// T_φ of the stage on this node in a run that kept the node's arrays in core
+    /// (`--keep-in-core`; see [`Measurements::merge_in_core_compute`]), when it did. Computation
+    /// between block reads and writes runs slower than in core (the I/O evicts caches and TLB
+    /// entries), so the model uses this figure for nodes it places entirely in core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_core_compute_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -170,4 +218,104 @@ pub struct GroupMeasurement {
     pub group: u32,
     /// Trips of the nested iteration per main-loop iteration.
     pub trips: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{ClusterSpec, NetworkSpec, NodeSpec};
+
+    fn measurements(io_on: &[bool], compute: f64) -> Measurements {
+        let node = |rank: usize| NodeMeasurements {
+            rank: rank as u32,
+            rows: 10,
+            iteration_s: 1.0,
+            read_overhead_s: 0.0,
+            write_overhead_s: 0.0,
+            async_overhead_s: 0.0,
+            read_per_byte_s: 0.0,
+            write_per_byte_s: 0.0,
+            copy_per_byte_s: 0.0,
+            stages: vec![StageMeasurement {
+                key: StageKey {
+                    section: 0,
+                    tile: None,
+                    stage: 0,
+                },
+                count: 1.0,
+                compute_s: compute,
+                io_s: 0.0,
+                in_core_compute_s: None,
+            }],
+            io: if io_on[rank] {
+                vec![IoMeasurement {
+                    key: StageKey {
+                        section: 0,
+                        tile: None,
+                        stage: 0,
+                    },
+                    var: "a".into(),
+                    reads: 1.0,
+                    writes: 0.0,
+                    prefetches: 0.0,
+                    bytes_read: 8.0,
+                    bytes_written: 0.0,
+                    read_s: 0.1,
+                    write_s: 0.0,
+                    overlap_s: 0.0,
+                }]
+            } else {
+                Vec::new()
+            },
+            events: Vec::new(),
+            tiles: Vec::new(),
+            groups: Vec::new(),
+        };
+        Measurements {
+            schema: MEASUREMENTS_SCHEMA.into(),
+            structure: StructureId {
+                crate_name: "c".into(),
+                solver: "c::solve".into(),
+                digest: "0".into(),
+            },
+            clock: "virtual".into(),
+            rows: 10 * io_on.len() as u64,
+            iterations: 2,
+            distribution: vec![10; io_on.len()],
+            cluster: ClusterSpec {
+                network: NetworkSpec {
+                    latency_s: 0.0,
+                    bandwidth_bps: 1e9,
+                },
+                nodes: vec![
+                    NodeSpec {
+                        cpu: 1.0,
+                        memory_bytes: 1 << 20,
+                        disk_read_bps: 1e8,
+                        disk_write_bps: 1e8,
+                        disk_latency_s: 1e-3,
+                    };
+                    io_on.len()
+                ],
+            },
+            arrays: Vec::new(),
+            micro: Microbenchmarks::default(),
+            nodes: (0..io_on.len()).map(node).collect(),
+        }
+    }
+
+    #[test]
+    fn in_core_compute_comes_from_nodes_that_did_no_io() {
+        let mut forced = measurements(&[true, true], 2.0);
+        let kept = measurements(&[false, true], 1.5);
+        assert_eq!(forced.merge_in_core_compute(&kept), Ok(1));
+        assert_eq!(forced.nodes[0].stages[0].in_core_compute_s, Some(1.5));
+        assert_eq!(forced.nodes[0].stages[0].compute_s, 2.0);
+        assert_eq!(forced.nodes[1].stages[0].in_core_compute_s, None);
+        let other = measurements(&[false], 1.0);
+        assert!(forced
+            .merge_in_core_compute(&other)
+            .unwrap_err()
+            .starts_with("distribution"));
+    }
 }

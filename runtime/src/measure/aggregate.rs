@@ -211,6 +211,7 @@ pub fn aggregate_node(
                 count: s.count / n,
                 compute_s: (s.time - s.io - s.comm).max(0.0) / n,
                 io_s: s.io / n,
+                in_core_compute_s: None,
             })
             .collect(),
         io: io.into_values().map(|m| per_iteration_io(m, n)).collect(),

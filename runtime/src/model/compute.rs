@@ -10,6 +10,9 @@ pub(crate) struct StageCost {
     /// Per node, per pass of the stage's section: seconds per row (distributed) or seconds
     /// (replicated), already adjusted to the target cluster's CPU power.
     pub rate: Vec<f64>,
+    /// The same when the node holds all its arrays in core (measured by an instrumented run
+    /// that kept them in core, `in_core_compute_s`; else `rate`).
+    pub in_core_rate: Vec<f64>,
     /// The out-of-core capable arrays this stage reads or writes.
     pub io: Vec<StageIo>,
 }
@@ -43,12 +46,18 @@ impl Tau {
 
 impl StageCost {
     /// `(T_φ)' = T_φ · W'/W` (§5.3.1) for a distributed stage (the rate is `T_φ / W`),
-    /// `T_φ` for a replicated one.
-    pub fn t_phi(&self, node: usize, rows: u64) -> f64 {
-        if self.distributed {
-            self.rate[node] * rows as f64
+    /// `T_φ` for a replicated one; `in_core` selects the rate of a node holding all its
+    /// arrays in core.
+    pub fn t_phi(&self, node: usize, rows: u64, in_core: bool) -> f64 {
+        let rate = if in_core {
+            self.in_core_rate[node]
         } else {
             self.rate[node]
+        };
+        if self.distributed {
+            rate * rows as f64
+        } else {
+            rate
         }
     }
 
@@ -62,7 +71,7 @@ impl StageCost {
         node: usize,
         state: &OocState,
     ) -> Tau {
-        let t_phi = self.t_phi(node, state.rows);
+        let t_phi = self.t_phi(node, state.rows, state.mask == 0);
         let mut compute_s = t_phi;
         for io in &self.io {
             if !state.is_out_of_core(io.array) {

@@ -257,6 +257,7 @@ impl<'a> Recorder<'a> {
                 count,
                 compute_s: count * work / cpu,
                 io_s,
+                in_core_compute_s: None,
             });
         }
     }

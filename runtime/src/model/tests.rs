@@ -115,6 +115,7 @@ impl Case {
                 count,
                 compute_s: compute[i] * count,
                 io_s: 0.0,
+                in_core_compute_s: None,
             });
         }
         let comm = comm.map(|(pattern, parts)| self.event(pattern, parts, count));
@@ -463,6 +464,7 @@ fn pipeline_eq_5_4_5_5_and_5_10() {
             count: 3.0,
             compute_s: compute,
             io_s: 0.0,
+            in_core_compute_s: None,
         });
     }
     let tiles = TileLoop {
@@ -553,6 +555,11 @@ fn two_array_io(a: (f64, f64), b: (f64, f64)) -> Model {
 
 /// [`two_array_io`] where writing an in-core array costs `copy_per_byte_s` per byte.
 fn two_array_io_copying(a: (f64, f64), b: (f64, f64), copy_per_byte_s: f64) -> Model {
+    two_array_case(a, b, copy_per_byte_s).model()
+}
+
+/// The case of [`two_array_io_copying`], before compiling it.
+fn two_array_case(a: (f64, f64), b: (f64, f64), copy_per_byte_s: f64) -> Case {
     let mut c = Case::new(&[100, 100]);
     for name in ["a", "b"] {
         c.m.arrays.push(ArrayInfo {
@@ -602,7 +609,7 @@ fn two_array_io_copying(a: (f64, f64), b: (f64, f64), copy_per_byte_s: f64) -> M
             });
         }
     }
-    c.model()
+    c
 }
 
 #[test]
@@ -657,6 +664,30 @@ fn in_core_writes_cost_a_memory_copy() {
         .predict(&[100, 100])
         .unwrap();
     assert!(close(p.nodes[0].compute_s, 1.0 + 1e-4), "{p:?}");
+}
+
+#[test]
+fn nodes_in_core_compute_at_the_in_core_rate() {
+    // The forced run measured T_φ = 1 s per 100 rows on both nodes; the run that kept arrays
+    // in core measured 0.5 s on node 0 (node 1 was out of core there too). Node 0, in core,
+    // computes at 0.005 s/row; node 1, out of core (100 rows), at its measured 0.01 s/row.
+    let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 0.0);
+    c.m.nodes[0].stages[0].in_core_compute_s = Some(0.5);
+    let model = c.model();
+    let p = model.predict(&[100, 100]).unwrap();
+    assert!(close(p.nodes[0].compute_s, 0.5), "{p:?}");
+    assert!(close(p.nodes[1].compute_s, 1.0), "{p:?}");
+    // Node 1 with 20 rows fits its 5000 B (25 rows of both arrays): in core, at node 0's
+    // in-core rate scaled by CPU power (both 1): 20 · 0.005 = 0.1 s.
+    let p = model.predict(&[180, 20]).unwrap();
+    assert_eq!(p.nodes[1].io_s, 0.0, "{p:?}");
+    assert!(close(p.nodes[1].compute_s, 0.1), "{p:?}");
+    assert!(close(p.nodes[0].compute_s, 0.9), "{p:?}");
+    // Without an in-core measurement every node keeps its measured rate.
+    let p = two_array_io((0.5, 0.5), (0.5, 0.5))
+        .predict(&[180, 20])
+        .unwrap();
+    assert!(close(p.nodes[1].compute_s, 0.2), "{p:?}");
 }
 
 #[test]

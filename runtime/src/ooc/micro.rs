@@ -85,6 +85,7 @@ pub fn measure_disk(
         memory_bytes: u64::MAX,
         disk,
         instrumented: false,
+        force_out_of_core: false,
     })?;
     let result = run(&store, config);
     let _ = std::fs::remove_dir_all(&scratch);

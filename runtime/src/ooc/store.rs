@@ -27,18 +27,30 @@ pub struct StoreConfig {
     /// The node's emulated disk.
     pub disk: DiskModel,
     /// An instrumented run: prefetches are synchronous reads and waits no-ops (seed Fig. 5.6),
-    /// and every potentially out-of-core array does I/O in at least two blocks.
+    /// and (with `force_out_of_core`) every potentially out-of-core array does I/O in at least
+    /// two blocks.
     pub instrumented: bool,
+    /// In an instrumented run, force the arrays the budget keeps in core out of core, so their
+    /// I/O is measured (seed §5.2.2). Off for the run that measures in-core computation.
+    pub force_out_of_core: bool,
 }
 
 impl StoreConfig {
     /// The store of a node described by `node`.
-    pub fn for_node(dir: impl Into<PathBuf>, node: &NodeSpec, instrumented: bool) -> StoreConfig {
+    /// The store of a node described by `node`; `instrumented` runs force in-core arrays out of
+    /// core unless `keep_in_core`.
+    pub fn for_node(
+        dir: impl Into<PathBuf>,
+        node: &NodeSpec,
+        instrumented: bool,
+        keep_in_core: bool,
+    ) -> StoreConfig {
         StoreConfig {
             dir: dir.into(),
             memory_bytes: node.memory_bytes,
             disk: DiskModel::of(node),
             instrumented,
+            force_out_of_core: instrumented && !keep_in_core,
         }
     }
 }
@@ -168,7 +180,7 @@ impl NodeStore {
         }
         let placement = ledger.placed[slot];
         let rows = ledger.demands[slot].rows;
-        if self.inner.config.instrumented {
+        if self.inner.config.instrumented && self.inner.config.force_out_of_core {
             forced_for_instrumentation(placement, rows)
         } else {
             placement

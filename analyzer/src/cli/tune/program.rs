@@ -27,6 +27,8 @@ pub struct RunSpec<'a> {
     pub measurements: &'a Path,
     pub emit_structure: Option<&'a Path>,
     pub trace: Option<&'a Path>,
+    /// Leave in-core arrays in core (`--keep-in-core`) instead of forcing them through the disk.
+    pub keep_in_core: bool,
 }
 
 impl Program {
@@ -80,6 +82,9 @@ impl Program {
         }
         if let Some(path) = spec.trace {
             command.arg("--trace").arg(path);
+        }
+        if spec.keep_in_core {
+            command.arg("--keep-in-core");
         }
         self.execute(command, spec.distribution)?;
         let text = std::fs::read_to_string(spec.measurements).with_context(|| {

@@ -403,11 +403,15 @@ impl<'a> Builder<'a> {
         } else {
             measured
         };
-        let rate = rate
-            .iter()
-            .zip(&self.cpu_ratio)
-            .map(|(r, c)| r * c)
-            .collect();
+        let in_core_rate = self.in_core_rates(key, distributed, per_pass, &rate)?;
+        let adjust = |rates: Vec<f64>| -> Vec<f64> {
+            rates
+                .iter()
+                .zip(&self.cpu_ratio)
+                .map(|(r, c)| r * c)
+                .collect()
+        };
+        let (rate, in_core_rate) = (adjust(rate), adjust(in_core_rate));
         let mut io: Vec<StageIo> = Vec::new();
         for (index, name) in self.arrays.iter().map(|a| a.name.as_str()).enumerate() {
             let ops: Vec<IoKind> = stage
@@ -459,6 +463,7 @@ impl<'a> Builder<'a> {
         Ok(StageCost {
             distributed,
             rate,
+            in_core_rate,
             io,
         })
     }
@@ -517,6 +522,71 @@ impl<'a> Builder<'a> {
 
     /// `T_φ / W` per node. A node that held no rows during the measurement gets the mean
     /// CPU-normalised rate of the others, scaled by its own CPU power.
+    /// A stage's rates when the node holds all its arrays in core (`StageCost::in_core_rate`),
+    /// given its measured `rate`s (same units, before the CPU adjustment). Nodes the in-core
+    /// run kept in core give theirs (`in_core_compute_s`). Every other node gets the median of
+    /// those, normalised by CPU power (as `per_row_rates` does for nodes without rows): its own
+    /// measured rate was taken out of core, between block reads and writes, which slows
+    /// computation by an amount that depends on how many blocks it had. With no node kept in
+    /// core, the measured rates stand.
+    fn in_core_rates(
+        &self,
+        key: StageKey,
+        distributed: bool,
+        per_pass: f64,
+        rate: &[f64],
+    ) -> Result<Vec<f64>, ModelError> {
+        let mut known: Vec<Option<f64>> = Vec::with_capacity(self.p);
+        for (i, n) in self.m.nodes.iter().enumerate() {
+            let Some(t) = find_stage(n, key).and_then(|s| s.in_core_compute_s) else {
+                known.push(None);
+                continue;
+            };
+            let t = check(
+                &format!(
+                    "nodes[{i}].stages[{}/{}].in_core_compute_s",
+                    key.section, key.stage
+                ),
+                t,
+            )? / per_pass;
+            known.push(match (distributed, n.rows) {
+                (false, _) => Some(t),
+                (true, 0) => None,
+                (true, rows) => Some(t / rows as f64),
+            });
+        }
+        let mut normalised: Vec<f64> = known
+            .iter()
+            .enumerate()
+            .filter_map(|(i, k)| k.map(|k| k * self.measured_cpu(i)))
+            .collect();
+        if normalised.is_empty() {
+            return Ok(rate.to_vec());
+        }
+        normalised.sort_by(f64::total_cmp);
+        let n = normalised.len();
+        let median = if n % 2 == 1 {
+            normalised[n / 2]
+        } else {
+            (normalised[n / 2 - 1] + normalised[n / 2]) / 2.0
+        };
+        Ok(known
+            .iter()
+            .enumerate()
+            .map(|(i, k)| k.unwrap_or(median / self.measured_cpu(i).max(f64::MIN_POSITIVE)))
+            .collect())
+    }
+
+    /// The CPU power node `i` had when measured.
+    fn measured_cpu(&self, i: usize) -> f64 {
+        self.m
+            .cluster
+            .nodes
+            .get(i)
+            .map(|n| n.cpu)
+            .unwrap_or(self.cluster.nodes[i].cpu)
+    }
+
     fn per_row_rates(&self, measured: &[f64]) -> Vec<f64> {
         let cpu = |i: usize| {
             self.m
