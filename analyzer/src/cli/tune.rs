@@ -186,11 +186,19 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         })
         .context("step 3 (instrumented run) failed")?;
     // The forced run measures I/O, and computation as it runs between block reads and writes;
-    // a second run that keeps in-core arrays in core measures computation as it runs in core.
-    progress.step("one instrumented run under block, in-core arrays kept in core");
+    // a second run that keeps in-core arrays in core measures computation as it runs in core,
+    // under In-Core-Balanced: it keeps the most nodes in core, with row counts near those the
+    // search favours (per-row computation is not quite constant: caches).
+    progress.step("one instrumented run under in-core-balanced, arrays kept in core");
+    let kept_rows = generate("in-core-balanced", &measured).context("step 3 (in-core run)")?;
+    let kept_distribution = kept_rows
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
     let kept = program
         .run(&RunSpec {
-            distribution: "block",
+            distribution: &kept_distribution,
             iterations: MODEL_ITERATIONS,
             measurements: &work.join("measurements-in-core.json"),
             emit_structure: None,

@@ -36,18 +36,19 @@ pub struct Measurements {
 }
 
 impl Measurements {
-    /// Take the in-core computation from `kept`, an instrumented run of the same program,
-    /// distribution and cluster made with `--keep-in-core`: every stage of a node that did no
-    /// block I/O there (all its arrays were in core) gets `in_core_compute_s`. Returns how many
-    /// nodes did; fails, naming the field, when the two runs do not match.
+    /// Take the in-core computation from `kept`, an instrumented run of the same program, rows
+    /// and cluster made with `--keep-in-core`, under any distribution: every stage of a node
+    /// that did no block I/O there (all its arrays were in core) gets `in_core_compute_s`, and
+    /// the node `in_core_rows`, the rows it held. Returns how many nodes did; fails, naming the
+    /// field, when the two runs do not match.
     pub fn merge_in_core_compute(&mut self, kept: &Measurements) -> Result<usize, String> {
         if kept.structure != self.structure {
             return Err("structure: the in-core run measured a different program".into());
         }
-        if kept.distribution != self.distribution {
+        if kept.rows != self.rows {
             return Err(format!(
-                "distribution: the in-core run used {:?}, the measurements {:?}",
-                kept.distribution, self.distribution
+                "rows: the in-core run had {} rows, the measurements {}",
+                kept.rows, self.rows
             ));
         }
         if kept.nodes.len() != self.nodes.len() {
@@ -63,6 +64,7 @@ impl Measurements {
                 continue;
             }
             merged += 1;
+            node.in_core_rows = Some(other.rows);
             for stage in &mut node.stages {
                 stage.in_core_compute_s = Some(
                     other
@@ -132,6 +134,10 @@ pub struct NodeMeasurements {
     /// forced out of core) does not see. Absent in older files: zero.
     #[serde(default)]
     pub copy_per_byte_s: f64,
+    /// The rows this node held in the run its stages' `in_core_compute_s` come from (see
+    /// [`Measurements::merge_in_core_compute`]); absent when they have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_core_rows: Option<u64>,
     pub stages: Vec<StageMeasurement>,
     pub io: Vec<IoMeasurement>,
     pub events: Vec<EventMeasurement>,
@@ -236,6 +242,7 @@ mod tests {
             read_per_byte_s: 0.0,
             write_per_byte_s: 0.0,
             copy_per_byte_s: 0.0,
+            in_core_rows: None,
             stages: vec![StageMeasurement {
                 key: StageKey {
                     section: 0,
@@ -311,11 +318,13 @@ mod tests {
         assert_eq!(forced.merge_in_core_compute(&kept), Ok(1));
         assert_eq!(forced.nodes[0].stages[0].in_core_compute_s, Some(1.5));
         assert_eq!(forced.nodes[0].stages[0].compute_s, 2.0);
+        assert_eq!(forced.nodes[0].in_core_rows, Some(10));
         assert_eq!(forced.nodes[1].stages[0].in_core_compute_s, None);
+        assert_eq!(forced.nodes[1].in_core_rows, None);
         let other = measurements(&[false], 1.0);
         assert!(forced
             .merge_in_core_compute(&other)
             .unwrap_err()
-            .starts_with("distribution"));
+            .starts_with("rows"));
     }
 }

@@ -204,6 +204,7 @@ pub fn aggregate_node(
         read_per_byte_s,
         write_per_byte_s,
         copy_per_byte_s: 0.0,
+        in_core_rows: None,
         stages: stages
             .into_iter()
             .map(|(key, s)| StageMeasurement {

@@ -13,6 +13,9 @@ pub(crate) struct StageCost {
     /// The same when the node holds all its arrays in core (measured by an instrumented run
     /// that kept them in core, `in_core_compute_s`; else `rate`).
     pub in_core_rate: Vec<f64>,
+    /// `in_core_rate` was measured in core, so it includes the memory copies of in-core block
+    /// writes (which the model adds to `rate` itself).
+    pub in_core_measured: bool,
     /// The out-of-core capable arrays this stage reads or writes.
     pub io: Vec<StageIo>,
 }
@@ -71,10 +74,11 @@ impl StageCost {
         node: usize,
         state: &OocState,
     ) -> Tau {
-        let t_phi = self.t_phi(node, state.rows, state.mask == 0);
+        let in_core = state.mask == 0;
+        let t_phi = self.t_phi(node, state.rows, in_core);
         let mut compute_s = t_phi;
         for io in &self.io {
-            if !state.is_out_of_core(io.array) {
+            if !state.is_out_of_core(io.array) && !(in_core && self.in_core_measured) {
                 // An in-core array's block writes are memory copies, CPU work (the
                 // instrumented run, with every array out of core, wrote to disk instead).
                 let bytes = io.write * state.rows as f64 * arrays[io.array].bytes_per_row;

@@ -50,6 +50,7 @@ impl Case {
                 read_per_byte_s: 0.0,
                 write_per_byte_s: 0.0,
                 copy_per_byte_s: 0.0,
+                in_core_rows: None,
                 stages: vec![],
                 io: vec![],
                 events: vec![],
@@ -683,6 +684,11 @@ fn nodes_in_core_compute_at_the_in_core_rate() {
     assert_eq!(p.nodes[1].io_s, 0.0, "{p:?}");
     assert!(close(p.nodes[1].compute_s, 0.1), "{p:?}");
     assert!(close(p.nodes[0].compute_s, 0.9), "{p:?}");
+    // The in-core run's computation includes the copies of in-core writes: none are added.
+    let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 1e-8);
+    c.m.nodes[0].stages[0].in_core_compute_s = Some(0.5);
+    let p = c.model().predict(&[100, 100]).unwrap();
+    assert!(close(p.nodes[0].compute_s, 0.5), "{p:?}");
     // Without an in-core measurement every node keeps its measured rate.
     let p = two_array_io((0.5, 0.5), (0.5, 0.5))
         .predict(&[180, 20])

@@ -404,6 +404,11 @@ impl<'a> Builder<'a> {
             measured
         };
         let in_core_rate = self.in_core_rates(key, distributed, per_pass, &rate)?;
+        let in_core_measured = self
+            .m
+            .nodes
+            .iter()
+            .any(|n| find_stage(n, key).is_some_and(|s| s.in_core_compute_s.is_some()));
         let adjust = |rates: Vec<f64>| -> Vec<f64> {
             rates
                 .iter()
@@ -464,6 +469,7 @@ impl<'a> Builder<'a> {
             distributed,
             rate,
             in_core_rate,
+            in_core_measured,
             io,
         })
     }
@@ -549,7 +555,7 @@ impl<'a> Builder<'a> {
                 ),
                 t,
             )? / per_pass;
-            known.push(match (distributed, n.rows) {
+            known.push(match (distributed, n.in_core_rows.unwrap_or(n.rows)) {
                 (false, _) => Some(t),
                 (true, 0) => None,
                 (true, rows) => Some(t / rows as f64),
