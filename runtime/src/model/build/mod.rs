@@ -594,14 +594,7 @@ impl<'a> Builder<'a> {
     }
 
     fn per_row_rates(&self, measured: &[f64]) -> Vec<f64> {
-        let cpu = |i: usize| {
-            self.m
-                .cluster
-                .nodes
-                .get(i)
-                .map(|n| n.cpu)
-                .unwrap_or(self.cluster.nodes[i].cpu)
-        };
+        let cpu = |i: usize| self.measured_cpu(i);
         let rows = |i: usize| self.m.nodes[i].rows;
         let known: Vec<f64> = (0..self.p)
             .filter(|&i| rows(i) > 0)
