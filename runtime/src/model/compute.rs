@@ -78,7 +78,9 @@ impl StageCost {
         let t_phi = self.t_phi(node, state.rows, in_core);
         let mut compute_s = t_phi;
         for io in &self.io {
-            if !state.is_out_of_core(io.array) && !(in_core && self.in_core_measured) {
+            // (A measured in-core rate includes them already.)
+            let copies_counted = in_core && self.in_core_measured;
+            if !state.is_out_of_core(io.array) && !copies_counted {
                 // An in-core array's block writes are memory copies, CPU work (the
                 // instrumented run, with every array out of core, wrote to disk instead).
                 let bytes = io.write * state.rows as f64 * arrays[io.array].bytes_per_row;
