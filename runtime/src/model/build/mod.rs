@@ -526,8 +526,6 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// `T_φ / W` per node. A node that held no rows during the measurement gets the mean
-    /// CPU-normalised rate of the others, scaled by its own CPU power.
     /// A stage's rates when the node holds all its arrays in core (`StageCost::in_core_rate`),
     /// given its measured `rate`s (same units, before the CPU adjustment). Nodes the in-core
     /// run kept in core give theirs (`in_core_compute_s`). Every other node gets the median of
@@ -593,6 +591,8 @@ impl<'a> Builder<'a> {
             .unwrap_or(self.cluster.nodes[i].cpu)
     }
 
+    /// `T_φ / W` per node. A node that held no rows during the measurement gets the mean
+    /// CPU-normalised rate of the others, scaled by its own CPU power.
     fn per_row_rates(&self, measured: &[f64]) -> Vec<f64> {
         let cpu = |i: usize| self.measured_cpu(i);
         let rows = |i: usize| self.m.nodes[i].rows;
