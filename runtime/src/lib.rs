@@ -25,6 +25,7 @@ pub mod micro;
 pub mod model;
 pub mod ooc;
 pub mod search;
+pub mod stats;
 pub mod testing;
 
 pub use args::{Args, Backend, DistributionSpec};

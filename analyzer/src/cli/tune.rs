@@ -270,7 +270,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
                         name,
                     )?);
                 }
-                median(&mut runs)
+                mheta_runtime::stats::median(&mut runs)
             }
         };
         distributions.push(DistributionResult::new(name, rows, predicted, actual));
@@ -471,16 +471,6 @@ fn measure(
     }
 }
 
-/// The median of `values` (the mean of the middle two for an even count); 0 when empty.
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
-}
-
 fn summary(result: &SearchResult) -> SearchSummary {
     SearchSummary {
         algorithm: result.algorithm.to_string(),
@@ -506,17 +496,4 @@ fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
 fn parse_budget(s: &str) -> Result<Duration, String> {
     let seconds = mheta_runtime::cluster::units::parse_duration(s)?;
     Duration::try_from_secs_f64(seconds).map_err(|e| format!("budget `{s}`: {e}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::median;
-
-    #[test]
-    fn median_of_repeated_runs() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert_eq!(median(&mut [5.0]), 5.0);
-        assert_eq!(median(&mut []), 0.0);
-    }
 }

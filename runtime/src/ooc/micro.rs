@@ -23,6 +23,7 @@ use super::OocError;
 use crate::clock;
 use crate::cluster::DiskModel;
 use crate::format::NodeMeasurements;
+use crate::stats::median;
 
 /// Block sizes and repetitions of the disk microbenchmark.
 #[derive(Debug, Clone, PartialEq)]
@@ -178,19 +179,6 @@ fn in_core_write_per_byte(store: &NodeStore, reps: usize) -> Result<f64, OocErro
     Ok(median(&mut times) / COPY_BENCH_BYTES as f64)
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
-}
-
 /// Least-squares `(intercept, slope)` of `points`, each clamped at zero. With a single size
 /// the slope is `t / b` and the intercept zero.
 fn fit(points: &[(f64, f64)]) -> (f64, f64) {
@@ -241,12 +229,5 @@ mod tests {
         let (o, r) = fit(&[(1.0, 2.0), (2.0, 1.0)]);
         assert_eq!(r, 0.0);
         assert_eq!(o, 1.5);
-    }
-
-    #[test]
-    fn median_of_odd_and_even() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert_eq!(median(&mut []), 0.0);
     }
 }

@@ -567,13 +567,7 @@ impl<'a> Builder<'a> {
         if normalised.is_empty() {
             return Ok(rate.to_vec());
         }
-        normalised.sort_by(f64::total_cmp);
-        let n = normalised.len();
-        let median = if n % 2 == 1 {
-            normalised[n / 2]
-        } else {
-            (normalised[n / 2 - 1] + normalised[n / 2]) / 2.0
-        };
+        let median = crate::stats::median(&mut normalised);
         Ok(known
             .iter()
             .enumerate()
