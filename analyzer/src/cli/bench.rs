@@ -11,7 +11,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub json: bool,
     /// Time budget of every search run, e.g. `1s`.
-    #[arg(long, default_value = "1s", value_parser = parse_budget)]
+    #[arg(long, default_value = "1s", value_parser = super::parse_budget)]
     pub budget: Duration,
     /// Node counts to benchmark.
     #[arg(long, value_delimiter = ',', default_values_t = [8usize, 64, 128, 1024])]
@@ -31,9 +31,4 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         print!("{report}");
     }
     Ok(())
-}
-
-fn parse_budget(s: &str) -> Result<Duration, String> {
-    let seconds = mheta_runtime::cluster::units::parse_duration(s)?;
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("budget `{s}`: {e}"))
 }

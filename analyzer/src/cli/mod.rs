@@ -59,20 +59,25 @@ impl Cli {
 #[error("{0}")]
 pub struct Reported(pub String);
 
-/// Writes `contents` to `path` atomically (a temporary file in the same directory, then rename).
+/// Writes `contents` to `path` atomically (`mheta_runtime::measure::write_atomic`: a flushed
+/// temporary file in the same directory, then rename).
 pub fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
+    Ok(mheta_runtime::measure::write_atomic(
+        path,
+        contents.as_bytes(),
+    )?)
+}
+
+/// Reads and parses a JSON file; errors name the file (and serde's line and column).
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
     use anyhow::Context as _;
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    std::fs::write(&tmp, contents).with_context(|| format!("cannot write `{}`", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("cannot move `{}` to `{}`", tmp.display(), path.display()))?;
-    Ok(())
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("`{}` is not valid", path.display()))
+}
+
+/// Parses a search time budget such as `1s` or `250ms` (clap value parser).
+pub fn parse_budget(s: &str) -> Result<std::time::Duration, String> {
+    let seconds = mheta_runtime::cluster::units::parse_duration(s)?;
+    std::time::Duration::try_from_secs_f64(seconds).map_err(|e| format!("budget `{s}`: {e}"))
 }

@@ -8,6 +8,8 @@ use mheta_runtime::distribution::Distribution;
 use mheta_runtime::format::{ClusterSpec, Measurements, Structure};
 use mheta_runtime::model::{self, Model};
 
+use super::read_json;
+
 #[derive(Debug, clap::Args)]
 pub struct PredictArgs {
     /// The structure file (`mheta analyze` output, `mheta-structure/1`).
@@ -104,10 +106,4 @@ impl Inputs {
             &self.cluster,
         )?)
     }
-}
-
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read `{}`", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("`{}` is not valid", path.display()))
 }

@@ -19,20 +19,10 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
-    let path = args.dir.join("tune.json");
-    let text = std::fs::read_to_string(&path).with_context(|| {
+    let doc: TuneDocument = super::read_json(&args.dir.join("tune.json")).with_context(|| {
         format!(
-            "cannot read `{}` (run `mheta tune CRATE --cluster C --report {}` first)",
-            path.display(),
+            "no tune document in `{}` (`mheta tune CRATE --cluster C --report {0}` writes one)",
             args.dir.display()
-        )
-    })?;
-    let doc: TuneDocument = serde_json::from_str(&text).map_err(|e| {
-        anyhow::anyhow!(
-            "`{}`, line {}, column {}: not a tune document: {e}",
-            path.display(),
-            e.line(),
-            e.column()
         )
     })?;
     write(&args.dir, &doc)?;

@@ -21,7 +21,7 @@ pub struct SearchArgs {
     #[arg(long, default_value = "gbs", value_parser = parse_algorithm)]
     pub algorithm: Algorithm,
     /// Time budget, e.g. `1s`, `250ms`.
-    #[arg(long, default_value = "1s", value_parser = parse_budget)]
+    #[arg(long, default_value = "1s", value_parser = super::parse_budget)]
     pub budget: Duration,
     /// Seed of the random choices.
     #[arg(long, default_value_t = 1)]
@@ -50,9 +50,4 @@ pub fn run(args: &SearchArgs) -> anyhow::Result<()> {
 
 fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
     s.parse()
-}
-
-fn parse_budget(s: &str) -> Result<Duration, String> {
-    let seconds = mheta_runtime::cluster::units::parse_duration(s)?;
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("budget `{s}`: {e}"))
 }

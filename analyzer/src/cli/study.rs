@@ -237,10 +237,7 @@ fn tune_case(
             last.into_iter().rev().collect::<Vec<_>>().join(" | ")
         );
     }
-    let path = dir.join("tune.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read `{}`", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("`{}` is not valid", path.display()))
+    super::read_json(&dir.join("tune.json"))
 }
 
 /// The table's figures from one tune document.

@@ -33,7 +33,9 @@ use mheta_runtime::model::{self, Model};
 use mheta_runtime::search::{self, Algorithm, SearchConfig, SearchResult};
 use mheta_runtime::{Backend, ClockMode};
 
-use document::{Best, DistributionResult, NodeBreakdown, SearchSummary, TracePoint, TuneDocument};
+use document::{
+    rows_list, Best, DistributionResult, NodeBreakdown, SearchSummary, TracePoint, TuneDocument,
+};
 use launch::Launcher;
 use program::{Program, RunSpec};
 use progress::Progress;
@@ -75,12 +77,12 @@ pub struct TuneArgs {
     #[arg(long, default_value = "gbs", value_parser = parse_algorithm)]
     pub algorithm: Algorithm,
     /// Search time budget, e.g. `1s`, `250ms`.
-    #[arg(long, default_value = "1s", value_parser = parse_budget)]
+    #[arg(long, default_value = "1s", value_parser = super::parse_budget)]
     pub budget: Duration,
     /// Seed of the searches' random choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// How actual times are measured [default: timed on the wall clock, instrumented otherwise].
+    /// How actual times are measured [default: timings, on every clock].
     #[arg(long, value_enum)]
     pub actual: Option<ActualMethod>,
     /// Print the result as JSON (DESIGN §8) instead of a table.
@@ -189,16 +191,19 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     // a second run that keeps in-core arrays in core measures computation as it runs in core,
     // under In-Core-Balanced: it keeps the most nodes in core, with row counts near those the
     // search favours (per-row computation is not quite constant: caches).
+    let mut spectrum = Vec::new();
+    for name in SPECTRUM {
+        spectrum.push((name, generate(name, &measured).context("step 5 (compare)")?));
+    }
     progress.step("one instrumented run under in-core-balanced, arrays kept in core");
-    let kept_rows = generate("in-core-balanced", &measured).context("step 3 (in-core run)")?;
-    let kept_distribution = kept_rows
+    let kept_rows = &spectrum
         .iter()
-        .map(u64::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
+        .find(|(name, _)| *name == "in-core-balanced")
+        .expect("the spectrum has in-core-balanced")
+        .1;
     let kept = program
         .run(&RunSpec {
-            distribution: &kept_distribution,
+            distribution: &rows_list(kept_rows),
             iterations: MODEL_ITERATIONS,
             measurements: &work.join("measurements-in-core.json"),
             emit_structure: None,
@@ -214,14 +219,10 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         &serde_json::to_string_pretty(&measured).context("step 3: serializing measurements")?,
     )
     .context("step 3: writing the merged measurements")?;
-    let structure_text = std::fs::read_to_string(&structure_path).with_context(|| {
-        format!(
-            "step 3: the program wrote no `{}`",
-            structure_path.display()
-        )
-    })?;
-    let structure: Structure = serde_json::from_str(&structure_text)
-        .with_context(|| format!("step 3: `{}` is not valid", structure_path.display()))?;
+    let structure_json: serde_json::Value =
+        super::read_json(&structure_path).context("step 3: the structure the program wrote")?;
+    let structure: Structure = serde_json::from_value(structure_json.clone())
+        .with_context(|| format!("step 3: `{}` is not a structure", structure_path.display()))?;
     if structure.digest() != analyzed.digest() {
         eprintln!(
             "tune: warning: the structure `{}` embeds differs from `mheta analyze {}`; the model \
@@ -238,25 +239,26 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     let chosen = &searches[0];
 
     let mut distributions = Vec::new();
-    let mut named = vec![("best", chosen.rows.clone())];
-    for name in SPECTRUM {
-        named.push((name, generate(name, &measured).context("step 5 (compare)")?));
-    }
-    for (name, rows) in named {
+    let mut best_breakdown = Vec::new();
+    for (name, rows) in std::iter::once(("best", chosen.rows.clone())).chain(spectrum) {
         progress.step(&format!(
             "running {name} for {} iterations",
             args.iterations
         ));
-        let predicted = model
+        let prediction = model
             .predict(&rows)
-            .with_context(|| format!("step 5: cannot predict {name}"))?
-            .iteration_s;
+            .with_context(|| format!("step 5: cannot predict {name}"))?;
+        if name == "best" {
+            best_breakdown = prediction.nodes.iter().map(NodeBreakdown::from).collect();
+        }
+        let predicted = prediction.iteration_s;
         let earlier = distributions
             .iter()
             .find(|d: &&DistributionResult| d.rows == rows);
         let actual = match earlier {
             Some(d) => d.actual_s,
             None => {
+                let list = rows_list(&rows);
                 let mut runs = Vec::new();
                 while runs.len() < args.repeat as usize
                     && runs.iter().sum::<f64>() * f64::from(args.iterations) < REPEAT_SECONDS
@@ -264,7 +266,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
                     runs.push(measure(
                         &program,
                         method,
-                        &rows,
+                        &list,
                         args.iterations,
                         work,
                         name,
@@ -276,18 +278,11 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         distributions.push(DistributionResult::new(name, rows, predicted, actual));
     }
 
-    let best_breakdown = model
-        .predict(&chosen.rows)
-        .context("step 5: cannot predict the chosen distribution")?
-        .nodes
-        .iter()
-        .map(NodeBreakdown::from)
-        .collect();
     if args.report.is_some() {
         progress.step("writing the report");
     }
     Ok(TuneDocument {
-        structure: serde_json::from_str(&structure_text)?,
+        structure: structure_json,
         cluster: measured.cluster.clone(),
         best: Best {
             algorithm: chosen.algorithm.to_string(),
@@ -339,7 +334,11 @@ fn analyze(dir: &Path) -> anyhow::Result<Structure> {
 fn common_args(args: &TuneArgs) -> Vec<String> {
     let mut common = vec![
         "--backend".to_string(),
-        backend_name(args.backend).to_string(),
+        // The spelling the programs' `--backend` parses (the same clap `ValueEnum`).
+        clap::ValueEnum::to_possible_value(&args.backend)
+            .expect("every backend has a flag value")
+            .get_name()
+            .to_string(),
         "--cluster".to_string(),
         args.cluster.display().to_string(),
         "--clock".to_string(),
@@ -353,13 +352,6 @@ fn common_args(args: &TuneArgs) -> Vec<String> {
     }
     common.extend(args.program_args.iter().cloned());
     common
-}
-
-fn backend_name(backend: Backend) -> &'static str {
-    match backend {
-        Backend::Threads => "threads",
-        Backend::Mpi => "mpi",
-    }
 }
 
 /// The chosen algorithm first; with `--report`, every other algorithm after it.
@@ -389,7 +381,6 @@ pub fn generate(name: &str, measured: &Measurements) -> anyhow::Result<Vec<u64>>
     )
 }
 
-/// Runs `rows` for `iterations` and returns the measured seconds per iteration.
 /// How the actual seconds per iteration of a distribution are measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ActualMethod {
@@ -423,42 +414,39 @@ impl ActualMethod {
 }
 
 /// Runs `rows` and returns the measured seconds per iteration.
+/// Runs `distribution` (`r0,r1,...`) for `iterations` and returns the measured seconds per
+/// iteration.
 fn measure(
     program: &Program,
     method: ActualMethod,
-    rows: &[u64],
+    distribution: &str,
     iterations: u32,
     work: &Path,
     name: &str,
 ) -> anyhow::Result<f64> {
-    let list: Vec<String> = rows.iter().map(u64::to_string).collect();
-    let distribution = list.join(",");
     let step = || format!("step 5 (run {name}) failed");
     match method {
         ActualMethod::Timings => {
             let path = work.join(format!("timings-{name}.json"));
-            let mut command = program.command(&distribution, iterations);
+            let mut command = program.command(distribution, iterations);
             command.arg("--timings").arg(&path);
-            program.execute(command, &distribution).with_context(step)?;
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("the program wrote no timings to `{}`", path.display()))
-                .with_context(step)?;
-            let timings: Timings = serde_json::from_str(&text)
-                .with_context(|| format!("`{}` is not valid", path.display()))
+            program.execute(command, distribution).with_context(step)?;
+            let timings: Timings = super::read_json(&path)
+                .context("the program's timings")
                 .with_context(step)?;
             Ok(timings.iteration_s)
         }
         ActualMethod::Timed => {
-            let short = program.timed(&distribution, 1).with_context(step)?;
+            let short = program.timed(distribution, 1).with_context(step)?;
             let long = program
-                .timed(&distribution, iterations + 1)
+                .timed(distribution, iterations + 1)
                 .with_context(step)?;
             Ok(program::per_iteration((1, short), (iterations + 1, long)))
         }
         ActualMethod::Instrumented => {
             let measurements = program
                 .run(&RunSpec {
-                    distribution: &distribution,
+                    distribution,
                     iterations,
                     measurements: &work.join(format!("measurements-{name}.json")),
                     emit_structure: None,
@@ -491,9 +479,4 @@ fn summary(result: &SearchResult) -> SearchSummary {
 
 fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
     s.parse()
-}
-
-fn parse_budget(s: &str) -> Result<Duration, String> {
-    let seconds = mheta_runtime::cluster::units::parse_duration(s)?;
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("budget `{s}`: {e}"))
 }

@@ -124,7 +124,11 @@ impl TuneDocument {
     /// of the chosen distribution over Block.
     pub fn table(&self) -> String {
         let mut out = String::new();
-        let rows: Vec<String> = self.distributions.iter().map(|d| join(&d.rows)).collect();
+        let rows: Vec<String> = self
+            .distributions
+            .iter()
+            .map(|d| rows_list(&d.rows))
+            .collect();
         let width = rows.iter().map(String::len).max().unwrap_or(4).max(4);
         let _ = writeln!(
             out,
@@ -167,7 +171,8 @@ impl TuneDocument {
     }
 }
 
-fn join(rows: &[u64]) -> String {
+/// Row counts as the programs' `--distribution r0,r1,...` takes them.
+pub(crate) fn rows_list(rows: &[u64]) -> String {
     rows.iter()
         .map(u64::to_string)
         .collect::<Vec<_>>()

@@ -68,8 +68,8 @@ pub enum LaunchError {
 pub enum Launcher {
     /// The binary itself; it starts its ranks as threads.
     Direct,
-    /// `words... BINARY`: an MPI launcher starting `ranks` processes of the binary.
-    Mpi { words: Vec<String>, ranks: usize },
+    /// `words... BINARY`: an MPI launcher starting one process of the binary per cluster node.
+    Mpi { words: Vec<String> },
 }
 
 impl Launcher {
@@ -112,7 +112,7 @@ impl Launcher {
                 nodes: cluster_nodes,
             });
         }
-        Ok(Launcher::Mpi { words, ranks })
+        Ok(Launcher::Mpi { words })
     }
 
     /// The launcher of a tune run: [`Self::resolve`] against the node count of the cluster
@@ -139,7 +139,7 @@ impl Launcher {
     /// Checks that the launcher's program exists (a path, or an executable on `PATH`), so a
     /// missing MPI fails before the build.
     pub fn check(&self) -> Result<(), LaunchError> {
-        let Launcher::Mpi { words, .. } = self else {
+        let Launcher::Mpi { words } = self else {
             return Ok(());
         };
         let program = &words[0];
@@ -157,7 +157,7 @@ impl Launcher {
     pub fn command(&self, binary: &Path) -> Command {
         match self {
             Launcher::Direct => Command::new(binary),
-            Launcher::Mpi { words, .. } => {
+            Launcher::Mpi { words } => {
                 let mut command = Command::new(&words[0]);
                 command.args(&words[1..]).arg(binary);
                 command
@@ -248,7 +248,7 @@ mod tests {
 
     fn words(launcher: &Launcher) -> Vec<&str> {
         match launcher {
-            Launcher::Mpi { words, .. } => words.iter().map(String::as_str).collect(),
+            Launcher::Mpi { words } => words.iter().map(String::as_str).collect(),
             Launcher::Direct => panic!("expected an MPI launcher"),
         }
     }
@@ -286,7 +286,12 @@ mod tests {
             "mpiexec --oversubscribe -np=4",
         ] {
             let l = mpi(Some(text), None, 4).unwrap();
-            assert!(matches!(l, Launcher::Mpi { ranks: 4, .. }), "{text}");
+            // The count was read: against a 3-node cluster the same words disagree.
+            assert_eq!(
+                mpi(Some(text), None, 3),
+                Err(LaunchError::ClusterDisagrees { ranks: 4, nodes: 3 }),
+                "{text}"
+            );
             // The words are kept as written: no second count is appended.
             assert_eq!(words(&l).join(" "), text, "{text}");
         }

@@ -87,14 +87,8 @@ impl Program {
             command.arg("--keep-in-core");
         }
         self.execute(command, spec.distribution)?;
-        let text = std::fs::read_to_string(spec.measurements).with_context(|| {
-            format!(
-                "the program exited successfully but wrote no measurements to `{}`",
-                spec.measurements.display()
-            )
-        })?;
-        serde_json::from_str(&text)
-            .with_context(|| format!("`{}` is not valid", spec.measurements.display()))
+        crate::cli::read_json(spec.measurements)
+            .context("the program exited successfully, but its measurements")
     }
 
     /// Runs the program uninstrumented for `iterations` and returns the wall-clock seconds of
