@@ -32,29 +32,18 @@ pub use record::{io_code, io_kind, CallKind, Record, RecordKind, IN_CORE_COPY, N
 
 use crate::clock;
 use crate::comm::Traffic;
+use crate::ooc::DiskCosts;
 
 /// An interned variable id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct VarId(pub u32);
-
-/// Per-node I/O costs measured by the out-of-core layer's microbenchmarks (seed §5.2.2). When a
-/// rank sets them, the measurements use them instead of fitting the iteration's I/O records.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct IoCalibration {
-    pub read_overhead_s: f64,
-    pub write_overhead_s: f64,
-    pub async_overhead_s: f64,
-    pub read_per_byte_s: f64,
-    pub write_per_byte_s: f64,
-    pub copy_per_byte_s: f64,
-}
 
 /// What one rank recorded, handed back by [`uninstall`].
 #[derive(Debug, Clone, Default)]
 pub struct RankRecords {
     pub records: Vec<Record>,
     pub arrays: Vec<ArrayInfo>,
-    pub calibration: Option<IoCalibration>,
+    pub calibration: Option<DiskCosts>,
 }
 
 /// How a rank's hooks behave.
@@ -106,7 +95,7 @@ struct Recorder {
     last_stage: StageKey,
     event: u32,
     arrays: Vec<ArrayInfo>,
-    calibration: Option<IoCalibration>,
+    calibration: Option<DiskCosts>,
 }
 
 impl Recorder {
@@ -301,8 +290,9 @@ pub fn register_array(name: &str, bytes_per_row: u64, distributed: bool) {
     });
 }
 
-/// Provide this node's I/O costs from the out-of-core microbenchmarks.
-pub fn set_io_calibration(calibration: IoCalibration) {
+/// Provide this node's I/O costs from the out-of-core microbenchmarks; the measurements then
+/// use them instead of fitting the iteration's I/O records.
+pub fn set_io_calibration(calibration: DiskCosts) {
     if active() {
         with_recorder(|r| r.calibration = Some(calibration));
     }

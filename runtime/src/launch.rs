@@ -23,7 +23,7 @@ use crate::context::{Context, RunSettings};
 use crate::distribution::Distribution;
 use crate::error::Error;
 use crate::format::{ClusterSpec, Microbenchmarks, Structure, StructureId};
-use crate::hooks::{self, HookConfig, IoCalibration, RankRecords};
+use crate::hooks::{self, HookConfig, RankRecords};
 use crate::measure::{self, write_atomic};
 use crate::{micro, ooc};
 
@@ -387,14 +387,7 @@ where
                 &Default::default(),
             )
             .map_err(|e| format!("disk microbenchmark: {e}"))?;
-            hooks::set_io_calibration(IoCalibration {
-                read_overhead_s: disk.read_overhead_s,
-                write_overhead_s: disk.write_overhead_s,
-                async_overhead_s: disk.async_overhead_s,
-                read_per_byte_s: disk.read_per_byte_s,
-                write_per_byte_s: disk.write_per_byte_s,
-                copy_per_byte_s: disk.copy_per_byte_s,
-            });
+            hooks::set_io_calibration(disk);
         }
         if instrument || settings.timing {
             // Every rank starts its first timed iteration together, at time zero.

@@ -4,8 +4,8 @@
 //!   stage. A wait record is not I/O: it spans the compute overlapping its prefetch.
 //! - I/O per (stage, variable): counts, bytes, seconds; `T_A` = time between a prefetch's end and
 //!   its wait's begin, less the I/O and communication in between (seed Fig. 5.5, 5.6).
-//! - In-core copy cost per byte: the `IN_CORE_COPY` records' seconds over their bytes (else the
-//!   microbenchmark's figure); those records are not the stage's computation either.
+//! - In-core copy cost per byte: the `IN_CORE_COPY` records' seconds over their bytes (zero
+//!   without any); those records are not the stage's computation either.
 //! - Per event: messages, bytes, send and receive overheads (call time − blocked time, split by
 //!   messages for collectives), blocked time `T_w`, total time, and the ranks actually talked to.
 //! - Tile trips per tile loop, trips per repeated group, iteration time.
@@ -203,7 +203,12 @@ pub fn aggregate_node(
         async_overhead_s: 0.0,
         read_per_byte_s,
         write_per_byte_s,
-        copy_per_byte_s: 0.0,
+        // Timed inside the iterations, under the run's own caches and CPU contention.
+        copy_per_byte_s: if copies.0 > 0.0 {
+            copies.1 / copies.0
+        } else {
+            0.0
+        },
         in_core_rows: None,
         stages: stages
             .into_iter()
@@ -254,17 +259,7 @@ pub fn aggregate_node(
             .collect(),
     };
     if let Some(c) = rr.calibration {
-        node.read_overhead_s = c.read_overhead_s;
-        node.write_overhead_s = c.write_overhead_s;
-        node.async_overhead_s = c.async_overhead_s;
-        node.read_per_byte_s = c.read_per_byte_s;
-        node.write_per_byte_s = c.write_per_byte_s;
-        node.copy_per_byte_s = c.copy_per_byte_s;
-    }
-    // Copies timed inside the iterations, under the run's own cache and CPU contention, are
-    // preferred to the microbenchmark's.
-    if copies.0 > 0.0 {
-        node.copy_per_byte_s = copies.1 / copies.0;
+        c.store_in(&mut node);
     }
     Ok(node)
 }

@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 
 use crate::comm::Traffic;
 use crate::format::{ArrayInfo, StageKey};
-use crate::hooks::{register_var, var_name, IoCalibration, RankRecords, Record, RecordKind, VarId};
+use crate::hooks::{register_var, var_name, RankRecords, Record, RecordKind, VarId};
+use crate::ooc::DiskCosts;
 
 const MAGIC: &[u8; 4] = b"MHRR";
 const VERSION: u32 = 1;
@@ -95,7 +96,6 @@ pub fn pack(rr: &RankRecords, offset_s: f64) -> Vec<u8> {
                 c.async_overhead_s,
                 c.read_per_byte_s,
                 c.write_per_byte_s,
-                c.copy_per_byte_s,
             ] {
                 w.f64(x);
             }
@@ -177,13 +177,12 @@ pub fn unpack(bytes: &[u8]) -> Result<RankRecords, String> {
     }
     let calibration = match r.u8()? {
         0 => None,
-        _ => Some(IoCalibration {
+        _ => Some(DiskCosts {
             read_overhead_s: r.f64()?,
             write_overhead_s: r.f64()?,
             async_overhead_s: r.f64()?,
             read_per_byte_s: r.f64()?,
             write_per_byte_s: r.f64()?,
-            copy_per_byte_s: r.f64()?,
         }),
     };
     if r.at != bytes.len() {
@@ -317,13 +316,12 @@ mod tests {
                 distributed: true,
                 read_only: false,
             }],
-            calibration: Some(IoCalibration {
+            calibration: Some(DiskCosts {
                 read_overhead_s: 1e-3,
                 write_overhead_s: 2e-3,
                 async_overhead_s: 3e-4,
                 read_per_byte_s: 1e-9,
                 write_per_byte_s: 2e-9,
-                copy_per_byte_s: 1e-10,
             }),
         };
         let back = unpack(&pack(&rr, 10.0)).unwrap();

@@ -9,10 +9,6 @@
 //! O_A is what the computing thread pays for a prefetch that overlaps perfectly: the median
 //! time to issue it plus the median time of a `wait` entered after the read (real and
 //! emulated) has completed.
-//!
-//! The per-byte cost of writing a block of an *in-core* array (a memory copy, CPU work that
-//! the instrumented run cannot see because it forces arrays out of core) is measured the same
-//! way, through a real in-core array, as CPU time at the node's CPU power.
 
 use std::path::Path;
 
@@ -56,9 +52,6 @@ pub struct DiskCosts {
     pub read_per_byte_s: f64,
     /// w, seconds per byte written.
     pub write_per_byte_s: f64,
-    /// Seconds per byte of a block write to an in-core array (a memory copy), at the node's
-    /// CPU power; zero on the charged clock, which does not count CPU time.
-    pub copy_per_byte_s: f64,
 }
 
 impl DiskCosts {
@@ -69,7 +62,6 @@ impl DiskCosts {
         node.async_overhead_s = self.async_overhead_s;
         node.read_per_byte_s = self.read_per_byte_s;
         node.write_per_byte_s = self.write_per_byte_s;
-        node.copy_per_byte_s = self.copy_per_byte_s;
     }
 }
 
@@ -144,39 +136,7 @@ fn run(store: &NodeStore, config: &DiskBenchConfig) -> Result<DiskCosts, OocErro
         async_overhead_s: median(&mut issues) + median(&mut waits),
         read_per_byte_s,
         write_per_byte_s,
-        copy_per_byte_s: in_core_write_per_byte(store, COPY_BENCH_REPETITIONS)?,
     })
-}
-
-/// Bytes of the in-core write benchmark's block: larger than the caches of a core, as the
-/// blocks of the arrays the model places in core usually are.
-const COPY_BENCH_BYTES: usize = 8 << 20;
-
-/// Timed copies of the in-core write benchmark (the median is kept); each takes about a
-/// millisecond.
-const COPY_BENCH_REPETITIONS: usize = 21;
-
-/// Median seconds per byte of `write_block` on an in-core array, as CPU time scaled to the
-/// node's CPU power (the way a stage's computation is counted on every clock).
-fn in_core_write_per_byte(store: &NodeStore, reps: usize) -> Result<f64, OocError> {
-    if clock::mode() == clock::ClockMode::Charged {
-        return Ok(0.0);
-    }
-    let spec = ArraySpec {
-        record: false,
-        ..ArraySpec::new("copybench", 1, COPY_BENCH_BYTES)
-    }
-    .with_placement(Placement::InCore);
-    let mut array = OocArray::<u8>::new(store, spec)?;
-    let block = vec![0x5au8; COPY_BENCH_BYTES];
-    array.write_block(0, &block)?;
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let begin = clock::thread_cpu_s();
-        array.write_block(0, std::hint::black_box(&block))?;
-        times.push((clock::thread_cpu_s() - begin) / clock::cpu_power());
-    }
-    Ok(median(&mut times) / COPY_BENCH_BYTES as f64)
 }
 
 /// Least-squares `(intercept, slope)` of `points`, each clamped at zero. With a single size
