@@ -28,7 +28,7 @@ pub use crate::format::IoKind;
 use crate::format::{ArrayInfo, StageKey};
 use guards::Frame;
 pub use guards::{event, group, io, iteration, section, stage, tile, Guard, IoGuard};
-pub use record::{io_code, io_kind, CallKind, Record, RecordKind, IN_CORE_COPY, NONE};
+pub use record::{io_code, io_kind, CallKind, Record, RecordKind, NONE};
 
 use crate::clock;
 use crate::comm::Traffic;
@@ -300,15 +300,15 @@ pub fn set_io_calibration(calibration: DiskCosts) {
 
 /// Record one I/O operation on the current rank.
 pub fn record_io(var: VarId, op: IoKind, bytes: u64, begin_s: f64, end_s: f64) {
-    record_io_code(var, io_code(op), bytes, begin_s, end_s);
+    record_var(RecordKind::Io, var, io_code(op), bytes, begin_s, end_s);
 }
 
-/// Record the in-core copy of `bytes` an instrumented block write timed ([`IN_CORE_COPY`]).
+/// Record the in-core copy of `bytes` an instrumented block write timed ([`RecordKind::Copy`]).
 pub fn record_in_core_copy(var: VarId, bytes: u64, begin_s: f64, end_s: f64) {
-    record_io_code(var, IN_CORE_COPY, bytes, begin_s, end_s);
+    record_var(RecordKind::Copy, var, 0, bytes, begin_s, end_s);
 }
 
-fn record_io_code(var: VarId, aux: u32, bytes: u64, begin_s: f64, end_s: f64) {
+fn record_var(kind: RecordKind, var: VarId, aux: u32, bytes: u64, begin_s: f64, end_s: f64) {
     if !active() {
         return;
     }
@@ -320,7 +320,7 @@ fn record_io_code(var: VarId, aux: u32, bytes: u64, begin_s: f64, end_s: f64) {
         let open = r.next_seq();
         let close = r.next_seq();
         let record = Record {
-            kind: RecordKind::Io,
+            kind,
             id: var.0,
             aux,
             key,

@@ -186,6 +186,10 @@ pub fn label(r: &Record) -> String {
             let var = var_name(VarId(r.id)).unwrap_or_else(|| format!("var{}", r.id));
             format!("{op} {var} {}B", r.bytes)
         }
+        RecordKind::Copy => {
+            let var = var_name(VarId(r.id)).unwrap_or_else(|| format!("var{}", r.id));
+            format!("in-core copy {var} {}B", r.bytes)
+        }
         RecordKind::Comm => {
             let call = CallKind::from_code(r.aux).map_or("comm", CallKind::name);
             if r.peer == NONE

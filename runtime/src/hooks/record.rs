@@ -24,8 +24,18 @@ pub enum RecordKind {
     Group,
     /// An out-of-core operation; `id` is the variable, `aux` the [`IoKind`] code, `bytes` its size.
     Io,
+    /// The memory copy an in-core write of a block would make, timed by an instrumented block
+    /// write (see `ooc::OocArray::write_block`); `id` is the variable, `bytes` its size.
+    Copy,
     /// A communication call; `aux` is the [`CallKind`] code, `peer` the peer or root.
     Comm,
+}
+
+impl RecordKind {
+    /// Records whose `id` is an interned variable ([`crate::hooks::VarId`]).
+    pub fn names_var(self) -> bool {
+        matches!(self, RecordKind::Io | RecordKind::Copy)
+    }
 }
 
 /// Which communication call a [`RecordKind::Comm`] record is.
@@ -98,12 +108,7 @@ pub fn io_code(op: IoKind) -> u32 {
     }
 }
 
-/// The `aux` of an I/O record that is not a disk operation: the memory copy an in-core write
-/// of the same block would have made, timed by an instrumented run's block write (see
-/// `ooc::OocArray::write_block`).
-pub const IN_CORE_COPY: u32 = 4;
-
-/// The I/O kind of a record's `aux` (`None` for [`IN_CORE_COPY`]).
+/// The I/O kind of a record's `aux`.
 pub fn io_kind(code: u32) -> Option<IoKind> {
     match code {
         0 => Some(IoKind::Read),

@@ -4,7 +4,7 @@
 //!   stage. A wait record is not I/O: it spans the compute overlapping its prefetch.
 //! - I/O per (stage, variable): counts, bytes, seconds; `T_A` = time between a prefetch's end and
 //!   its wait's begin, less the I/O and communication in between (seed Fig. 5.5, 5.6).
-//! - In-core copy cost per byte: the `IN_CORE_COPY` records' seconds over their bytes (zero
+//! - In-core copy cost per byte: the `Copy` records' seconds over their bytes (zero
 //!   without any); those records are not the stage's computation either.
 //! - Per event: messages, bytes, send and receive overheads (call time − blocked time, split by
 //!   messages for collectives), blocked time `T_w`, total time, and the ranks actually talked to.
@@ -20,7 +20,7 @@ use crate::format::{
     StageKey, StageMeasurement, TileMeasurement,
 };
 use crate::hooks::{
-    io_kind, var_name, CallKind, IoKind, RankRecords, Record, RecordKind, VarId, IN_CORE_COPY, NONE,
+    io_kind, var_name, CallKind, IoKind, RankRecords, Record, RecordKind, VarId, NONE,
 };
 
 #[derive(Default)]
@@ -95,7 +95,7 @@ pub fn aggregate_node(
             RecordKind::Event => {
                 event_entry(&mut events, r.id).total_s += dur;
             }
-            RecordKind::Io if r.aux == IN_CORE_COPY => {
+            RecordKind::Copy => {
                 if r.in_stage {
                     stages.entry(r.key).or_default().io += dur;
                 }
@@ -452,7 +452,7 @@ mod tests {
             records: vec![
                 record(RecordKind::Iteration, 0, 0, (0.0, 10.0), (0, 7)),
                 record(RecordKind::Stage, 0, 0, (0.0, 10.0), (1, 6)),
-                record(RecordKind::Io, 0, IN_CORE_COPY, (0.5, 1.0), (2, 3)),
+                record(RecordKind::Copy, 0, 0, (0.5, 1.0), (2, 3)),
                 record(
                     RecordKind::Io,
                     0,

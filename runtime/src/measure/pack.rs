@@ -19,7 +19,7 @@ use crate::ooc::DiskCosts;
 const MAGIC: &[u8; 4] = b"MHRR";
 const VERSION: u32 = 1;
 
-const KINDS: [RecordKind; 8] = [
+const KINDS: [RecordKind; 9] = [
     RecordKind::Iteration,
     RecordKind::Section,
     RecordKind::Tile,
@@ -28,6 +28,7 @@ const KINDS: [RecordKind; 8] = [
     RecordKind::Group,
     RecordKind::Io,
     RecordKind::Comm,
+    RecordKind::Copy,
 ];
 
 fn kind_code(kind: RecordKind) -> u8 {
@@ -45,7 +46,7 @@ pub fn pack(rr: &RankRecords, offset_s: f64) -> Vec<u8> {
     let vars: BTreeMap<u32, String> = rr
         .records
         .iter()
-        .filter(|r| r.kind == RecordKind::Io)
+        .filter(|r| r.kind.names_var())
         .map(|r| {
             let name = var_name(VarId(r.id)).unwrap_or_else(|| format!("var{}", r.id));
             (r.id, name)
@@ -130,7 +131,7 @@ pub fn unpack(bytes: &[u8]) -> Result<RankRecords, String> {
             .get(code as usize)
             .ok_or_else(|| format!("unknown record kind {code}"))?;
         let mut id = r.u32()?;
-        if kind == RecordKind::Io {
+        if kind.names_var() {
             id = *vars
                 .get(&id)
                 .ok_or_else(|| format!("I/O record names variable {id}, absent from the table"))?;
@@ -387,7 +388,7 @@ mod tests {
                 .iter()
                 .map(|&(k, id, tile, t, bytes)| {
                     let kind = KINDS[k];
-                    let id = if kind == RecordKind::Io { register_var("pack-prop").0 } else { id };
+                    let id = if kind.names_var() { register_var("pack-prop").0 } else { id };
                     Record { bytes, ..record(kind, id, tile, t) }
                 })
                 .collect();

@@ -4,9 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::hooks::{
-    io_kind, var_name, CallKind, RankRecords, Record, RecordKind, VarId, IN_CORE_COPY, NONE,
-};
+use crate::hooks::{io_kind, var_name, CallKind, RankRecords, Record, RecordKind, VarId, NONE};
 
 /// The trace of every rank's records.
 pub fn chrome_trace(ranks: &[RankRecords]) -> Value {
@@ -44,12 +42,16 @@ fn describe(r: &Record) -> (String, &'static str, Value) {
         RecordKind::Group => (format!("group {}", r.id), "group", json!({})),
         RecordKind::Io => {
             let var = var_name(VarId(r.id)).unwrap_or_else(|| format!("var{}", r.id));
-            let op = match io_kind(r.aux) {
-                Some(k) => format!("{k:?}").to_lowercase(),
-                None if r.aux == IN_CORE_COPY => "in-core copy".to_string(),
-                None => "io".to_string(),
-            };
+            let op = io_kind(r.aux).map_or("io".to_string(), |k| format!("{k:?}").to_lowercase());
             (format!("{op} {var}"), "io", json!({ "bytes": r.bytes }))
+        }
+        RecordKind::Copy => {
+            let var = var_name(VarId(r.id)).unwrap_or_else(|| format!("var{}", r.id));
+            (
+                format!("in-core copy {var}"),
+                "io",
+                json!({ "bytes": r.bytes }),
+            )
         }
         RecordKind::Comm => {
             let call = CallKind::from_code(r.aux).map_or("comm", CallKind::name);

@@ -14,7 +14,7 @@
 //! `wait` — the overlapped computation T_A of seed Fig. 5.5/5.6.
 //!
 //! In an instrumented run a block write also times the memory copy an in-core write of the
-//! block would make, and records it as an `IN_CORE_COPY` I/O record (`hooks`).
+//! block would make, and records it as a `Copy` record (`hooks`).
 //!
 //! Every disk operation (the real I/O, its charge and its record) runs in a
 //! `clock::not_compute` span: its CPU time is not slowed by a wall-clock CPU slowdown, since the
