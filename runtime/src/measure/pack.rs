@@ -379,7 +379,7 @@ mod tests {
         #[test]
         fn any_records_round_trip(
             raw in proptest::collection::vec(
-                (0usize..8, any::<u32>(), proptest::option::of(any::<u32>()), -1e6f64..1e6, any::<u64>()),
+                (0..KINDS.len(), any::<u32>(), proptest::option::of(any::<u32>()), -1e6f64..1e6, any::<u64>()),
                 0..40,
             ),
             offset in -100.0f64..100.0,
