@@ -68,7 +68,9 @@ const PREALLOCATED_FRAMES: usize = 64;
 /// Ranks (threads) of this process with hooks installed: zero means every hook is a no-op.
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// Ranks of this process whose hooks time regions or emulate a slower CPU (not `timing` alone):
-/// zero means every guard but the iteration guard is a no-op.
+/// zero means `#[mheta::solver]` runs its plain body, whose only guard is the iteration guard
+/// ([`regions_active`]). Guards themselves check [`ACTIVE`] only: in a `--timings` run a
+/// single-body solver's region guards still open and close, recording nothing.
 static REGIONS: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether hooks of `config` need the guards inside an iteration.

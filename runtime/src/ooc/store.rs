@@ -36,7 +36,6 @@ pub struct StoreConfig {
 }
 
 impl StoreConfig {
-    /// The store of a node described by `node`.
     /// The store of a node described by `node`; `instrumented` runs force in-core arrays out of
     /// core unless `keep_in_core`.
     pub fn for_node(
