@@ -155,7 +155,7 @@ pub struct Args {
     /// In an instrumented run: leave the arrays the memory budget keeps in core in core instead of
     /// forcing them through the disk (seed §5.2.2). Such a run measures in-core computation,
     /// which runs faster than computation between block reads and writes; `mheta tune` makes
-    /// one after the forced run and merges the two (`in_core_compute_s`).
+    /// such runs after the forced run and merges them into its stages' `in_core` samples.
     #[arg(long)]
     pub keep_in_core: bool,
     /// Where an instrumented run writes its measurements [default: measurements.json].

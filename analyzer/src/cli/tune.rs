@@ -65,12 +65,14 @@ pub struct TuneArgs {
     /// Rows S of the distributed dimension [default: the program's].
     #[arg(long, value_name = "N")]
     pub rows: Option<u64>,
-    /// Iterations of every compared run (the instrumented model run always runs 6).
+    /// Iterations of every compared run (the instrumented model runs always run 6, or 10 with
+    /// arrays kept in core).
     #[arg(long, value_name = "K", default_value_t = 3)]
     pub iterations: u32,
     /// Runs of every compared distribution, at most; its actual time is their median. A
     /// distribution is not run again once its runs have spent REPEAT_SECONDS (2 s) in measured
-    /// iterations, so long runs run once.
+    /// iterations, so long runs run once. The instrumented runs that keep arrays in core are
+    /// repeated the same way, and their measurements averaged.
     #[arg(long, value_name = "R", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// Search algorithm: gbs, gs, ga, sa or exact.
@@ -102,6 +104,10 @@ pub struct TuneArgs {
 /// number is even, so an array pair that swaps roles each iteration (Jacobi's A and B) is seen
 /// as often read as written.
 pub const MODEL_ITERATIONS: u32 = 6;
+
+/// Iterations of each instrumented run that keeps arrays in core: cheap runs, so more steady
+/// iterations (eight) to average out noise; even, for the same reason as `MODEL_ITERATIONS`.
+pub const IN_CORE_ITERATIONS: u32 = 10;
 
 /// Measured seconds after which `--repeat` runs a distribution no more.
 pub const REPEAT_SECONDS: f64 = 2.0;
@@ -187,33 +193,53 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             keep_in_core: false,
         })
         .context("step 3 (instrumented run) failed")?;
-    // The forced run measures I/O, and computation as it runs between block reads and writes;
-    // a second run that keeps in-core arrays in core measures computation as it runs in core,
-    // under In-Core-Balanced: it keeps the most nodes in core, with row counts near those the
-    // search favours (per-row computation is not quite constant: caches).
+    // The forced run measures I/O, and computation as it runs between block reads and writes.
+    // Runs that keep in-core arrays in core measure computation as it runs in core, at two row
+    // counts per node (per-row cost is not constant: caches, allocations): In-Core-Balanced and
+    // In-Core, which both keep every node's arrays in core that the cluster's memory can (the
+    // second is skipped when it is the same distribution).
     let mut spectrum = Vec::new();
     for name in SPECTRUM {
         spectrum.push((name, generate(name, &measured).context("step 5 (compare)")?));
     }
-    progress.step("one instrumented run under in-core-balanced, arrays kept in core");
-    let kept_rows = &spectrum
-        .iter()
-        .find(|(name, _)| *name == "in-core-balanced")
-        .expect("the spectrum has in-core-balanced")
-        .1;
-    let kept = program
-        .run(&RunSpec {
-            distribution: &rows_list(kept_rows),
-            iterations: MODEL_ITERATIONS,
-            measurements: &work.join("measurements-in-core.json"),
-            emit_structure: None,
-            trace: None,
-            keep_in_core: true,
-        })
-        .context("step 3 (instrumented in-core run) failed")?;
-    measured
-        .merge_in_core_compute(&kept)
-        .map_err(|e| anyhow::anyhow!("step 3: the in-core run does not match: {e}"))?;
+    progress.step("instrumented runs with arrays kept in core");
+    let rows_of = |wanted: &str| {
+        &spectrum
+            .iter()
+            .find(|(name, _)| *name == wanted)
+            .expect("the spectrum has both in-core distributions")
+            .1
+    };
+    let mut kept_runs = vec![("in-core-balanced", rows_of("in-core-balanced"))];
+    if rows_of("in-core") != kept_runs[0].1 {
+        kept_runs.push(("in-core", rows_of("in-core")));
+    }
+    // Each is repeated like the compared runs (`--repeat`): samples of equal rows average.
+    for (name, rows) in kept_runs {
+        let mut measured_s = 0.0;
+        for run in 0..args.repeat.max(1) {
+            if measured_s >= REPEAT_SECONDS {
+                break;
+            }
+            let kept = program
+                .run(&RunSpec {
+                    distribution: &rows_list(rows),
+                    iterations: IN_CORE_ITERATIONS,
+                    measurements: &work.join(format!("measurements-{name}-{run}.json")),
+                    emit_structure: None,
+                    trace: None,
+                    keep_in_core: true,
+                })
+                .with_context(|| {
+                    format!("step 3 (instrumented in-core run under {name}) failed")
+                })?;
+            measured_s += f64::from(IN_CORE_ITERATIONS)
+                * kept.nodes.iter().map(|n| n.iteration_s).fold(0.0, f64::max);
+            measured.merge_in_core_compute(&kept).map_err(|e| {
+                anyhow::anyhow!("step 3: the in-core run under {name} does not match: {e}")
+            })?;
+        }
+    }
     super::write_atomic(
         &measurements_path,
         &serde_json::to_string_pretty(&measured).context("step 3: serializing measurements")?,

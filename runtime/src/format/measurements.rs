@@ -38,9 +38,9 @@ pub struct Measurements {
 impl Measurements {
     /// Take the in-core computation from `kept`, an instrumented run of the same program, rows
     /// and cluster made with `--keep-in-core`, under any distribution: every stage of a node
-    /// that did no block I/O there (all its arrays were in core) gets `in_core_compute_s`, and
-    /// the node `in_core_rows`, the rows it held. Returns how many nodes did; fails, naming the
-    /// field, when the two runs do not match.
+    /// that did no block I/O there (all its arrays were in core) gets an `in_core` sample with
+    /// the rows the node held. Merging several such runs gives several samples. Returns how
+    /// many nodes got one; fails, naming the field, when the runs do not match.
     pub fn merge_in_core_compute(&mut self, kept: &Measurements) -> Result<usize, String> {
         if kept.structure != self.structure {
             return Err("structure: the in-core run measured a different program".into());
@@ -64,15 +64,15 @@ impl Measurements {
                 continue;
             }
             merged += 1;
-            node.in_core_rows = Some(other.rows);
             for stage in &mut node.stages {
-                stage.in_core_compute_s = Some(
-                    other
+                stage.in_core.push(InCoreSample {
+                    rows: other.rows,
+                    compute_s: other
                         .stages
                         .iter()
                         .find(|s| s.key == stage.key)
                         .map_or(0.0, |s| s.compute_s),
-                );
+                });
             }
         }
         Ok(merged)
@@ -134,10 +134,6 @@ pub struct NodeMeasurements {
     /// forced out of core) does not see. Absent in older files: zero.
     #[serde(default)]
     pub copy_per_byte_s: f64,
-    /// The rows this node held in the run its stages' `in_core_compute_s` come from (see
-    /// [`Measurements::merge_in_core_compute`]); absent when they have none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub in_core_rows: Option<u64>,
     pub stages: Vec<StageMeasurement>,
     pub io: Vec<IoMeasurement>,
     pub events: Vec<EventMeasurement>,
@@ -166,12 +162,21 @@ pub struct StageMeasurement {
     pub compute_s: f64,
     /// I/O time inside the stage, seconds per iteration.
     pub io_s: f64,
-    /// T_φ of the stage on this node in a run that kept the node's arrays in core
-    /// (`--keep-in-core`; see [`Measurements::merge_in_core_compute`]), when it did. Computation
-    /// between block reads and writes runs slower than in core (the I/O evicts caches and TLB
-    /// entries), so the model uses this figure for nodes it places entirely in core.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub in_core_compute_s: Option<f64>,
+    /// T_φ of the stage on this node in runs that kept the node's arrays in core
+    /// (`--keep-in-core`; see [`Measurements::merge_in_core_compute`]), one sample per such
+    /// run, with the rows the node held. Computation between block reads and writes runs slower
+    /// than in core (the I/O evicts caches and TLB entries), and per-row cost changes with the
+    /// rows (caches, allocations), so the model interpolates these for nodes it places
+    /// entirely in core.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub in_core: Vec<InCoreSample>,
+}
+
+/// One in-core measurement of a stage on a node: its T_φ when the node held `rows` rows.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct InCoreSample {
+    pub rows: u64,
+    pub compute_s: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -242,7 +247,6 @@ mod tests {
             read_per_byte_s: 0.0,
             write_per_byte_s: 0.0,
             copy_per_byte_s: 0.0,
-            in_core_rows: None,
             stages: vec![StageMeasurement {
                 key: StageKey {
                     section: 0,
@@ -252,7 +256,7 @@ mod tests {
                 count: 1.0,
                 compute_s: compute,
                 io_s: 0.0,
-                in_core_compute_s: None,
+                in_core: Vec::new(),
             }],
             io: if io_on[rank] {
                 vec![IoMeasurement {
@@ -316,11 +320,16 @@ mod tests {
         let mut forced = measurements(&[true, true], 2.0);
         let kept = measurements(&[false, true], 1.5);
         assert_eq!(forced.merge_in_core_compute(&kept), Ok(1));
-        assert_eq!(forced.nodes[0].stages[0].in_core_compute_s, Some(1.5));
+        let sample = InCoreSample {
+            rows: 10,
+            compute_s: 1.5,
+        };
+        assert_eq!(forced.nodes[0].stages[0].in_core, vec![sample]);
         assert_eq!(forced.nodes[0].stages[0].compute_s, 2.0);
-        assert_eq!(forced.nodes[0].in_core_rows, Some(10));
-        assert_eq!(forced.nodes[1].stages[0].in_core_compute_s, None);
-        assert_eq!(forced.nodes[1].in_core_rows, None);
+        assert!(forced.nodes[1].stages[0].in_core.is_empty());
+        // A second in-core run adds a second sample.
+        assert_eq!(forced.merge_in_core_compute(&kept), Ok(1));
+        assert_eq!(forced.nodes[0].stages[0].in_core, vec![sample, sample]);
         let other = measurements(&[false], 1.0);
         assert!(forced
             .merge_in_core_compute(&other)

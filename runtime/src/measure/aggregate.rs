@@ -209,7 +209,6 @@ pub fn aggregate_node(
         } else {
             0.0
         },
-        in_core_rows: None,
         stages: stages
             .into_iter()
             .map(|(key, s)| StageMeasurement {
@@ -217,7 +216,7 @@ pub fn aggregate_node(
                 count: s.count / n,
                 compute_s: (s.time - s.io - s.comm).max(0.0) / n,
                 io_s: s.io / n,
-                in_core_compute_s: None,
+                in_core: Vec::new(),
             })
             .collect(),
         io: io.into_values().map(|m| per_iteration_io(m, n)).collect(),

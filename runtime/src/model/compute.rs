@@ -10,14 +10,59 @@ pub(crate) struct StageCost {
     /// Per node, per pass of the stage's section: seconds per row (distributed) or seconds
     /// (replicated), already adjusted to the target cluster's CPU power.
     pub rate: Vec<f64>,
-    /// The same when the node holds all its arrays in core (measured by an instrumented run
-    /// that kept them in core, `in_core_compute_s`; else `rate`).
-    pub in_core_rate: Vec<f64>,
-    /// `in_core_rate` was measured in core, so it includes the memory copies of in-core block
+    /// Per node, its computation when it holds all its arrays in core (measured by
+    /// instrumented runs that kept them in core; else `rate`), already CPU-adjusted.
+    pub in_core: Vec<InCore>,
+    /// `in_core` was measured in core, so it includes the memory copies of in-core block
     /// writes (which the model adds to `rate` itself).
     pub in_core_measured: bool,
     /// The out-of-core capable arrays this stage reads or writes.
     pub io: Vec<StageIo>,
+}
+
+/// A stage's computation on one node holding all its arrays in core.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum InCore {
+    /// Seconds per row (distributed stage) or seconds (replicated), as `StageCost::rate`.
+    Rate(f64),
+    /// Measured `(rows, seconds)`: rows > 0, increasing by at least 20 %, seconds rising with
+    /// them (distributed stages only; see `build::spread_samples`). One sample scales in
+    /// proportion to the rows. With more, the seconds are piecewise linear in the rows between
+    /// them: a fixed cost per pass shows as a line above proportion, caches falling behind as
+    /// one below. Below the first sample the first segment goes on, never under proportion to
+    /// that sample (once the data fits the caches, per-row cost stops falling). Above the last
+    /// one the cost grows by the last segment's slope or the last sample's per-row cost,
+    /// whichever is more: unmeasured row counts are never predicted cheaper than the nearest
+    /// measured per-row cost, so the search does not chase a slope made by noise.
+    Samples(Vec<(f64, f64)>),
+}
+
+impl InCore {
+    /// Seconds for `rows` rows (a distributed stage) or per pass (a replicated one).
+    pub fn seconds(&self, rows: u64, distributed: bool) -> f64 {
+        let x = rows as f64;
+        match self {
+            InCore::Rate(r) if distributed => r * x,
+            InCore::Rate(r) => *r,
+            InCore::Samples(points) => match points.as_slice() {
+                [] => 0.0,
+                [(r0, t0)] => t0 / r0 * x,
+                [(r0, t0), .., (rn, tn)] => {
+                    if x > *rn {
+                        let (ra, ta) = points[points.len() - 2];
+                        let slope = ((tn - ta) / (rn - ra)).max(tn / rn);
+                        return tn + slope * (x - rn);
+                    }
+                    let i = points
+                        .partition_point(|&(r, _)| r <= x)
+                        .clamp(1, points.len() - 1);
+                    let ((ra, ta), (rb, tb)) = (points[i - 1], points[i]);
+                    let line = ta + (tb - ta) * (x - ra) / (rb - ra);
+                    line.max(t0 / r0 * x.min(*r0))
+                }
+            },
+        }
+    }
 }
 
 /// How one stage accesses one array when that array is out of core.
@@ -52,15 +97,12 @@ impl StageCost {
     /// `T_φ` for a replicated one; `in_core` selects the rate of a node holding all its
     /// arrays in core.
     pub fn t_phi(&self, node: usize, rows: u64, in_core: bool) -> f64 {
-        let rate = if in_core {
-            self.in_core_rate[node]
+        if in_core {
+            self.in_core[node].seconds(rows, self.distributed)
+        } else if self.distributed {
+            self.rate[node] * rows as f64
         } else {
             self.rate[node]
-        };
-        if self.distributed {
-            rate * rows as f64
-        } else {
-            rate
         }
     }
 

@@ -186,7 +186,6 @@ impl<'a> Recorder<'a> {
                 write_per_byte_s: 1.0 / n.disk_write_bps,
                 // A memory copy at 10 GB/s on this machine.
                 copy_per_byte_s: 1e-10 / if n.cpu > 0.0 { n.cpu } else { 1.0 },
-                in_core_rows: None,
                 stages: Vec::new(),
                 io: Vec::new(),
                 events: Vec::new(),
@@ -258,7 +257,7 @@ impl<'a> Recorder<'a> {
                 count,
                 compute_s: count * work / cpu,
                 io_s,
-                in_core_compute_s: None,
+                in_core: Vec::new(),
             });
         }
     }

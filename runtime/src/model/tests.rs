@@ -50,7 +50,6 @@ impl Case {
                 read_per_byte_s: 0.0,
                 write_per_byte_s: 0.0,
                 copy_per_byte_s: 0.0,
-                in_core_rows: None,
                 stages: vec![],
                 io: vec![],
                 events: vec![],
@@ -116,7 +115,7 @@ impl Case {
                 count,
                 compute_s: compute[i] * count,
                 io_s: 0.0,
-                in_core_compute_s: None,
+                in_core: Vec::new(),
             });
         }
         let comm = comm.map(|(pattern, parts)| self.event(pattern, parts, count));
@@ -465,7 +464,7 @@ fn pipeline_eq_5_4_5_5_and_5_10() {
             count: 3.0,
             compute_s: compute,
             io_s: 0.0,
-            in_core_compute_s: None,
+            in_core: Vec::new(),
         });
     }
     let tiles = TileLoop {
@@ -673,7 +672,7 @@ fn nodes_in_core_compute_at_the_in_core_rate() {
     // in core measured 0.5 s on node 0 (node 1 was out of core there too). Node 0, in core,
     // computes at 0.005 s/row; node 1, out of core (100 rows), at its measured 0.01 s/row.
     let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 0.0);
-    c.m.nodes[0].stages[0].in_core_compute_s = Some(0.5);
+    c.m.nodes[0].stages[0].in_core = vec![sample(100, 0.5)];
     let model = c.model();
     let p = model.predict(&[100, 100]).unwrap();
     assert!(close(p.nodes[0].compute_s, 0.5), "{p:?}");
@@ -686,7 +685,7 @@ fn nodes_in_core_compute_at_the_in_core_rate() {
     assert!(close(p.nodes[0].compute_s, 0.9), "{p:?}");
     // The in-core run's computation includes the copies of in-core writes: none are added.
     let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 1e-8);
-    c.m.nodes[0].stages[0].in_core_compute_s = Some(0.5);
+    c.m.nodes[0].stages[0].in_core = vec![sample(100, 0.5)];
     let p = c.model().predict(&[100, 100]).unwrap();
     assert!(close(p.nodes[0].compute_s, 0.5), "{p:?}");
     // Without an in-core measurement every node keeps its measured rate.
@@ -694,6 +693,68 @@ fn nodes_in_core_compute_at_the_in_core_rate() {
         .predict(&[180, 20])
         .unwrap();
     assert!(close(p.nodes[1].compute_s, 0.2), "{p:?}");
+}
+
+fn sample(rows: u64, compute_s: f64) -> InCoreSample {
+    InCoreSample { rows, compute_s }
+}
+
+#[test]
+fn in_core_samples_interpolate_between_row_counts() {
+    // Node 0 measured in core at 40 rows (0.1 s) and 100 rows (0.45 s and 0.55 s, averaged to
+    // 0.5 s): a line of slope 0.4 / 60 s per row. At 70 rows, halfway: 0.3 s. Above the
+    // samples the line goes on: 180 rows, 0.5 + 80 · 0.4 / 60 = 1.0333 s. Below them it would
+    // give 0.1 − 20 · 0.4 / 60 < 0 at 20 rows; proportion to the 40-row sample, 0.05 s, is the
+    // floor.
+    let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 0.0);
+    c.m.nodes[0].stages[0].in_core = vec![sample(100, 0.45), sample(40, 0.1), sample(100, 0.55)];
+    let model = c.model();
+    let p = model.predict(&[70, 130]).unwrap();
+    assert!(close(p.nodes[0].compute_s, 0.3), "{p:?}");
+    let p = model.predict(&[20, 180]).unwrap();
+    assert!(close(p.nodes[0].compute_s, 0.05), "{p:?}");
+    let p = model.predict(&[180, 20]).unwrap();
+    assert!(
+        close(p.nodes[0].compute_s, 0.5 + 80.0 * 0.4 / 60.0),
+        "{p:?}"
+    );
+    // Node 1 (no sample) in core at 20 rows: node 0's per-row rate at its largest sample.
+    assert!(close(p.nodes[1].compute_s, 0.1), "{p:?}");
+    // A fixed cost per pass (samples 0.3 s at 40 rows, 0.6 s at 100: intercept 0.1 s) keeps
+    // its intercept below the samples: 20 rows, 0.2 s (in proportion it would be 0.15 s).
+    let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 0.0);
+    c.m.nodes[0].stages[0].in_core = vec![sample(40, 0.3), sample(100, 0.6)];
+    let p = c.model().predict(&[20, 180]).unwrap();
+    assert!(close(p.nodes[0].compute_s, 0.2), "{p:?}");
+    // Samples less than 20 % apart in rows are one: 100 and 110 rows average to 105 rows,
+    // 0.525 s, which then scales in proportion.
+    let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 0.0);
+    c.m.nodes[0].stages[0].in_core = vec![sample(100, 0.5), sample(110, 0.55)];
+    let p = c.model().predict(&[70, 130]).unwrap();
+    assert!(close(p.nodes[0].compute_s, 0.525 / 105.0 * 70.0), "{p:?}");
+}
+
+#[test]
+fn in_core_samples_never_fall_with_the_rows_nor_extrapolate_below_their_cost() {
+    // 0.4 s at 40 rows but 0.3 s at 100 rows is noise: the two pool into one sample, 0.35 s at
+    // 70 rows, which scales in proportion: 140 rows, 0.7 s.
+    let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 0.0);
+    c.m.nodes[0].stages[0].in_core = vec![sample(40, 0.4), sample(100, 0.3)];
+    let p = c.model().predict(&[140, 60]).unwrap();
+    assert!(close(p.nodes[0].compute_s, 0.7), "{p:?}");
+    // Pooling goes back as far as needed: 0.2 s at 40 rows, 0.5 s at 60 rows, then 0.2 s at
+    // 100 rows. The last two pool to 0.35 s at 80 rows, which still rises from 0.2 s at 40
+    // rows: at 60 rows, halfway, 0.275 s.
+    let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 0.0);
+    c.m.nodes[0].stages[0].in_core = vec![sample(40, 0.2), sample(60, 0.5), sample(100, 0.2)];
+    let p = c.model().predict(&[60, 140]).unwrap();
+    assert!(close(p.nodes[0].compute_s, 0.275), "{p:?}");
+    // A nearly flat last segment (0.5 s at 50 rows, 0.51 s at 100) does not make rows beyond
+    // the samples almost free: they cost the last sample's 0.0051 s per row. 200 rows: 1.02 s.
+    let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 0.0);
+    c.m.nodes[0].stages[0].in_core = vec![sample(50, 0.5), sample(100, 0.51)];
+    let p = c.model().predict(&[200, 0]).unwrap();
+    assert!(close(p.nodes[0].compute_s, 1.02), "{p:?}");
 }
 
 #[test]

@@ -10,7 +10,7 @@ mod events;
 
 use std::collections::HashMap;
 
-use super::compute::{StageCost, StageIo};
+use super::compute::{InCore, StageCost, StageIo};
 use super::out_of_core::{ArrayCost, IoMode, NodeMemory};
 use super::{Model, ModelError, SectionCost, Step};
 use crate::format::{
@@ -403,20 +403,27 @@ impl<'a> Builder<'a> {
         } else {
             measured
         };
-        let in_core_rate = self.in_core_rates(key, distributed, per_pass, &rate)?;
+        let in_core = self.in_core_costs(key, distributed, per_pass, &rate)?;
         let in_core_measured = self
             .m
             .nodes
             .iter()
-            .any(|n| find_stage(n, key).is_some_and(|s| s.in_core_compute_s.is_some()));
-        let adjust = |rates: Vec<f64>| -> Vec<f64> {
-            rates
-                .iter()
-                .zip(&self.cpu_ratio)
-                .map(|(r, c)| r * c)
-                .collect()
-        };
-        let (rate, in_core_rate) = (adjust(rate), adjust(in_core_rate));
+            .any(|n| find_stage(n, key).is_some_and(|s| !s.in_core.is_empty()));
+        let rate: Vec<f64> = rate
+            .iter()
+            .zip(&self.cpu_ratio)
+            .map(|(r, c)| r * c)
+            .collect();
+        let in_core = in_core
+            .into_iter()
+            .zip(&self.cpu_ratio)
+            .map(|(cost, &c)| match cost {
+                InCore::Rate(r) => InCore::Rate(r * c),
+                InCore::Samples(points) => {
+                    InCore::Samples(points.into_iter().map(|(x, t)| (x, t * c)).collect())
+                }
+            })
+            .collect();
         let mut io: Vec<StageIo> = Vec::new();
         for (index, name) in self.arrays.iter().map(|a| a.name.as_str()).enumerate() {
             let ops: Vec<IoKind> = stage
@@ -468,7 +475,7 @@ impl<'a> Builder<'a> {
         Ok(StageCost {
             distributed,
             rate,
-            in_core_rate,
+            in_core,
             in_core_measured,
             io,
         })
@@ -526,52 +533,83 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// A stage's rates when the node holds all its arrays in core (`StageCost::in_core_rate`),
-    /// given its measured `rate`s (same units, before the CPU adjustment). Nodes the in-core
-    /// run kept in core give theirs (`in_core_compute_s`). Every other node gets the median of
-    /// those, normalised by CPU power (as `per_row_rates` does for nodes without rows): its own
-    /// measured rate was taken out of core, between block reads and writes, which slows
+    /// A stage's computation on each node when the node holds all its arrays in core
+    /// (`StageCost::in_core`), given its measured `rate`s (before the CPU adjustment). Nodes
+    /// the in-core runs kept in core give their samples (`in_core`; a replicated stage, their
+    /// mean). Every other node gets the median per-row rate of those nodes (at their largest
+    /// sample), normalised by CPU power (as `per_row_rates` does for nodes without rows): its
+    /// own measured rate was taken out of core, between block reads and writes, which slows
     /// computation by an amount that depends on how many blocks it had. With no node kept in
-    /// core, the measured rates stand.
-    fn in_core_rates(
+    /// core, the measured rates stand. Samples at equal rows are averaged.
+    fn in_core_costs(
         &self,
         key: StageKey,
         distributed: bool,
         per_pass: f64,
         rate: &[f64],
-    ) -> Result<Vec<f64>, ModelError> {
-        let mut known: Vec<Option<f64>> = Vec::with_capacity(self.p);
+    ) -> Result<Vec<InCore>, ModelError> {
+        let mut known: Vec<Option<InCore>> = Vec::with_capacity(self.p);
         for (i, n) in self.m.nodes.iter().enumerate() {
-            let Some(t) = find_stage(n, key).and_then(|s| s.in_core_compute_s) else {
+            let samples = find_stage(n, key).map_or(&[][..], |s| s.in_core.as_slice());
+            let mut points: Vec<(f64, f64, f64)> = Vec::new(); // rows, seconds sum, count
+            for (k, sample) in samples.iter().enumerate() {
+                let field = format!(
+                    "nodes[{i}].stages[{}/{}].in_core[{k}].compute_s",
+                    key.section, key.stage
+                );
+                let t = check(&field, sample.compute_s)? / per_pass;
+                let rows = sample.rows as f64;
+                if distributed && sample.rows == 0 {
+                    continue;
+                }
+                match points.iter_mut().find(|p| p.0 == rows) {
+                    Some(p) => {
+                        p.1 += t;
+                        p.2 += 1.0;
+                    }
+                    None => points.push((rows, t, 1.0)),
+                }
+            }
+            if points.is_empty() {
                 known.push(None);
                 continue;
-            };
-            let t = check(
-                &format!(
-                    "nodes[{i}].stages[{}/{}].in_core_compute_s",
-                    key.section, key.stage
-                ),
-                t,
-            )? / per_pass;
-            known.push(match (distributed, n.in_core_rows.unwrap_or(n.rows)) {
-                (false, _) => Some(t),
-                (true, 0) => None,
-                (true, rows) => Some(t / rows as f64),
-            });
+            }
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let points = spread_samples(points.iter().map(|p| (p.0, p.1 / p.2)));
+            known.push(Some(if distributed {
+                InCore::Samples(points)
+            } else {
+                InCore::Rate(points.iter().map(|p| p.1).sum::<f64>() / points.len() as f64)
+            }));
         }
+        // Each known node's rate, normalised by its CPU power: per row at its largest sample
+        // (distributed) or its seconds (replicated).
         let mut normalised: Vec<f64> = known
             .iter()
             .enumerate()
-            .filter_map(|(i, k)| k.map(|k| k * self.measured_cpu(i)))
+            .filter_map(|(i, k)| {
+                let r = match k.as_ref()? {
+                    InCore::Rate(r) => *r,
+                    InCore::Samples(points) => {
+                        let (rows, t) = points.last()?;
+                        t / rows
+                    }
+                };
+                Some(r * self.measured_cpu(i))
+            })
             .collect();
         if normalised.is_empty() {
-            return Ok(rate.to_vec());
+            return Ok(rate.iter().map(|&r| InCore::Rate(r)).collect());
         }
         let median = crate::stats::median(&mut normalised);
         Ok(known
-            .iter()
+            .into_iter()
             .enumerate()
-            .map(|(i, k)| k.unwrap_or(median / self.measured_cpu(i).max(f64::MIN_POSITIVE)))
+            .map(|(i, k)| {
+                k.unwrap_or_else(|| {
+                    InCore::Rate(median / self.measured_cpu(i).max(f64::MIN_POSITIVE))
+                })
+            })
             .collect())
     }
 
@@ -628,6 +666,28 @@ fn stages_of(section: &crate::format::Section) -> Vec<(&Stage, Option<u32>)> {
         }
     }
     out
+}
+
+/// In-core samples `(rows, seconds)` in increasing rows, made fit to interpolate: samples less
+/// than 20 % apart in rows are averaged into one (the slope between close samples is mostly
+/// noise), and so are samples whose seconds fall as the rows grow (noise too: more rows never
+/// take less time), until the seconds rise with the rows (pool-adjacent-violators).
+fn spread_samples(points: impl Iterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64, f64)> = Vec::new(); // rows sum, seconds sum, count
+    let mean = |p: &(f64, f64, f64)| (p.0 / p.2, p.1 / p.2);
+    for (rows, t) in points {
+        out.push((rows, t, 1.0));
+        while let [.., a, b] = out.as_slice() {
+            let ((ra, ta), (rb, tb)) = (mean(a), mean(b));
+            if rb >= 1.2 * ra && tb >= ta {
+                break;
+            }
+            let b = out.pop().expect("two points");
+            let a = out.last_mut().expect("two points");
+            *a = (a.0 + b.0, a.1 + b.1, a.2 + b.2);
+        }
+    }
+    out.iter().map(mean).collect()
 }
 
 fn find_stage(n: &NodeMeasurements, key: StageKey) -> Option<&crate::format::StageMeasurement> {
