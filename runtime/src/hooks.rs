@@ -314,6 +314,10 @@ fn record_var(kind: RecordKind, var: VarId, aux: u32, bytes: u64, begin_s: f64, 
     if !active() {
         return;
     }
+    clock::unclocked(|| push_var(kind, var, aux, bytes, begin_s, end_s));
+}
+
+fn push_var(kind: RecordKind, var: VarId, aux: u32, bytes: u64, begin_s: f64, end_s: f64) {
     with_recorder(|r| {
         if !r.recording {
             return;
@@ -350,7 +354,9 @@ pub fn comm_begin() -> CommStart {
     if !active() {
         return CommStart(None);
     }
-    CommStart(with_recorder(|r| r.recording.then(|| (clock::now(), r.next_seq()))).flatten())
+    clock::unclocked(|| {
+        CommStart(with_recorder(|r| r.recording.then(|| (clock::now(), r.next_seq()))).flatten())
+    })
 }
 
 /// Record a communication call that began at `start`.
@@ -359,6 +365,10 @@ pub fn comm_end(start: CommStart, call: CallKind, peer: Option<usize>, traffic: 
     let Some((begin_s, open)) = start.0 else {
         return;
     };
+    clock::unclocked(|| push_comm(begin_s, open, call, peer, traffic));
+}
+
+fn push_comm(begin_s: f64, open: u32, call: CallKind, peer: Option<usize>, traffic: &Traffic) {
     let end_s = clock::now();
     with_recorder(|r| {
         let (key, in_stage) = r.context_key();

@@ -61,6 +61,10 @@ impl Guard {
 fn open_installed(kind: RecordKind, id: u32, aux: u32, key: Option<StageKey>) {
     // Bookkeeping, not the program's computation: an enclosing stage's slowdown skips it.
     let _bookkeeping = clock::not_compute();
+    clock::unclocked(|| open_frame(kind, id, aux, key));
+}
+
+fn open_frame(kind: RecordKind, id: u32, aux: u32, key: Option<StageKey>) {
     with_recorder(|r| {
         let key = key.unwrap_or_else(|| r.context_key().0);
         let mut frame = Frame {
@@ -104,6 +108,10 @@ fn close_installed() {
     // Bookkeeping, not the program's computation: an enclosing stage's slowdown skips it (and
     // skips this region's own slowdown spin, which the span measures too).
     let _bookkeeping = clock::not_compute();
+    clock::unclocked(close_frame);
+}
+
+fn close_frame() {
     with_recorder(|r| {
         let Some(frame) = r.frames.pop() else {
             return; // Opened before this thread's hooks were installed.
