@@ -126,6 +126,87 @@ fn tune_jacobi_prints_the_json_contract_and_writes_a_report() {
 }
 
 #[test]
+fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    let out = mheta(&[
+        "tune",
+        "fixtures/jacobi",
+        "--cluster",
+        "fixtures/clusters/hy1-2.toml",
+        "--ranks",
+        "2",
+        "--rows",
+        "300",
+        "--iterations",
+        "2",
+        "--clock",
+        "charged",
+        "--budget",
+        "20ms",
+        "--repeat",
+        "2",
+        "--report",
+        report.to_str().unwrap(),
+        "--",
+        "--cols",
+        "200",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Every compared distribution runs once before any runs again.
+    let first_again = stderr.find("again (run 2)").expect("a second round");
+    let last_first = stderr.rfind("for 2 iterations").expect("a first round");
+    assert!(last_first < first_again, "{stderr}");
+    assert!(!stderr.contains("(run 3)"), "{stderr}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("tune.json")).unwrap()).unwrap();
+    let method = doc["actual_method"].as_str().unwrap();
+    assert!(
+        method.contains("median of up to 2 runs, made in rounds"),
+        "{method}"
+    );
+
+    // The in-core runs: In-Core-Balanced and In-Core, twice each, and every node both runs kept
+    // in core has a sample from each run in its stages.
+    let rows = |name: &str| -> Vec<u64> {
+        doc["distributions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == name)
+            .map(|d| serde_json::from_value(d["rows"].clone()).unwrap())
+            .unwrap()
+    };
+    let (balanced, in_core) = (rows("in-core-balanced"), rows("in-core"));
+    assert_ne!(balanced, in_core, "the case must sample two row counts");
+    for name in ["in-core-balanced", "in-core"] {
+        for run in 0..2 {
+            let file = report.join(format!("measurements-{name}-{run}.json"));
+            assert!(file.is_file(), "{} missing", file.display());
+        }
+    }
+    let measured: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("measurements.json")).unwrap())
+            .unwrap();
+    for (i, node) in measured["nodes"].as_array().unwrap().iter().enumerate() {
+        for stage in node["stages"].as_array().unwrap() {
+            let samples: Vec<u64> = stage["in_core"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["rows"].as_u64().unwrap())
+                .collect();
+            let mut want = vec![balanced[i], balanced[i], in_core[i], in_core[i]];
+            let mut got = samples.clone();
+            want.sort_unstable();
+            got.sort_unstable();
+            assert_eq!(got, want, "node {i}: {stage}");
+        }
+    }
+}
+
+#[test]
 fn failures_name_the_step() {
     let out = mheta(&[
         "tune",

@@ -71,8 +71,10 @@ pub struct TuneArgs {
     pub iterations: u32,
     /// Runs of every compared distribution, at most; its actual time is their median. A
     /// distribution is not run again once its runs have spent REPEAT_SECONDS (2 s) in measured
-    /// iterations, so long runs run once. The instrumented runs that keep arrays in core are
-    /// repeated the same way, and their measurements averaged.
+    /// iterations, so long runs run once. Repeats go in rounds (every distribution once, then
+    /// again), so a slow spell of a shared machine does not fall on one distribution only. The
+    /// instrumented runs that keep arrays in core are repeated the same way, and their
+    /// measurements averaged.
     #[arg(long, value_name = "R", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// Search algorithm: gbs, gs, ga, sa or exact.
@@ -214,12 +216,13 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     if rows_of("in-core") != kept_runs[0].1 {
         kept_runs.push(("in-core", rows_of("in-core")));
     }
-    // Each is repeated like the compared runs (`--repeat`): samples of equal rows average.
-    for (name, rows) in kept_runs {
-        let mut measured_s = 0.0;
-        for run in 0..args.repeat.max(1) {
-            if measured_s >= REPEAT_SECONDS {
-                break;
+    // Each is repeated like the compared runs (`--repeat`), in rounds as they are; samples of
+    // equal rows average.
+    let mut measured_s = vec![0.0; kept_runs.len()];
+    for run in 0..args.repeat {
+        for ((name, rows), spent) in kept_runs.iter().zip(&mut measured_s) {
+            if *spent >= REPEAT_SECONDS {
+                continue;
             }
             let kept = program
                 .run(&RunSpec {
@@ -233,7 +236,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
                 .with_context(|| {
                     format!("step 3 (instrumented in-core run under {name}) failed")
                 })?;
-            measured_s += f64::from(IN_CORE_ITERATIONS)
+            *spent += f64::from(IN_CORE_ITERATIONS)
                 * kept.nodes.iter().map(|n| n.iteration_s).fold(0.0, f64::max);
             measured.merge_in_core_compute(&kept).map_err(|e| {
                 anyhow::anyhow!("step 3: the in-core run under {name} does not match: {e}")
@@ -264,44 +267,79 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     let searches = run_searches(&model, args);
     let chosen = &searches[0];
 
-    let mut distributions = Vec::new();
+    // Each distinct distribution is predicted once and run up to `--repeat` times, in rounds
+    // (every distribution once, then again): the machine's speed drifts over minutes on a
+    // shared host, and runs in rounds share that drift instead of pinning it on one of them.
+    let named: Vec<(&str, Vec<u64>)> = std::iter::once(("best", chosen.rows.clone()))
+        .chain(spectrum)
+        .collect();
+    let mut distinct: Vec<Compared<'_>> = Vec::new();
     let mut best_breakdown = Vec::new();
-    for (name, rows) in std::iter::once(("best", chosen.rows.clone())).chain(spectrum) {
+    for (name, rows) in &named {
+        if distinct.iter().any(|c| &c.rows == rows) {
+            continue;
+        }
+        let prediction = model
+            .predict(rows)
+            .with_context(|| format!("step 5: cannot predict {name}"))?;
+        if *name == "best" {
+            best_breakdown = prediction.nodes.iter().map(NodeBreakdown::from).collect();
+        }
+        distinct.push(Compared {
+            name,
+            list: rows_list(rows),
+            rows: rows.clone(),
+            predicted_s: prediction.iteration_s,
+            runs: Vec::new(),
+        });
+    }
+    // The first round: one progress step per named distribution.
+    for (name, rows) in &named {
+        let c = distinct
+            .iter_mut()
+            .find(|c| &c.rows == rows)
+            .expect("every named distribution is among the distinct ones");
+        if !c.runs.is_empty() {
+            progress.step(&format!("{name}: the same rows as {}", c.name));
+            continue;
+        }
         progress.step(&format!(
             "running {name} for {} iterations",
             args.iterations
         ));
-        let prediction = model
-            .predict(&rows)
-            .with_context(|| format!("step 5: cannot predict {name}"))?;
-        if name == "best" {
-            best_breakdown = prediction.nodes.iter().map(NodeBreakdown::from).collect();
-        }
-        let predicted = prediction.iteration_s;
-        let earlier = distributions
-            .iter()
-            .find(|d: &&DistributionResult| d.rows == rows);
-        let actual = match earlier {
-            Some(d) => d.actual_s,
-            None => {
-                let list = rows_list(&rows);
-                let mut runs = Vec::new();
-                while runs.len() < args.repeat as usize
-                    && runs.iter().sum::<f64>() * f64::from(args.iterations) < REPEAT_SECONDS
-                {
-                    runs.push(measure(
-                        &program,
-                        method,
-                        &list,
-                        args.iterations,
-                        work,
-                        name,
-                    )?);
-                }
-                mheta_runtime::stats::median(&mut runs)
+        c.runs.push(measure(
+            &program,
+            method,
+            &c.list,
+            args.iterations,
+            work,
+            name,
+        )?);
+    }
+    for round in 1..args.repeat {
+        for c in &mut distinct {
+            if c.runs.iter().sum::<f64>() * f64::from(args.iterations) >= REPEAT_SECONDS {
+                continue;
             }
-        };
-        distributions.push(DistributionResult::new(name, rows, predicted, actual));
+            progress.note(&format!("running {} again (run {})", c.name, round + 1));
+            c.runs.push(measure(
+                &program,
+                method,
+                &c.list,
+                args.iterations,
+                work,
+                c.name,
+            )?);
+        }
+    }
+    let mut distributions = Vec::new();
+    for (name, rows) in named {
+        let c = distinct
+            .iter_mut()
+            .find(|c| c.rows == rows)
+            .expect("every distribution was compared");
+        let actual = mheta_runtime::stats::median(&mut c.runs);
+        distributions.push(DistributionResult::new(name, rows, c.predicted_s, actual));
     }
 
     if args.report.is_some() {
@@ -324,7 +362,8 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         iterations: args.iterations,
         actual_method: if args.repeat > 1 {
             format!(
-                "{}; the median of up to {} runs (no more once they measured {REPEAT_SECONDS} s)",
+                "{}; the median of up to {} runs, made in rounds over the distributions (no \
+                 more once they measured {REPEAT_SECONDS} s)",
                 method.describe(),
                 args.repeat
             )
@@ -395,6 +434,15 @@ fn run_searches(model: &Model, args: &TuneArgs) -> Vec<SearchResult> {
         .into_iter()
         .map(|a| search::search_model(model, a, &config))
         .collect()
+}
+
+/// A distinct distribution compared against its prediction: the first name it goes by.
+struct Compared<'a> {
+    name: &'a str,
+    rows: Vec<u64>,
+    list: String,
+    predicted_s: f64,
+    runs: Vec<f64>,
 }
 
 /// One of the spectrum's generators, on the cluster and S of the measured run.

@@ -49,6 +49,19 @@ impl Progress {
         }
     }
 
+    /// Reports `message` within the current step.
+    pub fn note(&self, message: &str) {
+        match &self.bar {
+            Some(bar) => bar.set_message(message.to_string()),
+            None => eprintln!(
+                "tune: [{}/{}] {message} ({:.1} s)",
+                self.step,
+                self.total,
+                self.start.elapsed().as_secs_f64()
+            ),
+        }
+    }
+
     /// Finishes (and clears) the bar.
     pub fn finish(&self) {
         if let Some(bar) = &self.bar {

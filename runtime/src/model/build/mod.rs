@@ -540,7 +540,7 @@ impl<'a> Builder<'a> {
     /// sample), normalised by CPU power (as `per_row_rates` does for nodes without rows): its
     /// own measured rate was taken out of core, between block reads and writes, which slows
     /// computation by an amount that depends on how many blocks it had. With no node kept in
-    /// core, the measured rates stand. Samples at equal rows are averaged.
+    /// core, the measured rates stand.
     fn in_core_costs(
         &self,
         key: StageKey,
@@ -551,23 +551,15 @@ impl<'a> Builder<'a> {
         let mut known: Vec<Option<InCore>> = Vec::with_capacity(self.p);
         for (i, n) in self.m.nodes.iter().enumerate() {
             let samples = find_stage(n, key).map_or(&[][..], |s| s.in_core.as_slice());
-            let mut points: Vec<(f64, f64, f64)> = Vec::new(); // rows, seconds sum, count
+            let mut points: Vec<(f64, f64)> = Vec::with_capacity(samples.len());
             for (k, sample) in samples.iter().enumerate() {
                 let field = format!(
                     "nodes[{i}].stages[{}/{}].in_core[{k}].compute_s",
                     key.section, key.stage
                 );
                 let t = check(&field, sample.compute_s)? / per_pass;
-                let rows = sample.rows as f64;
-                if distributed && sample.rows == 0 {
-                    continue;
-                }
-                match points.iter_mut().find(|p| p.0 == rows) {
-                    Some(p) => {
-                        p.1 += t;
-                        p.2 += 1.0;
-                    }
-                    None => points.push((rows, t, 1.0)),
+                if !(distributed && sample.rows == 0) {
+                    points.push((sample.rows as f64, t));
                 }
             }
             if points.is_empty() {
@@ -575,7 +567,7 @@ impl<'a> Builder<'a> {
                 continue;
             }
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let points = spread_samples(points.iter().map(|p| (p.0, p.1 / p.2)));
+            let points = spread_samples(points.into_iter());
             known.push(Some(if distributed {
                 InCore::Samples(points)
             } else {
