@@ -203,6 +203,12 @@ fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts() {
             got.sort_unstable();
             assert_eq!(got, want, "node {i}: {stage}");
         }
+        // Each of those runs also gave every event a sample of its per-message overheads.
+        let events = node["events"].as_array().unwrap();
+        assert!(!events.is_empty());
+        for event in events {
+            assert_eq!(event["overheads"].as_array().unwrap().len(), 4, "{event}");
+        }
     }
 }
 

@@ -199,7 +199,8 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     // Runs that keep in-core arrays in core measure computation as it runs in core, at two row
     // counts per node (per-row cost is not constant: caches, allocations): In-Core-Balanced and
     // In-Core, which both keep every node's arrays in core that the cluster's memory can (the
-    // second is skipped when it is the same distribution).
+    // second is skipped when it is the same distribution). Their communication overheads are
+    // more samples of the forced run's (see `merge_in_core_compute`).
     let mut spectrum = Vec::new();
     for name in SPECTRUM {
         spectrum.push((name, generate(name, &measured).context("step 5 (compare)")?));

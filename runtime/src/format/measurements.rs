@@ -39,8 +39,12 @@ impl Measurements {
     /// Take the in-core computation from `kept`, an instrumented run of the same program, rows
     /// and cluster made with `--keep-in-core`, under any distribution: every stage of a node
     /// that did no block I/O there (all its arrays were in core) gets an `in_core` sample with
-    /// the rows the node held. Merging several such runs gives several samples. Returns how
-    /// many nodes got one; fails, naming the field, when the runs do not match.
+    /// the rows the node held. Every event of every node also gets the run's per-message
+    /// overheads as a sample (`overheads`): one run's overheads are one draw of a figure that
+    /// varies from run to run with the machine's load (an 8-rank CG all-gather's root: 3–11 ms
+    /// over seven runs of one tune). Merging several such runs gives several samples. Returns
+    /// how many nodes got a computation sample; fails, naming the field, when the runs do not
+    /// match.
     pub fn merge_in_core_compute(&mut self, kept: &Measurements) -> Result<usize, String> {
         if kept.structure != self.structure {
             return Err("structure: the in-core run measured a different program".into());
@@ -60,6 +64,12 @@ impl Measurements {
         }
         let mut merged = 0;
         for (node, other) in self.nodes.iter_mut().zip(&kept.nodes) {
+            // Communication overheads are the same work in core or not: every node's count.
+            for event in &mut node.events {
+                if let Some(e) = other.events.iter().find(|e| e.event == event.event) {
+                    event.overheads.push(e.overhead_sample());
+                }
+            }
             if !other.io.is_empty() {
                 continue;
             }
@@ -214,6 +224,30 @@ pub struct EventMeasurement {
     /// Ranks this node actually sent to / received from.
     pub sent_to: Vec<u32>,
     pub received_from: Vec<u32>,
+    /// The same event's per-message overheads in other instrumented runs (see
+    /// [`Measurements::merge_in_core_compute`]), one sample per run. The model takes each
+    /// overhead as the median over these and this run's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overheads: Vec<OverheadSample>,
+}
+
+/// Per-message send and receive overheads of one event on one node in one run; `None` where
+/// the node sent (received) no message in that event.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OverheadSample {
+    pub send_s: Option<f64>,
+    pub recv_s: Option<f64>,
+}
+
+impl EventMeasurement {
+    /// This run's per-message overheads.
+    pub fn overhead_sample(&self) -> OverheadSample {
+        let per = |s: f64, n: f64| (n > 0.0).then(|| s / n);
+        OverheadSample {
+            send_s: per(self.send_overhead_s, self.messages_sent),
+            recv_s: per(self.recv_overhead_s, self.messages_received),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -335,5 +369,38 @@ mod tests {
             .merge_in_core_compute(&other)
             .unwrap_err()
             .starts_with("rows"));
+    }
+
+    #[test]
+    fn every_nodes_events_get_the_runs_per_message_overheads() {
+        // Node 0 did no I/O in the kept run, node 1 did: both get a sample.
+        let mut forced = measurements(&[true, true], 2.0);
+        let mut kept = measurements(&[false, true], 1.5);
+        for (i, (f, k)) in forced.nodes.iter_mut().zip(&mut kept.nodes).enumerate() {
+            let event = EventMeasurement {
+                event: 7,
+                messages_sent: 2.0,
+                messages_received: 0.0,
+                bytes_sent: 16.0,
+                bytes_received: 0.0,
+                send_overhead_s: 0.5 * (i + 1) as f64,
+                recv_overhead_s: 0.0,
+                blocked_s: 0.0,
+                total_s: 0.5 * (i + 1) as f64,
+                sent_to: vec![],
+                received_from: vec![],
+                overheads: vec![],
+            };
+            f.events.push(event.clone());
+            k.events.push(event);
+        }
+        forced.merge_in_core_compute(&kept).unwrap();
+        for (i, node) in forced.nodes.iter().enumerate() {
+            let want = OverheadSample {
+                send_s: Some(0.25 * (i + 1) as f64),
+                recv_s: None,
+            };
+            assert_eq!(node.events[0].overheads, vec![want], "node {i}");
+        }
     }
 }

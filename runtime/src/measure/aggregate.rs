@@ -304,6 +304,7 @@ fn empty_event(event: u32) -> EventMeasurement {
         total_s: 0.0,
         sent_to: Vec::new(),
         received_from: Vec::new(),
+        overheads: Vec::new(),
     }
 }
 

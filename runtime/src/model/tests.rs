@@ -167,6 +167,7 @@ impl Case {
                 total_s: (OS + OR) * count,
                 sent_to: vec![],
                 received_from: vec![],
+                overheads: Vec::new(),
             });
         }
         CommEvent {
@@ -257,6 +258,44 @@ fn eq_5_3_and_5_6_two_node_nearest_neighbor() {
     assert!(close(p.nodes[1].blocked_s, 0.6));
     assert!(close(p.nodes[0].blocked_s, 0.0));
     assert!(close(p.nodes[1].overhead_s, OS + OR));
+}
+
+#[test]
+fn overheads_are_the_median_over_the_merged_runs() {
+    // The case above, but other instrumented runs measured node 1's per-message send overhead
+    // at 0.03 and 0.05 s, its receive overhead at 0.04 s (and none once). The medians:
+    // O_→(1) = median(0.01, 0.03, 0.05) = 0.03, O_←(1) = median(0.02, 0.04) = 0.03.
+    // Eq. 5.3: T_w(1) = 1.0 + 0.01 + 0.1 − (0.5 + 0.03) = 0.58.
+    // Eq. 5.6: T_Υ(1) = 0.03 + 0.58 + 0.03 = 0.64 → 1.14; node 0 unchanged, 1.03.
+    let mut c = Case::new(&[10, 10]);
+    c.section(
+        true,
+        &[1.0, 0.5],
+        Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])),
+        None,
+    );
+    c.m.nodes[1].events[0].overheads = vec![
+        OverheadSample {
+            send_s: Some(0.03),
+            recv_s: None,
+        },
+        OverheadSample {
+            send_s: Some(0.05),
+            recv_s: Some(0.04),
+        },
+    ];
+    let p = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(p.nodes[1].overhead_s, 0.06), "{p:?}");
+    assert!(close(p.nodes[1].blocked_s, 0.58), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 1.14), "{p:?}");
+    assert!(close(p.nodes[0].total_s, 1.03), "{p:?}");
+    // A sample that is not a number is an error naming it.
+    c.m.nodes[1].events[0].overheads[1].recv_s = Some(f64::NAN);
+    let err = c.try_model().unwrap_err().to_string();
+    assert!(
+        err.contains("nodes[1].events[100].overheads[1].recv_s"),
+        "{err}"
+    );
 }
 
 #[test]

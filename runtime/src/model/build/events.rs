@@ -2,7 +2,7 @@
 //! (per-message overheads, message sizes, roots and peers).
 
 use super::{check, Builder};
-use crate::format::{CommEvent, EventMeasurement, Pattern, TileLoop};
+use crate::format::{CommEvent, EventMeasurement, OverheadSample, Pattern, TileLoop};
 use crate::model::comm::{CommCost, RecvEdge};
 use crate::model::pipeline::TileCost;
 use crate::model::ModelError;
@@ -34,22 +34,25 @@ impl<'a> Builder<'a> {
         let recv = tl.recv.as_ref().map(|e| self.event_measurements(e.id));
         let send = tl.send.as_ref().map(|e| self.event_measurements(e.id));
         let micro = &self.m.micro;
-        let o_send = (0..self.p)
-            .map(|i| {
-                send.as_ref()
-                    .and_then(|s| s[i])
-                    .and_then(|e| per_msg(e.send_overhead_s, e.messages_sent))
-                    .unwrap_or(micro.send_overhead_s)
-            })
-            .collect();
-        let o_recv = (0..self.p)
-            .map(|i| {
-                recv.as_ref()
-                    .and_then(|s| s[i])
-                    .and_then(|e| per_msg(e.recv_overhead_s, e.messages_received))
-                    .unwrap_or(micro.recv_overhead_s)
-            })
-            .collect();
+        let mut o_send = Vec::with_capacity(self.p);
+        let mut o_recv = Vec::with_capacity(self.p);
+        for i in 0..self.p {
+            let sent = send.as_ref().and_then(|s| s[i]);
+            let received = recv.as_ref().and_then(|s| s[i]);
+            o_send.push(
+                sent.map(|e| overheads(i, e))
+                    .transpose()?
+                    .and_then(|o| o.0)
+                    .unwrap_or(micro.send_overhead_s),
+            );
+            o_recv.push(
+                received
+                    .map(|e| overheads(i, e))
+                    .transpose()?
+                    .and_then(|o| o.1)
+                    .unwrap_or(micro.recv_overhead_s),
+            );
+        }
         let bytes = send
             .as_ref()
             .map(|s| {
@@ -81,20 +84,16 @@ impl<'a> Builder<'a> {
         let p = self.p;
         let ev = self.event_measurements(event.id);
         let micro = &self.m.micro;
-        let o_send: Vec<f64> = ev
-            .iter()
-            .map(|e| {
-                e.and_then(|e| per_msg(e.send_overhead_s, e.messages_sent))
-                    .unwrap_or(micro.send_overhead_s)
-            })
-            .collect();
-        let o_recv: Vec<f64> = ev
-            .iter()
-            .map(|e| {
-                e.and_then(|e| per_msg(e.recv_overhead_s, e.messages_received))
-                    .unwrap_or(micro.recv_overhead_s)
-            })
-            .collect();
+        let mut o_send: Vec<f64> = Vec::with_capacity(p);
+        let mut o_recv: Vec<f64> = Vec::with_capacity(p);
+        for (i, e) in ev.iter().enumerate() {
+            let (s, r) = match e {
+                Some(e) => overheads(i, e)?,
+                None => (None, None),
+            };
+            o_send.push(s.unwrap_or(micro.send_overhead_s));
+            o_recv.push(r.unwrap_or(micro.recv_overhead_s));
+        }
         for (i, (s, r)) in o_send.iter().zip(&o_recv).enumerate() {
             check(
                 &format!("nodes[{i}].events[{}].send_overhead_s", event.id),
@@ -304,6 +303,39 @@ fn symbolic_peers(expr: &str, i: usize, p: usize) -> Vec<usize> {
         }
         None => Vec::new(),
     }
+}
+
+/// Per-message send and receive overheads of event measurement `e` of node `i`: each the median
+/// over this run's own figure and the samples other instrumented runs added
+/// (`EventMeasurement::overheads`), `None` where no run had such a message. Fails, naming the
+/// field, on a sample that is not a finite non-negative number.
+fn overheads(i: usize, e: &EventMeasurement) -> Result<(Option<f64>, Option<f64>), ModelError> {
+    let own = OverheadSample {
+        send_s: per_msg(e.send_overhead_s, e.messages_sent),
+        recv_s: per_msg(e.recv_overhead_s, e.messages_received),
+    };
+    let mut send = Vec::with_capacity(e.overheads.len() + 1);
+    let mut recv = Vec::with_capacity(e.overheads.len() + 1);
+    for (k, sample) in std::iter::once(&own).chain(&e.overheads).enumerate() {
+        let field =
+            |what: &str| format!("nodes[{i}].events[{}].overheads[{}].{what}", e.event, k - 1);
+        if let Some(v) = sample.send_s {
+            send.push(if k == 0 {
+                v
+            } else {
+                check(&field("send_s"), v)?
+            });
+        }
+        if let Some(v) = sample.recv_s {
+            recv.push(if k == 0 {
+                v
+            } else {
+                check(&field("recv_s"), v)?
+            });
+        }
+    }
+    let median = |mut v: Vec<f64>| (!v.is_empty()).then(|| crate::stats::median(&mut v));
+    Ok((median(send), median(recv)))
 }
 
 pub(super) fn per_msg(total: f64, count: f64) -> Option<f64> {
