@@ -15,15 +15,10 @@ fn mheta(args: &[&str]) -> std::process::Output {
         .expect("the binary runs")
 }
 
-fn accuracy(p: f64, a: f64) -> f64 {
-    1.0 - (p - a).abs() / p.min(a)
-}
-
-#[test]
-fn tune_jacobi_prints_the_json_contract_and_writes_a_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("report");
-    let out = mheta(&[
+/// `mheta tune` of the Jacobi fixture (300 rows, 200 columns) on two HY1 nodes under the
+/// charged clock, for 2 iterations, writing a report to `report`; `extra` goes before `--`.
+fn tune_jacobi(report: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
         "tune",
         "fixtures/jacobi",
         "--cluster",
@@ -36,15 +31,23 @@ fn tune_jacobi_prints_the_json_contract_and_writes_a_report() {
         "2",
         "--clock",
         "charged",
-        "--budget",
-        "50ms",
-        "--json",
         "--report",
         report.to_str().unwrap(),
-        "--",
-        "--cols",
-        "200",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "--cols", "200"]);
+    mheta(&args)
+}
+
+fn accuracy(p: f64, a: f64) -> f64 {
+    1.0 - (p - a).abs() / p.min(a)
+}
+
+#[test]
+fn tune_jacobi_prints_the_json_contract_and_writes_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    let out = tune_jacobi(&report, &["--budget", "50ms", "--json"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     // Not a terminal: one plain progress line per step.
@@ -129,29 +132,7 @@ fn tune_jacobi_prints_the_json_contract_and_writes_a_report() {
 fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report");
-    let out = mheta(&[
-        "tune",
-        "fixtures/jacobi",
-        "--cluster",
-        "fixtures/clusters/hy1-2.toml",
-        "--ranks",
-        "2",
-        "--rows",
-        "300",
-        "--iterations",
-        "2",
-        "--clock",
-        "charged",
-        "--budget",
-        "20ms",
-        "--repeat",
-        "2",
-        "--report",
-        report.to_str().unwrap(),
-        "--",
-        "--cols",
-        "200",
-    ]);
+    let out = tune_jacobi(&report, &["--budget", "20ms", "--repeat", "2"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     // Every compared distribution runs once before any runs again.

@@ -294,6 +294,11 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             runs: Vec::new(),
         });
     }
+    let run_once = |c: &mut Compared<'_>| -> anyhow::Result<()> {
+        let seconds = measure(&program, method, &c.list, args.iterations, work, c.name)?;
+        c.runs.push(seconds);
+        Ok(())
+    };
     // The first round: one progress step per named distribution.
     for (name, rows) in &named {
         let c = distinct
@@ -308,14 +313,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             "running {name} for {} iterations",
             args.iterations
         ));
-        c.runs.push(measure(
-            &program,
-            method,
-            &c.list,
-            args.iterations,
-            work,
-            name,
-        )?);
+        run_once(c)?;
     }
     for round in 1..args.repeat {
         for c in &mut distinct {
@@ -323,14 +321,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
                 continue;
             }
             progress.note(&format!("running {} again (run {})", c.name, round + 1));
-            c.runs.push(measure(
-                &program,
-                method,
-                &c.list,
-                args.iterations,
-                work,
-                c.name,
-            )?);
+            run_once(c)?;
         }
     }
     let mut distributions = Vec::new();

@@ -239,12 +239,8 @@ fn stage_compute_scales_with_work_for_distributed_stages_only() {
     assert!(close(p.section_time(0, 1), 3.0));
 }
 
-#[test]
-fn eq_5_3_and_5_6_two_node_nearest_neighbor() {
-    // T_τ(0) = 1.0, T_τ(1) = 0.5.
-    // Eq. 5.3: T_w(1) = T_τ(0) + O_→ + T_{0→1} − [T_τ(1) + O_→] = 1.0 + 0.01 + 0.1 − 0.51 = 0.6;
-    //          T_w(0) = 0.5 + 0.01 + 0.1 − 1.01 < 0 → 0.
-    // Eq. 5.6: T_Υ(1) = 0.01 + 0.6 + 0.02 = 0.63 → 1.13; T_Υ(0) = 0.03 → 1.03.
+/// Two nodes of 10 rows, T_τ = (1.0, 0.5), exchanging one message each way.
+fn nearest_neighbor_pair() -> Case {
     let mut c = Case::new(&[10, 10]);
     c.section(
         true,
@@ -252,7 +248,16 @@ fn eq_5_3_and_5_6_two_node_nearest_neighbor() {
         Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])),
         None,
     );
-    let p = c.model().predict(&[10, 10]).unwrap();
+    c
+}
+
+#[test]
+fn eq_5_3_and_5_6_two_node_nearest_neighbor() {
+    // T_τ(0) = 1.0, T_τ(1) = 0.5.
+    // Eq. 5.3: T_w(1) = T_τ(0) + O_→ + T_{0→1} − [T_τ(1) + O_→] = 1.0 + 0.01 + 0.1 − 0.51 = 0.6;
+    //          T_w(0) = 0.5 + 0.01 + 0.1 − 1.01 < 0 → 0.
+    // Eq. 5.6: T_Υ(1) = 0.01 + 0.6 + 0.02 = 0.63 → 1.13; T_Υ(0) = 0.03 → 1.03.
+    let p = nearest_neighbor_pair().model().predict(&[10, 10]).unwrap();
     assert!(close(p.nodes[0].total_s, 1.03), "{p:?}");
     assert!(close(p.nodes[1].total_s, 1.13));
     assert!(close(p.nodes[1].blocked_s, 0.6));
@@ -267,13 +272,7 @@ fn overheads_are_the_median_over_the_merged_runs() {
     // O_→(1) = median(0.01, 0.03, 0.05) = 0.03, O_←(1) = median(0.02, 0.04) = 0.03.
     // Eq. 5.3: T_w(1) = 1.0 + 0.01 + 0.1 − (0.5 + 0.03) = 0.58.
     // Eq. 5.6: T_Υ(1) = 0.03 + 0.58 + 0.03 = 0.64 → 1.14; node 0 unchanged, 1.03.
-    let mut c = Case::new(&[10, 10]);
-    c.section(
-        true,
-        &[1.0, 0.5],
-        Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])),
-        None,
-    );
+    let mut c = nearest_neighbor_pair();
     c.m.nodes[1].events[0].overheads = vec![
         OverheadSample {
             send_s: Some(0.03),
