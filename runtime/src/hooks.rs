@@ -245,6 +245,19 @@ pub fn instrumenting() -> bool {
     active() && with_recorder(|r| r.config.instrument).unwrap_or(false)
 }
 
+/// Run a hook's bookkeeping `f`: outside a virtual clock's time in an instrumented run
+/// ([`clock::unclocked`]), as it is otherwise. A run that only times its iterations
+/// (`--timings`, the compared runs of `mheta tune`) records two regions per iteration, and
+/// hiding its hooks would cost two clock reads on every guard and communication call for
+/// nothing.
+fn bookkeeping<R>(f: impl FnOnce() -> R) -> R {
+    if instrumenting() {
+        clock::unclocked(f)
+    } else {
+        f()
+    }
+}
+
 fn var_table() -> &'static Mutex<Vec<String>> {
     static VARS: Mutex<Vec<String>> = Mutex::new(Vec::new());
     &VARS
@@ -314,7 +327,7 @@ fn record_var(kind: RecordKind, var: VarId, aux: u32, bytes: u64, begin_s: f64, 
     if !active() {
         return;
     }
-    clock::unclocked(|| push_var(kind, var, aux, bytes, begin_s, end_s));
+    bookkeeping(|| push_var(kind, var, aux, bytes, begin_s, end_s));
 }
 
 fn push_var(kind: RecordKind, var: VarId, aux: u32, bytes: u64, begin_s: f64, end_s: f64) {
@@ -354,7 +367,7 @@ pub fn comm_begin() -> CommStart {
     if !active() {
         return CommStart(None);
     }
-    clock::unclocked(|| {
+    bookkeeping(|| {
         CommStart(with_recorder(|r| r.recording.then(|| (clock::now(), r.next_seq()))).flatten())
     })
 }
@@ -365,7 +378,7 @@ pub fn comm_end(start: CommStart, call: CallKind, peer: Option<usize>, traffic: 
     let Some((begin_s, open)) = start.0 else {
         return;
     };
-    clock::unclocked(|| push_comm(begin_s, open, call, peer, traffic));
+    bookkeeping(|| push_comm(begin_s, open, call, peer, traffic));
 }
 
 fn push_comm(begin_s: f64, open: u32, call: CallKind, peer: Option<usize>, traffic: &Traffic) {

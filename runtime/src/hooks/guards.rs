@@ -12,7 +12,9 @@
 
 use std::marker::PhantomData;
 
-use super::{active, record_io, with_recorder, IoKind, Record, RecordKind, VarId, NONE};
+use super::{
+    active, bookkeeping, record_io, with_recorder, IoKind, Record, RecordKind, VarId, NONE,
+};
 use crate::clock::{self, ComputeMark};
 use crate::comm::Traffic;
 use crate::format::StageKey;
@@ -61,7 +63,7 @@ impl Guard {
 fn open_installed(kind: RecordKind, id: u32, aux: u32, key: Option<StageKey>) {
     // Bookkeeping, not the program's computation: an enclosing stage's slowdown skips it.
     let _bookkeeping = clock::not_compute();
-    clock::unclocked(|| open_frame(kind, id, aux, key));
+    bookkeeping(|| open_frame(kind, id, aux, key));
 }
 
 fn open_frame(kind: RecordKind, id: u32, aux: u32, key: Option<StageKey>) {
@@ -108,7 +110,7 @@ fn close_installed() {
     // Bookkeeping, not the program's computation: an enclosing stage's slowdown skips it (and
     // skips this region's own slowdown spin, which the span measures too).
     let _bookkeeping = clock::not_compute();
-    clock::unclocked(close_frame);
+    bookkeeping(close_frame);
 }
 
 fn close_frame() {
