@@ -242,12 +242,17 @@ pub struct OverheadSample {
 impl EventMeasurement {
     /// This run's per-message overheads.
     pub fn overhead_sample(&self) -> OverheadSample {
-        let per = |s: f64, n: f64| (n > 0.0).then(|| s / n);
         OverheadSample {
-            send_s: per(self.send_overhead_s, self.messages_sent),
-            recv_s: per(self.recv_overhead_s, self.messages_received),
+            send_s: per_message(self.send_overhead_s, self.messages_sent),
+            recv_s: per_message(self.recv_overhead_s, self.messages_received),
         }
     }
+}
+
+/// `total` per message over `count` messages; `None` without messages or when `total` is not a
+/// finite non-negative number.
+pub fn per_message(total: f64, count: f64) -> Option<f64> {
+    (count > 0.0 && total.is_finite() && total >= 0.0).then(|| total / count)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -58,7 +58,11 @@ impl InCore {
                         .clamp(1, points.len() - 1);
                     let ((ra, ta), (rb, tb)) = (points[i - 1], points[i]);
                     let line = ta + (tb - ta) * (x - ra) / (rb - ra);
-                    line.max(t0 / r0 * x.min(*r0))
+                    if x < *r0 {
+                        line.max(t0 / r0 * x)
+                    } else {
+                        line
+                    }
                 }
             },
         }

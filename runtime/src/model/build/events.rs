@@ -2,7 +2,7 @@
 //! (per-message overheads, message sizes, roots and peers).
 
 use super::{check, Builder};
-use crate::format::{CommEvent, EventMeasurement, OverheadSample, Pattern, TileLoop};
+use crate::format::{per_message, CommEvent, EventMeasurement, Pattern, TileLoop};
 use crate::model::comm::{CommCost, RecvEdge};
 use crate::model::pipeline::TileCost;
 use crate::model::ModelError;
@@ -58,7 +58,7 @@ impl<'a> Builder<'a> {
             .map(|s| {
                 s.iter()
                     .flatten()
-                    .filter_map(|e| per_msg(e.bytes_sent, e.messages_sent))
+                    .filter_map(|e| per_message(e.bytes_sent, e.messages_sent))
                     .fold(0.0, f64::max)
             })
             .unwrap_or(0.0);
@@ -108,7 +108,7 @@ impl<'a> Builder<'a> {
         let msg_size: Vec<f64> = ev
             .iter()
             .map(|e| {
-                e.and_then(|e| per_msg(e.bytes_sent, e.messages_sent))
+                e.and_then(|e| per_message(e.bytes_sent, e.messages_sent))
                     .unwrap_or(0.0)
             })
             .collect();
@@ -308,36 +308,20 @@ fn symbolic_peers(expr: &str, i: usize, p: usize) -> Vec<usize> {
 /// Per-message send and receive overheads of event measurement `e` of node `i`: each the median
 /// over this run's own figure and the samples other instrumented runs added
 /// (`EventMeasurement::overheads`), `None` where no run had such a message. Fails, naming the
-/// field, on a sample that is not a finite non-negative number.
+/// field, on an added sample that is not a finite non-negative number.
 fn overheads(i: usize, e: &EventMeasurement) -> Result<(Option<f64>, Option<f64>), ModelError> {
-    let own = OverheadSample {
-        send_s: per_msg(e.send_overhead_s, e.messages_sent),
-        recv_s: per_msg(e.recv_overhead_s, e.messages_received),
-    };
-    let mut send = Vec::with_capacity(e.overheads.len() + 1);
-    let mut recv = Vec::with_capacity(e.overheads.len() + 1);
-    for (k, sample) in std::iter::once(&own).chain(&e.overheads).enumerate() {
-        let field =
-            |what: &str| format!("nodes[{i}].events[{}].overheads[{}].{what}", e.event, k - 1);
+    let own = e.overhead_sample();
+    let mut send: Vec<f64> = own.send_s.into_iter().collect();
+    let mut recv: Vec<f64> = own.recv_s.into_iter().collect();
+    for (k, sample) in e.overheads.iter().enumerate() {
+        let field = |what: &str| format!("nodes[{i}].events[{}].overheads[{k}].{what}", e.event);
         if let Some(v) = sample.send_s {
-            send.push(if k == 0 {
-                v
-            } else {
-                check(&field("send_s"), v)?
-            });
+            send.push(check(&field("send_s"), v)?);
         }
         if let Some(v) = sample.recv_s {
-            recv.push(if k == 0 {
-                v
-            } else {
-                check(&field("recv_s"), v)?
-            });
+            recv.push(check(&field("recv_s"), v)?);
         }
     }
     let median = |mut v: Vec<f64>| (!v.is_empty()).then(|| crate::stats::median(&mut v));
     Ok((median(send), median(recv)))
-}
-
-pub(super) fn per_msg(total: f64, count: f64) -> Option<f64> {
-    (count > 0.0 && total.is_finite() && total >= 0.0).then(|| total / count)
 }

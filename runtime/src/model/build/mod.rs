@@ -403,12 +403,10 @@ impl<'a> Builder<'a> {
         } else {
             measured
         };
-        let in_core = self.in_core_costs(key, distributed, per_pass, &rate)?;
-        let in_core_measured = self
-            .m
-            .nodes
-            .iter()
-            .any(|n| find_stage(n, key).is_some_and(|s| !s.in_core.is_empty()));
+        let measured_in_core = self.in_core_costs(key, distributed, per_pass)?;
+        let in_core_measured = measured_in_core.is_some();
+        let in_core = measured_in_core
+            .unwrap_or_else(|| rate.iter().map(|&r| InCore::Rate(r)).collect::<Vec<_>>());
         let rate: Vec<f64> = rate
             .iter()
             .zip(&self.cpu_ratio)
@@ -534,20 +532,19 @@ impl<'a> Builder<'a> {
     }
 
     /// A stage's computation on each node when the node holds all its arrays in core
-    /// (`StageCost::in_core`), given its measured `rate`s (before the CPU adjustment). Nodes
-    /// the in-core runs kept in core give their samples (`in_core`; a replicated stage, their
-    /// mean). Every other node gets the median per-row rate of those nodes (at their largest
-    /// sample), normalised by CPU power (as `per_row_rates` does for nodes without rows): its
-    /// own measured rate was taken out of core, between block reads and writes, which slows
-    /// computation by an amount that depends on how many blocks it had. With no node kept in
-    /// core, the measured rates stand.
+    /// (`StageCost::in_core`), before the CPU adjustment. Nodes the in-core runs kept in core
+    /// give their samples (`in_core`; a replicated stage, their mean). Every other node gets
+    /// the median per-row rate of those nodes (at their largest sample), normalised by CPU power
+    /// (as `per_row_rates` does for nodes without rows): its own measured rate was taken out of
+    /// core, between block reads and writes, which slows computation by an amount that depends
+    /// on how many blocks it had. `None` when no node was kept in core: the measured rates
+    /// stand.
     fn in_core_costs(
         &self,
         key: StageKey,
         distributed: bool,
         per_pass: f64,
-        rate: &[f64],
-    ) -> Result<Vec<InCore>, ModelError> {
+    ) -> Result<Option<Vec<InCore>>, ModelError> {
         let mut known: Vec<Option<InCore>> = Vec::with_capacity(self.p);
         for (i, n) in self.m.nodes.iter().enumerate() {
             let samples = find_stage(n, key).map_or(&[][..], |s| s.in_core.as_slice());
@@ -566,10 +563,9 @@ impl<'a> Builder<'a> {
                 known.push(None);
                 continue;
             }
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let points = spread_samples(points.into_iter());
             known.push(Some(if distributed {
-                InCore::Samples(points)
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                InCore::Samples(spread_samples(points))
             } else {
                 InCore::Rate(points.iter().map(|p| p.1).sum::<f64>() / points.len() as f64)
             }));
@@ -591,18 +587,20 @@ impl<'a> Builder<'a> {
             })
             .collect();
         if normalised.is_empty() {
-            return Ok(rate.iter().map(|&r| InCore::Rate(r)).collect());
+            return Ok(None);
         }
         let median = crate::stats::median(&mut normalised);
-        Ok(known
-            .into_iter()
-            .enumerate()
-            .map(|(i, k)| {
-                k.unwrap_or_else(|| {
-                    InCore::Rate(median / self.measured_cpu(i).max(f64::MIN_POSITIVE))
+        Ok(Some(
+            known
+                .into_iter()
+                .enumerate()
+                .map(|(i, k)| {
+                    k.unwrap_or_else(|| {
+                        InCore::Rate(median / self.measured_cpu(i).max(f64::MIN_POSITIVE))
+                    })
                 })
-            })
-            .collect())
+                .collect(),
+        ))
     }
 
     /// The CPU power node `i` had when measured.
@@ -664,7 +662,7 @@ fn stages_of(section: &crate::format::Section) -> Vec<(&Stage, Option<u32>)> {
 /// than 20 % apart in rows are averaged into one (the slope between close samples is mostly
 /// noise), and so are samples whose seconds fall as the rows grow (noise too: more rows never
 /// take less time), until the seconds rise with the rows (pool-adjacent-violators).
-fn spread_samples(points: impl Iterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
+fn spread_samples(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     let mut out: Vec<(f64, f64, f64)> = Vec::new(); // rows sum, seconds sum, count
     let mean = |p: &(f64, f64, f64)| (p.0 / p.2, p.1 / p.2);
     for (rows, t) in points {
