@@ -780,13 +780,20 @@ fn in_core_samples_never_fall_with_the_rows_nor_extrapolate_below_their_cost() {
     c.m.nodes[0].stages[0].in_core = vec![sample(40, 0.4), sample(100, 0.3)];
     let p = c.model().predict(&[140, 60]).unwrap();
     assert!(close(p.nodes[0].compute_s, 0.7), "{p:?}");
-    // Pooling goes back as far as needed: 0.2 s at 40 rows, 0.5 s at 60 rows, then 0.2 s at
-    // 100 rows. The last two pool to 0.35 s at 80 rows, which still rises from 0.2 s at 40
-    // rows: at 60 rows, halfway, 0.275 s.
+    // Pooling stops where the seconds rise again: 0.2 s at 40 rows, 0.5 s at 60 rows, then
+    // 0.2 s at 100 rows. The last two pool to 0.35 s at 80 rows, which still rises from 0.2 s
+    // at 40 rows: at 60 rows, halfway, 0.275 s.
     let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 0.0);
     c.m.nodes[0].stages[0].in_core = vec![sample(40, 0.2), sample(60, 0.5), sample(100, 0.2)];
     let p = c.model().predict(&[60, 140]).unwrap();
     assert!(close(p.nodes[0].compute_s, 0.275), "{p:?}");
+    // And goes back as far as needed: with 0.4 s at 40 rows, the pooled 0.35 s at 80 rows
+    // falls below it, so all three pool: 0.3667 s at 66.67 rows (1.1 s over 200 rows), which
+    // scales in proportion: 140 rows, 1.1 / 200 · 140 = 0.77 s.
+    let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 0.0);
+    c.m.nodes[0].stages[0].in_core = vec![sample(40, 0.4), sample(60, 0.5), sample(100, 0.2)];
+    let p = c.model().predict(&[140, 60]).unwrap();
+    assert!(close(p.nodes[0].compute_s, 0.77), "{p:?}");
     // A nearly flat last segment (0.5 s at 50 rows, 0.51 s at 100) does not make rows beyond
     // the samples almost free: they cost the last sample's 0.0051 s per row. 200 rows: 1.02 s.
     let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 0.0);
