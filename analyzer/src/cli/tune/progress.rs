@@ -35,18 +35,10 @@ impl Progress {
     /// Starts the next step, described by `message`.
     pub fn step(&mut self, message: &str) {
         self.step += 1;
-        match &self.bar {
-            Some(bar) => {
-                bar.set_position(self.step - 1);
-                bar.set_message(message.to_string());
-            }
-            None => eprintln!(
-                "tune: [{}/{}] {message} ({:.1} s)",
-                self.step,
-                self.total,
-                self.start.elapsed().as_secs_f64()
-            ),
+        if let Some(bar) = &self.bar {
+            bar.set_position(self.step - 1);
         }
+        self.note(message);
     }
 
     /// Reports `message` within the current step.
