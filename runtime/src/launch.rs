@@ -335,6 +335,7 @@ where
     F: Fn(&Context) -> Result<R, E> + Sync,
     E: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    world.start();
     let (outcome, records, micro) =
         rank_work(rank, Box::new(world.comm(rank)), settings, f, benchmarks);
     let result = match outcome {

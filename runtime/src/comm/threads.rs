@@ -10,6 +10,15 @@
 //! the sender's clock plus that transfer time and the receiver's clock jumps forward to it if it
 //! is behind. Either wait is the receive's blocked time. There is no link contention.
 //!
+//! CPU gate (virtual clocks): a virtual clock counts each rank's thread CPU time, as if each rank
+//! had a node of its own. When there are more ranks than cores, the OS would time-slice them,
+//! and every preemption makes the preempted rank refill its caches on its own CPU time, a cost
+//! no real node pays (8 ranks on 2 cores: the first tiles of a pipeline ran 2× as long as the
+//! rest, every iteration). So at most as many ranks run at once as there are cores: a rank
+//! holds a [`Gate`] permit while it runs and gives it up only while it waits for a message, or
+//! when a polling receive finds none. Permits are handed out first come, first served.
+//! Wall clocks are not gated: their time is the time the ranks really share the cores.
+//!
 //! Failure: [`ThreadWorld::abort`] poisons the communicator. Every blocked or later call on any
 //! rank returns [`CommError::Aborted`] naming the failed rank, so no rank waits forever on a
 //! peer that died. A receive from a rank that has already finished its work, with no matching
@@ -39,6 +48,56 @@ pub struct ThreadWorld {
     aborted: AtomicBool,
     failure: Mutex<Option<Failure>>,
     finished: Vec<AtomicBool>,
+    gate: Option<Gate>,
+}
+
+/// A first-come, first-served counting semaphore: the cores ranks may run on at once.
+struct Gate {
+    state: Mutex<GateState>,
+    turn: Condvar,
+}
+
+struct GateState {
+    free: usize,
+    /// Tickets of the ranks waiting for a permit, oldest first.
+    waiting: VecDeque<u64>,
+    next_ticket: u64,
+}
+
+impl Gate {
+    fn new(permits: usize) -> Gate {
+        Gate {
+            state: Mutex::new(GateState {
+                free: permits,
+                waiting: VecDeque::new(),
+                next_ticket: 0,
+            }),
+            turn: Condvar::new(),
+        }
+    }
+
+    /// Wait for a permit, after every rank that asked before.
+    fn acquire(&self) {
+        let mut state = lock(&self.state);
+        let ticket = state.next_ticket;
+        state.next_ticket += 1;
+        state.waiting.push_back(ticket);
+        while !(state.free > 0 && state.waiting.front() == Some(&ticket)) {
+            state = self
+                .turn
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        state.waiting.pop_front();
+        state.free -= 1;
+        // The next in line may find a permit free too.
+        self.turn.notify_all();
+    }
+
+    fn release(&self) {
+        lock(&self.state).free += 1;
+        self.turn.notify_all();
+    }
 }
 
 struct Mailbox {
@@ -67,8 +126,21 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl ThreadWorld {
-    /// A world of `size` ranks with the given emulated network and clock mode.
+    /// A world of `size` ranks with the given emulated network and clock mode. On a virtual
+    /// clock, at most as many ranks as this machine has cores run at once (module docs).
     pub fn new(size: usize, network: NetworkSpec, mode: ClockMode) -> Arc<ThreadWorld> {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        let gated = mode == ClockMode::Virtual && size > cores;
+        Self::with_gate(size, network, mode, gated.then_some(cores))
+    }
+
+    /// [`ThreadWorld::new`] with an explicit gate: `Some(n)` lets at most `n` ranks run at once.
+    pub fn with_gate(
+        size: usize,
+        network: NetworkSpec,
+        mode: ClockMode,
+        cores: Option<usize>,
+    ) -> Arc<ThreadWorld> {
         Arc::new(ThreadWorld {
             mailboxes: (0..size)
                 .map(|_| Mailbox {
@@ -81,7 +153,15 @@ impl ThreadWorld {
             aborted: AtomicBool::new(false),
             failure: Mutex::new(None),
             finished: (0..size).map(|_| AtomicBool::new(false)).collect(),
+            gate: cores.map(|n| Gate::new(n.max(1))),
         })
+    }
+
+    /// Called by a rank's thread before it starts its work: waits for a core (gated worlds).
+    pub fn start(&self) {
+        if let Some(gate) = &self.gate {
+            gate.acquire();
+        }
     }
 
     /// The communicator of `rank`.
@@ -120,9 +200,13 @@ impl ThreadWorld {
         lock(&self.failure).clone()
     }
 
-    /// Record that `rank` returned from its work, waking ranks that wait on it.
+    /// Record that `rank` returned from its work, waking ranks that wait on it, and give up its
+    /// core. Every [`ThreadWorld::start`] must be matched by one `finish`.
     pub fn finish(&self, rank: usize) {
         self.finished[rank].store(true, Ordering::SeqCst);
+        if let Some(gate) = &self.gate {
+            gate.release();
+        }
         self.wake_all();
     }
 
@@ -151,12 +235,38 @@ impl ThreadWorld {
 }
 
 impl ThreadComm {
+    /// Receive from `source`. In a gated world the rank gives up its core while it waits, and
+    /// when a poll finds nothing (so that a rank polling for a message cannot keep the sender
+    /// from running), and waits for one again before it returns.
     fn take(
         &self,
         source: usize,
         tag: Tag,
         into: &mut [u8],
         block: bool,
+    ) -> Result<Option<Traffic>, CommError> {
+        let mut released = false;
+        let taken = self.take_released(source, tag, into, block, &mut released);
+        if let Some(gate) = &self.world.gate {
+            if !block && matches!(taken, Ok(None)) && !released {
+                gate.release();
+                released = true;
+            }
+            if released {
+                gate.acquire();
+            }
+        }
+        taken
+    }
+
+    /// The receive itself; sets `released` when it gave up the rank's core to wait.
+    fn take_released(
+        &self,
+        source: usize,
+        tag: Tag,
+        into: &mut [u8],
+        block: bool,
+        released: &mut bool,
     ) -> Result<Option<Traffic>, CommError> {
         check_rank(source, self.world.size())?;
         let world = &*self.world;
@@ -208,6 +318,10 @@ impl ThreadComm {
                 return Err(CommError::PeerFinished { peer: source, tag });
             }
             waiting_since.get_or_insert_with(Instant::now);
+            if let (Some(gate), false) = (&world.gate, *released) {
+                gate.release();
+                *released = true;
+            }
             queues = mailbox
                 .ready
                 .wait(queues)
@@ -270,5 +384,108 @@ impl Comm for ThreadComm {
         into: &mut [u8],
     ) -> Result<Option<Traffic>, CommError> {
         self.take(source, tag, into, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::mpsc;
+
+    use super::*;
+
+    const NETWORK: NetworkSpec = NetworkSpec {
+        latency_s: 0.0,
+        bandwidth_bps: f64::INFINITY,
+    };
+
+    #[test]
+    fn a_gated_world_runs_no_more_ranks_at_once_than_its_cores() {
+        const RANKS: usize = 6;
+        let world = ThreadWorld::with_gate(RANKS, NETWORK, ClockMode::Virtual, Some(2));
+        let (running, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            for rank in 0..RANKS {
+                let (world, running, most) = (&world, &running, &most);
+                s.spawn(move || {
+                    world.start();
+                    let comm = world.comm(rank);
+                    let mut token = [0u8; 8];
+                    for _ in 0..20 {
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        // Sleeping, not spinning: the OS would not keep more than 2 spinning
+                        // threads running on 2 cores anyway, but sleepers it runs all at once.
+                        std::thread::sleep(Duration::from_millis(1));
+                        running.fetch_sub(1, Ordering::SeqCst);
+                        // A ring: every rank waits for its left neighbour each round.
+                        comm.send_bytes((rank + 1) % RANKS, 0, &token).unwrap();
+                        comm.receive_bytes((rank + RANKS - 1) % RANKS, 0, &mut token)
+                            .unwrap();
+                    }
+                    world.finish(rank);
+                });
+            }
+        });
+        let most = most.load(Ordering::SeqCst);
+        assert!((1..=2).contains(&most), "{most} ranks computed at once");
+    }
+
+    #[test]
+    fn a_rank_polling_for_a_message_lets_the_sender_run() {
+        // One core: rank 0 takes it first and polls for rank 1's message without ever
+        // blocking. Unless a poll that finds nothing gives the core up, rank 1 never runs.
+        let world = ThreadWorld::with_gate(2, NETWORK, ClockMode::Virtual, Some(1));
+        let (done_tx, done_rx) = mpsc::channel();
+        let (started_tx, started_rx) = mpsc::channel();
+        let poller = {
+            let world = Arc::clone(&world);
+            std::thread::spawn(move || {
+                world.start();
+                started_tx.send(()).unwrap();
+                let comm = world.comm(0);
+                let mut got = [0u8; 4];
+                let mut polls = 0u64;
+                while comm.try_receive_bytes(1, 7, &mut got).unwrap().is_none() {
+                    polls += 1;
+                }
+                world.finish(0);
+                done_tx.send((got, polls)).unwrap();
+            })
+        };
+        started_rx.recv().unwrap();
+        let sender = {
+            let world = Arc::clone(&world);
+            std::thread::spawn(move || {
+                world.start();
+                world.comm(1).send_bytes(0, 7, &[1, 2, 3, 4]).unwrap();
+                world.finish(1);
+            })
+        };
+        let (got, polls) = done_rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the polling rank kept the only core: the sender never ran");
+        assert_eq!(got, [1, 2, 3, 4]);
+        assert!(polls > 0, "rank 0 polled before rank 1 could send");
+        poller.join().unwrap();
+        sender.join().unwrap();
+    }
+
+    #[test]
+    fn only_virtual_clocks_with_more_ranks_than_cores_are_gated() {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        let many = cores + 1;
+        assert!(ThreadWorld::new(many, NETWORK, ClockMode::Virtual)
+            .gate
+            .is_some());
+        assert!(ThreadWorld::new(cores, NETWORK, ClockMode::Virtual)
+            .gate
+            .is_none());
+        assert!(ThreadWorld::new(many, NETWORK, ClockMode::Wall)
+            .gate
+            .is_none());
+        assert!(ThreadWorld::new(many, NETWORK, ClockMode::Charged)
+            .gate
+            .is_none());
     }
 }
