@@ -129,7 +129,7 @@ fn tune_jacobi_prints_the_json_contract_and_writes_a_report() {
 }
 
 #[test]
-fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts() {
+fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts_and_the_choice() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report");
     let out = tune_jacobi(&report, &["--budget", "20ms", "--repeat", "2"]);
@@ -167,6 +167,36 @@ fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts() {
             assert!(file.is_file(), "{} missing", file.display());
         }
     }
+    // Refinement: a chosen distribution that was not sampled in core is sampled (twice, as
+    // the others) and searched again; the final choice is one that was sampled, unless the
+    // refinements ran out. This case's first choice was not sampled.
+    let chosen_rows = |k: u32| -> Option<Vec<u64>> {
+        let file = report.join(format!("measurements-chosen-{k}-0.json"));
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file).ok()?).unwrap();
+        assert!(report
+            .join(format!("measurements-chosen-{k}-1.json"))
+            .is_file());
+        Some(serde_json::from_value(m["distribution"].clone()).unwrap())
+    };
+    let refined: Vec<Vec<u64>> = (1..=2).map_while(chosen_rows).collect();
+    assert!(!refined.is_empty(), "the case must refine: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "measuring the chosen distribution in core (chosen-1: {})",
+            refined[0]
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        )),
+        "{stderr}"
+    );
+    let best = rows("best");
+    assert!(
+        best == balanced || best == in_core || refined.contains(&best) || refined.len() == 2,
+        "best {best:?} was never sampled (refined {refined:?})"
+    );
     let measured: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(report.join("measurements.json")).unwrap())
             .unwrap();
@@ -179,6 +209,9 @@ fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts() {
                 .map(|s| s["rows"].as_u64().unwrap())
                 .collect();
             let mut want = vec![balanced[i], balanced[i], in_core[i], in_core[i]];
+            for rows in &refined {
+                want.extend([rows[i], rows[i]]);
+            }
             let mut got = samples.clone();
             want.sort_unstable();
             got.sort_unstable();
@@ -188,7 +221,8 @@ fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts() {
         let events = node["events"].as_array().unwrap();
         assert!(!events.is_empty());
         for event in events {
-            assert_eq!(event["overheads"].as_array().unwrap().len(), 4, "{event}");
+            let samples = event["overheads"].as_array().unwrap().len();
+            assert_eq!(samples, 4 + 2 * refined.len(), "{event}");
         }
     }
 }

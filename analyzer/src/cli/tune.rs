@@ -2,8 +2,10 @@
 //!
 //! 1. analyze the crate;
 //! 2. `cargo build --release` its binary;
-//! 3. run it once instrumented under Block;
-//! 4. search for the best distribution with the model;
+//! 3. run it once instrumented under Block, then with in-core arrays kept in core under
+//!    In-Core-Balanced and In-Core;
+//! 4. search for the best distribution with the model; sample a chosen distribution that was
+//!    not sampled in core too, and search again (at most [`REFINEMENTS`] times);
 //! 5. run the chosen distribution and the spectrum Block / Balanced / In-Core /
 //!    In-Core-Balanced for K iterations each and predict each with the model;
 //! 6. print a table (or the `--json` document) and, with `--report DIR`, an HTML report.
@@ -111,6 +113,9 @@ pub const MODEL_ITERATIONS: u32 = 6;
 /// iterations (eight) to average out noise; even, for the same reason as `MODEL_ITERATIONS`.
 pub const IN_CORE_ITERATIONS: u32 = 10;
 
+/// Times at most that `tune` samples the chosen distribution in core and searches again.
+pub const REFINEMENTS: u32 = 2;
+
 /// Measured seconds after which `--repeat` runs a distribution no more.
 pub const REPEAT_SECONDS: f64 = 2.0;
 
@@ -217,38 +222,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     if rows_of("in-core") != kept_runs[0].1 {
         kept_runs.push(("in-core", rows_of("in-core")));
     }
-    // Each is repeated like the compared runs (`--repeat`), in rounds as they are; samples of
-    // equal rows average.
-    let mut measured_s = vec![0.0; kept_runs.len()];
-    for run in 0..args.repeat {
-        for ((name, rows), spent) in kept_runs.iter().zip(&mut measured_s) {
-            if *spent >= REPEAT_SECONDS {
-                continue;
-            }
-            let kept = program
-                .run(&RunSpec {
-                    distribution: &rows_list(rows),
-                    iterations: IN_CORE_ITERATIONS,
-                    measurements: &work.join(format!("measurements-{name}-{run}.json")),
-                    emit_structure: None,
-                    trace: None,
-                    keep_in_core: true,
-                })
-                .with_context(|| {
-                    format!("step 3 (instrumented in-core run under {name}) failed")
-                })?;
-            *spent += f64::from(IN_CORE_ITERATIONS)
-                * kept.nodes.iter().map(|n| n.iteration_s).fold(0.0, f64::max);
-            measured.merge_in_core_compute(&kept).map_err(|e| {
-                anyhow::anyhow!("step 3: the in-core run under {name} does not match: {e}")
-            })?;
-        }
-    }
-    super::write_atomic(
-        &measurements_path,
-        &serde_json::to_string_pretty(&measured).context("step 3: serializing measurements")?,
-    )
-    .context("step 3: writing the merged measurements")?;
+    sample_in_core(&program, &kept_runs, args.repeat, work, &mut measured)?;
     let structure_json: serde_json::Value =
         super::read_json(&structure_path).context("step 3: the structure the program wrote")?;
     let structure: Structure = serde_json::from_value(structure_json.clone())
@@ -263,9 +237,44 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     }
 
     progress.step(&format!("searching ({})", args.algorithm.name()));
-    let model = Model::new(&structure, &measured, &measured.cluster)
-        .context("step 4 (search): cannot build the model")?;
-    let searches = run_searches(&model, args);
+    let build_model = |measured: &Measurements| {
+        Model::new(&structure, measured, &measured.cluster)
+            .context("step 4 (search): cannot build the model")
+    };
+    let mut model = build_model(&measured)?;
+    let mut searches = run_searches(&model, args);
+    // Refinement: the search goes where the model predicts least time, so where its in-core
+    // computation is interpolated between samples it goes, among other places, where that
+    // interpolation is too low (the winner's curse). A chosen distribution that was not
+    // sampled is sampled in core like the others, and the search runs again on the model
+    // that knows it; at most `REFINEMENTS` times.
+    let mut sampled: Vec<Vec<u64>> = kept_runs.iter().map(|(_, rows)| (*rows).clone()).collect();
+    for refinement in 1..=REFINEMENTS {
+        let rows = searches[0].rows.clone();
+        if sampled.contains(&rows) {
+            break;
+        }
+        let name = format!("chosen-{refinement}");
+        progress.note(&format!(
+            "measuring the chosen distribution in core ({name}: {})",
+            rows_list(&rows)
+        ));
+        sample_in_core(
+            &program,
+            &[(&name, &rows)],
+            args.repeat,
+            work,
+            &mut measured,
+        )?;
+        sampled.push(rows);
+        model = build_model(&measured)?;
+        searches = run_searches(&model, args);
+    }
+    super::write_atomic(
+        &measurements_path,
+        &serde_json::to_string_pretty(&measured).context("step 3: serializing measurements")?,
+    )
+    .context("step 3: writing the merged measurements")?;
     let chosen = &searches[0];
 
     // Each distinct distribution is predicted once and run up to `--repeat` times, in rounds
@@ -366,6 +375,45 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         searches: searches.iter().map(summary).collect(),
         trace_file: args.report.as_ref().map(|_| "trace.json".into()),
     })
+}
+
+/// Instrumented runs that keep in-core arrays in core, under each of `runs` (a name for the
+/// files, and the rows), merged into `measured` (`Measurements::merge_in_core_compute`). Each
+/// is repeated like the compared runs (`repeat`), in rounds as they are, until its runs have
+/// measured `REPEAT_SECONDS`; samples of equal rows average.
+fn sample_in_core(
+    program: &Program,
+    runs: &[(&str, &Vec<u64>)],
+    repeat: u32,
+    work: &Path,
+    measured: &mut Measurements,
+) -> anyhow::Result<()> {
+    let mut measured_s = vec![0.0; runs.len()];
+    for run in 0..repeat {
+        for ((name, rows), spent) in runs.iter().zip(&mut measured_s) {
+            if *spent >= REPEAT_SECONDS {
+                continue;
+            }
+            let kept = program
+                .run(&RunSpec {
+                    distribution: &rows_list(rows),
+                    iterations: IN_CORE_ITERATIONS,
+                    measurements: &work.join(format!("measurements-{name}-{run}.json")),
+                    emit_structure: None,
+                    trace: None,
+                    keep_in_core: true,
+                })
+                .with_context(|| {
+                    format!("step 3 (instrumented in-core run under {name}) failed")
+                })?;
+            *spent += f64::from(IN_CORE_ITERATIONS)
+                * kept.nodes.iter().map(|n| n.iteration_s).fold(0.0, f64::max);
+            measured.merge_in_core_compute(&kept).map_err(|e| {
+                anyhow::anyhow!("step 3: the in-core run under {name} does not match: {e}")
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Analyzes the crate, printing its diagnostics; errors fail the step.
