@@ -475,17 +475,10 @@ mod tests {
     fn only_virtual_clocks_with_more_ranks_than_cores_are_gated() {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
         let many = cores + 1;
-        assert!(ThreadWorld::new(many, NETWORK, ClockMode::Virtual)
-            .gate
-            .is_some());
-        assert!(ThreadWorld::new(cores, NETWORK, ClockMode::Virtual)
-            .gate
-            .is_none());
-        assert!(ThreadWorld::new(many, NETWORK, ClockMode::Wall)
-            .gate
-            .is_none());
-        assert!(ThreadWorld::new(many, NETWORK, ClockMode::Charged)
-            .gate
-            .is_none());
+        let gated = |size, mode| ThreadWorld::new(size, NETWORK, mode).gate.is_some();
+        assert!(gated(many, ClockMode::Virtual));
+        assert!(!gated(cores, ClockMode::Virtual));
+        assert!(!gated(many, ClockMode::Wall));
+        assert!(!gated(many, ClockMode::Charged));
     }
 }
