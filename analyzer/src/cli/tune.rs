@@ -4,8 +4,9 @@
 //! 2. `cargo build --release` its binary;
 //! 3. run it once instrumented under Block, then with in-core arrays kept in core under
 //!    In-Core-Balanced and In-Core;
-//! 4. search for the best distribution with the model; sample a chosen distribution that was
-//!    not sampled in core too, and search again (at most [`REFINEMENTS`] times);
+//! 4. search for the best distribution with the model; sample a chosen distribution that
+//!    would give the model a new in-core sample, and search again (at most [`REFINEMENTS`]
+//!    times);
 //! 5. run the chosen distribution and the spectrum Block / Balanced / In-Core /
 //!    In-Core-Balanced for K iterations each and predict each with the model;
 //! 6. print a table (or the `--json` document) and, with `--report DIR`, an HTML report.
@@ -212,11 +213,12 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     }
     progress.step("instrumented runs with arrays kept in core");
     let rows_of = |wanted: &str| {
-        &spectrum
+        spectrum
             .iter()
             .find(|(name, _)| *name == wanted)
             .expect("the spectrum has both in-core distributions")
             .1
+            .as_slice()
     };
     let mut kept_runs = vec![("in-core-balanced", rows_of("in-core-balanced"))];
     if rows_of("in-core") != kept_runs[0].1 {
@@ -245,13 +247,15 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     let mut searches = run_searches(&model, args);
     // Refinement: the search goes where the model predicts least time, so where its in-core
     // computation is interpolated between samples it goes, among other places, where that
-    // interpolation is too low (the winner's curse). A chosen distribution that was not
-    // sampled is sampled in core like the others, and the search runs again on the model
-    // that knows it; at most `REFINEMENTS` times.
-    let mut sampled: Vec<Vec<u64>> = kept_runs.iter().map(|(_, rows)| (*rows).clone()).collect();
+    // interpolation is too low (the winner's curse). A chosen distribution that would give the
+    // model a new sample is sampled in core like the others, and the search runs again on the
+    // model that knows it; at most `REFINEMENTS` times. One whose samples the model would pool
+    // with those it has (`model::adds_in_core_sample`) is left: its runs could not change the
+    // model's shape.
+    let mut sampled: Vec<Vec<u64>> = kept_runs.iter().map(|(_, rows)| rows.to_vec()).collect();
     for refinement in 1..=REFINEMENTS {
         let rows = searches[0].rows.clone();
-        if sampled.contains(&rows) {
+        if !model::adds_in_core_sample(&sampled, &rows) {
             break;
         }
         let name = format!("chosen-{refinement}");
@@ -261,7 +265,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         ));
         sample_in_core(
             &program,
-            &[(&name, &rows)],
+            &[(name.as_str(), rows.as_slice())],
             args.repeat,
             work,
             &mut measured,
@@ -383,7 +387,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
 /// measured `REPEAT_SECONDS`; samples of equal rows average.
 fn sample_in_core(
     program: &Program,
-    runs: &[(&str, &Vec<u64>)],
+    runs: &[(&str, &[u64])],
     repeat: u32,
     work: &Path,
     measured: &mut Measurements,

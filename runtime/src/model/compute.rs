@@ -20,6 +20,10 @@ pub(crate) struct StageCost {
     pub io: Vec<StageIo>,
 }
 
+/// In-core samples closer than this ratio in rows are pooled into one (`build::spread_samples`):
+/// the slope between close samples is mostly noise.
+pub(crate) const SAMPLE_SPREAD: f64 = 1.2;
+
 /// A stage's computation on one node holding all its arrays in core.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum InCore {

@@ -59,6 +59,21 @@ pub enum ModelError {
     TooDeep { group: u32, max: usize },
 }
 
+/// Would an in-core run under `rows` give the model a sample it does not already have, given
+/// in-core runs under each of `sampled`? Yes when some node would hold a row count at least
+/// 20 % away ([`compute::SAMPLE_SPREAD`]) from every non-zero row count it held in those runs:
+/// closer samples are pooled with the nearby one, and a node without rows gives none.
+pub fn adds_in_core_sample(sampled: &[Vec<u64>], rows: &[u64]) -> bool {
+    rows.iter().enumerate().any(|(i, &r)| {
+        r > 0
+            && sampled.iter().all(|s| {
+                let held = s.get(i).copied().unwrap_or(0);
+                let (lo, hi) = (r.min(held) as f64, r.max(held) as f64);
+                held == 0 || hi >= compute::SAMPLE_SPREAD * lo
+            })
+    })
+}
+
 /// Bytes one row occupies summed over the distributed arrays of the measurements: the
 /// `bytes_per_row` the In-Core generators of [`crate::distribution::Distribution`] need.
 pub fn distributed_bytes_per_row(measurements: &Measurements) -> u64 {

@@ -921,3 +921,25 @@ fn a_node_measured_with_no_rows_borrows_the_others_rate() {
     assert!(close(p.nodes[1].compute_s, 1.0), "{p:?}");
     assert!(close(p.nodes[0].compute_s, 0.5));
 }
+
+#[test]
+fn a_distribution_adds_an_in_core_sample_only_where_the_model_would_not_pool_it() {
+    use crate::model::adds_in_core_sample;
+    let sampled = [vec![100, 200], vec![287, 13]];
+    // 107 and 193 rows are within 20 % of 100 and 200: pooled with In-Core-Balanced's samples.
+    assert!(!adds_in_core_sample(&sampled, &[107, 193]));
+    // Against 150 and 287 rows, node 0's 107 is new.
+    assert!(adds_in_core_sample(
+        &[vec![150, 150], vec![287, 13]],
+        &[107, 193]
+    ));
+    // The bound is `spread_samples`': 120 rows is 1.2 × 100 and not pooled, 119 is.
+    assert!(adds_in_core_sample(&[vec![100, 100]], &[120, 100]));
+    assert!(!adds_in_core_sample(&[vec![100, 100]], &[119, 100]));
+    // A node without rows gives no sample; a node that held none before gives a new one.
+    assert!(!adds_in_core_sample(&[vec![150, 150]], &[0, 170]));
+    assert!(adds_in_core_sample(&[vec![150, 150]], &[0, 300]));
+    assert!(adds_in_core_sample(&[vec![0, 300]], &[10, 290]));
+    // Nothing sampled yet: any rows are new.
+    assert!(adds_in_core_sample(&[], &[1, 0]));
+}

@@ -10,7 +10,7 @@ mod events;
 
 use std::collections::HashMap;
 
-use super::compute::{InCore, StageCost, StageIo};
+use super::compute::{InCore, StageCost, StageIo, SAMPLE_SPREAD};
 use super::out_of_core::{ArrayCost, IoMode, NodeMemory};
 use super::{Model, ModelError, SectionCost, Step};
 use crate::format::{
@@ -659,7 +659,7 @@ fn stages_of(section: &crate::format::Section) -> Vec<(&Stage, Option<u32>)> {
 }
 
 /// In-core samples `(rows, seconds)` in increasing rows, made fit to interpolate: samples less
-/// than 20 % apart in rows are averaged into one (the slope between close samples is mostly
+/// than 20 % apart in rows ([`SAMPLE_SPREAD`]) are averaged into one (the slope between close samples is mostly
 /// noise), and so are samples whose seconds fall as the rows grow (noise too: more rows never
 /// take less time), until the seconds rise with the rows (pool-adjacent-violators).
 fn spread_samples(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
@@ -669,7 +669,7 @@ fn spread_samples(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
         out.push((rows, t, 1.0));
         while let [.., a, b] = out.as_slice() {
             let ((ra, ta), (rb, tb)) = (mean(a), mean(b));
-            if rb >= 1.2 * ra && tb >= ta {
+            if rb >= SAMPLE_SPREAD * ra && tb >= ta {
                 break;
             }
             let b = out.pop().expect("two points");
