@@ -100,6 +100,38 @@ impl Gate {
     }
 }
 
+/// A rank's core within one communication call of a gated world: [`Core::give_up`] releases
+/// the rank's permit (once), and dropping the `Core` waits for a permit again if it was given
+/// up. Without a gate both do nothing.
+struct Core<'a> {
+    gate: Option<&'a Gate>,
+    given_up: bool,
+}
+
+impl<'a> Core<'a> {
+    fn held(gate: Option<&'a Gate>) -> Self {
+        Core {
+            gate,
+            given_up: false,
+        }
+    }
+
+    fn give_up(&mut self) {
+        if let (Some(gate), false) = (self.gate, self.given_up) {
+            gate.release();
+            self.given_up = true;
+        }
+    }
+}
+
+impl Drop for Core<'_> {
+    fn drop(&mut self) {
+        if let (Some(gate), true) = (self.gate, self.given_up) {
+            gate.acquire();
+        }
+    }
+}
+
 struct Mailbox {
     queues: Mutex<Vec<VecDeque<Message>>>,
     ready: Condvar,
@@ -135,7 +167,7 @@ impl ThreadWorld {
     }
 
     /// [`ThreadWorld::new`] with an explicit gate: `Some(n)` lets at most `n` ranks run at once.
-    pub fn with_gate(
+    fn with_gate(
         size: usize,
         network: NetworkSpec,
         mode: ClockMode,
@@ -245,32 +277,11 @@ impl ThreadComm {
         into: &mut [u8],
         block: bool,
     ) -> Result<Option<Traffic>, CommError> {
-        let mut released = false;
-        let taken = self.take_released(source, tag, into, block, &mut released);
-        if let Some(gate) = &self.world.gate {
-            if !block && matches!(taken, Ok(None)) && !released {
-                gate.release();
-                released = true;
-            }
-            if released {
-                gate.acquire();
-            }
-        }
-        taken
-    }
-
-    /// The receive itself; sets `released` when it gave up the rank's core to wait.
-    fn take_released(
-        &self,
-        source: usize,
-        tag: Tag,
-        into: &mut [u8],
-        block: bool,
-        released: &mut bool,
-    ) -> Result<Option<Traffic>, CommError> {
         check_rank(source, self.world.size())?;
         let world = &*self.world;
         let mailbox = &world.mailboxes[self.rank];
+        // Declared before the lock, so that the lock is released before the core is taken back.
+        let mut core = Core::held(world.gate.as_ref());
         let mut queues = lock(&mailbox.queues);
         let mut waiting_since: Option<Instant> = None;
         loop {
@@ -281,6 +292,7 @@ impl ThreadComm {
                 let now = Instant::now();
                 let undelivered = queues[source][pos].deliver_at.is_some_and(|d| d > now);
                 if !block && undelivered {
+                    core.give_up();
                     return Ok(None);
                 }
                 let message = queues[source].remove(pos).expect("position is in range");
@@ -312,16 +324,14 @@ impl ThreadComm {
                 return Ok(Some(Traffic::received(into.len(), blocked_s)));
             }
             if !block {
+                core.give_up();
                 return Ok(None);
             }
             if world.finished[source].load(Ordering::SeqCst) {
                 return Err(CommError::PeerFinished { peer: source, tag });
             }
             waiting_since.get_or_insert_with(Instant::now);
-            if let (Some(gate), false) = (&world.gate, *released) {
-                gate.release();
-                *released = true;
-            }
+            core.give_up();
             queues = mailbox
                 .ready
                 .wait(queues)
