@@ -75,14 +75,15 @@ impl Measurements {
             }
             merged += 1;
             for stage in &mut node.stages {
+                let kept = other.stages.iter().find(|s| s.key == stage.key);
                 stage.in_core.push(InCoreSample {
                     rows: other.rows,
-                    compute_s: other
-                        .stages
-                        .iter()
-                        .find(|s| s.key == stage.key)
-                        .map_or(0.0, |s| s.compute_s),
+                    compute_s: kept.map_or(0.0, |s| s.compute_s),
                 });
+                add_up(
+                    &mut stage.in_core_tiles,
+                    kept.map_or(&[][..], |s| &s.tiles[..]),
+                );
             }
         }
         Ok(merged)
@@ -172,6 +173,15 @@ pub struct StageMeasurement {
     pub compute_s: f64,
     /// I/O time inside the stage, seconds per iteration.
     pub io_s: f64,
+    /// A stage inside a tile loop: its computation in the `j`-th tile of a pass of the loop,
+    /// seconds per iteration (summed over the passes), for each `j`; they add up to
+    /// `compute_s`. Empty for stages outside tile loops.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tiles: Vec<f64>,
+    /// `tiles` of the in-core runs merged into `in_core`, added up tile by tile (only their
+    /// shape is used: see `model::pipeline`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub in_core_tiles: Vec<f64>,
     /// T_φ of the stage on this node in runs that kept the node's arrays in core
     /// (`--keep-in-core`; see [`Measurements::merge_in_core_compute`]), one sample per such
     /// run, with the rows the node held. Computation between block reads and writes runs slower
@@ -249,6 +259,16 @@ impl EventMeasurement {
     }
 }
 
+/// Adds `seconds` to `sum` position by position, growing `sum` as needed (tile profiles).
+pub fn add_up(sum: &mut Vec<f64>, seconds: &[f64]) {
+    if sum.len() < seconds.len() {
+        sum.resize(seconds.len(), 0.0);
+    }
+    for (s, t) in sum.iter_mut().zip(seconds) {
+        *s += t;
+    }
+}
+
 /// `total` per message over `count` messages; `None` without messages or when `total` is not a
 /// finite non-negative number.
 pub fn per_message(total: f64, count: f64) -> Option<f64> {
@@ -295,6 +315,8 @@ mod tests {
                 count: 1.0,
                 compute_s: compute,
                 io_s: 0.0,
+                tiles: Vec::new(),
+                in_core_tiles: Vec::new(),
                 in_core: Vec::new(),
             }],
             io: if io_on[rank] {
@@ -369,6 +391,16 @@ mod tests {
         // A second in-core run adds a second sample.
         assert_eq!(forced.merge_in_core_compute(&kept), Ok(1));
         assert_eq!(forced.nodes[0].stages[0].in_core, vec![sample, sample]);
+        assert!(forced.nodes[0].stages[0].in_core_tiles.is_empty());
+        // The kept runs' tile profiles add up position by position, only where in core.
+        let mut tiled = kept.clone();
+        for node in &mut tiled.nodes {
+            node.stages[0].tiles = vec![1.0, 0.5];
+        }
+        forced.merge_in_core_compute(&tiled).unwrap();
+        forced.merge_in_core_compute(&tiled).unwrap();
+        assert_eq!(forced.nodes[0].stages[0].in_core_tiles, vec![2.0, 1.0]);
+        assert!(forced.nodes[1].stages[0].in_core_tiles.is_empty());
         let other = measurements(&[false], 1.0);
         assert!(forced
             .merge_in_core_compute(&other)

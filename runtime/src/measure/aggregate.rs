@@ -9,6 +9,10 @@
 //! - Per event: messages, bytes, send and receive overheads (call time − blocked time, split by
 //!   messages for collectives), blocked time `T_w`, total time, and the ranks actually talked to.
 //! - Tile trips per tile loop, trips per repeated group, iteration time.
+//! - A tiled stage's computation by its tile's position in the pass (the trips of its tile
+//!   loop since its section, or the iteration, began): the first tile of a pass can cost
+//!   several times a later one (caches cold after the section's wait), and a pipeline's fill
+//!   runs through the first tiles (`model::pipeline`).
 //!
 //! Every figure is per iteration over the steady iterations: all recorded iterations but the
 //! warm-up ones (`format::warm_up_iterations`).
@@ -31,6 +35,19 @@ struct StageAcc {
     /// Communication calls made while the stage was open (a stage region that reaches into
     /// the section's closing event): waiting and message handling, not computation.
     comm: f64,
+    /// A tiled stage's computation by the position of its tile in the pass of the tile loop.
+    tiles: Vec<f64>,
+    /// The position of the stage's open instance in `tiles`.
+    at: Option<usize>,
+}
+
+impl StageAcc {
+    /// Time of I/O or communication inside the stage's open instance: not computation.
+    fn exclude(&mut self, seconds: f64) {
+        if let Some(at) = self.at {
+            self.tiles[at] -= seconds;
+        }
+    }
 }
 
 #[derive(Default)]
@@ -74,6 +91,8 @@ pub fn aggregate_node(
     let mut io: BTreeMap<(StageKey, u32), IoMeasurement> = BTreeMap::new();
     let mut events: BTreeMap<u32, EventAcc> = BTreeMap::new();
     let mut tiles: BTreeMap<(u32, u32), f64> = BTreeMap::new();
+    // Trips of each tile loop (section, tile loop) since its section last began.
+    let mut tile_trips: HashMap<(u32, u32), usize> = HashMap::new();
     let mut groups: BTreeMap<u32, f64> = BTreeMap::new();
     let mut pending_prefetch: HashMap<u32, (f64, f64, StageKey)> = HashMap::new();
     let mut busy = 0.0; // I/O and communication seconds so far, for T_A.
@@ -84,20 +103,38 @@ pub fn aggregate_node(
     for r in records.iter().copied().filter(|r| inside_iteration(r)) {
         let dur = r.duration_s();
         match r.kind {
-            RecordKind::Iteration | RecordKind::Section => {}
+            RecordKind::Iteration => tile_trips.clear(),
+            RecordKind::Section => tile_trips.retain(|&(section, _), _| section != r.id),
             RecordKind::Stage => {
                 let s = stages.entry(r.key).or_default();
                 s.count += 1.0;
                 s.time += dur;
+                // Records are in opening order: the stage's tile opened before it.
+                s.at = r
+                    .key
+                    .tile
+                    .and_then(|t| tile_trips.get(&(r.key.section, t)))
+                    .map(|trips| trips - 1);
+                if let Some(at) = s.at {
+                    if s.tiles.len() <= at {
+                        s.tiles.resize(at + 1, 0.0);
+                    }
+                    s.tiles[at] += dur;
+                }
             }
-            RecordKind::Tile => *tiles.entry((r.aux, r.id)).or_default() += 1.0,
+            RecordKind::Tile => {
+                *tiles.entry((r.aux, r.id)).or_default() += 1.0;
+                *tile_trips.entry((r.aux, r.id)).or_default() += 1;
+            }
             RecordKind::Group => *groups.entry(r.id).or_default() += 1.0,
             RecordKind::Event => {
                 event_entry(&mut events, r.id).total_s += dur;
             }
             RecordKind::Copy => {
                 if r.in_stage {
-                    stages.entry(r.key).or_default().io += dur;
+                    let s = stages.entry(r.key).or_default();
+                    s.io += dur;
+                    s.exclude(dur);
                 }
                 copies.0 += r.bytes as f64;
                 copies.1 += dur;
@@ -108,7 +145,9 @@ pub fn aggregate_node(
                 // A wait record spans the compute since its prefetch returned (T_A), not I/O: an
                 // instrumented wait does no I/O (seed Fig. 5.6).
                 if r.in_stage && op != IoKind::Wait {
-                    stages.entry(r.key).or_default().io += dur;
+                    let s = stages.entry(r.key).or_default();
+                    s.io += dur;
+                    s.exclude(dur);
                 }
                 let m = io
                     .entry((r.key, r.id))
@@ -148,7 +187,9 @@ pub fn aggregate_node(
             RecordKind::Comm => {
                 busy += dur;
                 if r.in_stage {
-                    stages.entry(r.key).or_default().comm += dur;
+                    let s = stages.entry(r.key).or_default();
+                    s.comm += dur;
+                    s.exclude(dur);
                 }
                 if r.event == NONE {
                     continue;
@@ -216,6 +257,8 @@ pub fn aggregate_node(
                 count: s.count / n,
                 compute_s: (s.time - s.io - s.comm).max(0.0) / n,
                 io_s: s.io / n,
+                tiles: s.tiles.iter().map(|t| t.max(0.0) / n).collect(),
+                in_core_tiles: Vec::new(),
                 in_core: Vec::new(),
             })
             .collect(),
@@ -468,6 +511,48 @@ mod tests {
         assert_eq!(node.copy_per_byte_s, 0.005);
         assert_eq!(node.io.len(), 1);
         assert_eq!((node.io[0].writes, node.io[0].write_s), (1.0, 2.0));
+    }
+
+    #[test]
+    fn a_tiled_stages_computation_is_kept_by_tile_position_in_each_pass() {
+        // One iteration with two passes of section 0, each of two tiles of loop 0. Pass one:
+        // tile 0's stage takes 0–4 s with a 1 s read inside, tile 1's 4–6 s; pass two: 10–13 s
+        // and 13–14 s. Position 0 computed 3 + 3 s, position 1 2 + 1 s.
+        let tiled = |kind, id, span, seq| Record {
+            key: StageKey {
+                section: 0,
+                tile: Some(0),
+                stage: 1,
+            },
+            ..record(kind, id, 0, span, seq)
+        };
+        let read = crate::hooks::io_code(IoKind::Read);
+        let rr = RankRecords {
+            records: vec![
+                tiled(RecordKind::Iteration, 0, (0.0, 20.0), (0, 23)),
+                tiled(RecordKind::Section, 0, (0.0, 6.0), (1, 12)),
+                tiled(RecordKind::Tile, 0, (0.0, 4.0), (2, 7)),
+                tiled(RecordKind::Stage, 0, (0.0, 4.0), (3, 6)),
+                Record {
+                    aux: read,
+                    ..tiled(RecordKind::Io, 0, (1.0, 2.0), (4, 5))
+                },
+                tiled(RecordKind::Tile, 0, (4.0, 6.0), (8, 11)),
+                tiled(RecordKind::Stage, 0, (4.0, 6.0), (9, 10)),
+                tiled(RecordKind::Section, 0, (10.0, 14.0), (13, 22)),
+                tiled(RecordKind::Tile, 0, (10.0, 13.0), (14, 17)),
+                tiled(RecordKind::Stage, 0, (10.0, 13.0), (15, 16)),
+                tiled(RecordKind::Tile, 0, (13.0, 14.0), (18, 21)),
+                tiled(RecordKind::Stage, 0, (13.0, 14.0), (19, 20)),
+            ],
+            ..RankRecords::default()
+        };
+        let node = aggregate_node(0, 1, 10, &rr).unwrap();
+        assert_eq!(node.stages.len(), 1);
+        let stage = &node.stages[0];
+        assert_eq!((stage.count, stage.compute_s, stage.io_s), (4.0, 9.0, 1.0));
+        assert_eq!(stage.tiles, vec![6.0, 3.0]);
+        assert_eq!(node.tiles[0].count, 4.0);
     }
 
     #[test]

@@ -12,6 +12,14 @@
 //!
 //! and `T_Υ(i) = Σ_j [T_w(i,q,j) + O_←(q) or O_→(q)]` (Eq. 5.10). For two nodes the recurrence
 //! unrolls to Eq. 5.5.
+//!
+//! The seed takes tiles as uniform (§5.1): `T_τ(i, j) = T_τ(i) / N_T`. Here tile `j`'s
+//! computation is `T_τ(i)`'s computation times `w(i, j) / N_T`, where the weights `w(i, ·)`
+//! (mean 1) are the shape of node `i`'s measured computation by tile position
+//! ([`TileWeights`]); I/O stays uniform. The first tile of a pass can cost twice a later one
+//! (its data cold after the wait that ended the last pass) and a last, narrower tile less;
+//! uniform tiles spread that over the pass, which leaves the pipeline's fill, a run through
+//! every node's first tile, too short.
 
 use super::compute::{self, StageCost};
 use super::out_of_core::{ArrayCost, NodeMemory, OocState};
@@ -29,6 +37,44 @@ pub(crate) struct TileCost {
     pub o_recv: Vec<f64>,
     /// Bytes of one tile message.
     pub bytes: f64,
+    /// Per node, the shape of its computation over the tiles of a pass.
+    pub weights: Vec<TileWeights>,
+}
+
+/// The shape of one node's computation over the `N_T` tiles of a pass: weights with mean 1,
+/// from the forced run (`forced`) and from the runs that kept the node in core (`in_core`).
+/// An empty list means uniform tiles (no tile-by-tile measurement, or one of another length).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct TileWeights {
+    pub forced: Vec<f64>,
+    pub in_core: Vec<f64>,
+}
+
+impl TileWeights {
+    /// Weights (mean 1) from seconds per tile position, or none when `seconds` does not hold
+    /// `tiles` positive figures.
+    pub fn shape(seconds: &[f64], tiles: u32) -> Vec<f64> {
+        let total: f64 = seconds.iter().sum();
+        let usable = seconds.len() == tiles as usize
+            && total > 0.0
+            && total.is_finite()
+            && seconds.iter().all(|s| *s >= 0.0);
+        if !usable {
+            return Vec::new();
+        }
+        let mean = total / f64::from(tiles);
+        seconds.iter().map(|s| s / mean).collect()
+    }
+
+    /// The weights for a node that holds its arrays in core or not: the in-core shape when
+    /// measured, else the forced run's.
+    fn pick(&self, in_core: bool) -> &[f64] {
+        if in_core && !self.in_core.is_empty() {
+            &self.in_core
+        } else {
+            &self.forced
+        }
+    }
 }
 
 impl TileCost {
@@ -62,7 +108,8 @@ pub(crate) fn run(model: &Model, tiles: &TileCost, _rows: &[u64], out: &mut Pred
         out.scratch[i] = out.nodes[i].total_s;
         out.scratch2[i] = 0.0;
     }
-    // T_τ(i, j): one tile's computation and I/O (tiles are uniform, §5.1).
+    // T_τ(i, j) = scratch3[i] · w(i, j) + scratch4[i]: a mean tile's computation, shaped by
+    // the node's weights, and its I/O.
     for i in 0..p {
         let tau = compute::section_tau(
             &tiles.stages,
@@ -71,9 +118,10 @@ pub(crate) fn run(model: &Model, tiles: &TileCost, _rows: &[u64], out: &mut Pred
             i,
             &out.ooc[i],
         );
-        out.scratch3[i] = tau.total() / f64::from(n_t);
+        out.scratch3[i] = tau.compute_s / f64::from(n_t);
+        out.scratch4[i] = tau.io_s / f64::from(n_t);
     }
-    for _j in 0..n_t {
+    for j in 0..n_t as usize {
         for i in 0..p {
             let previous = out.scratch[i];
             let t_w = if i == 0 {
@@ -82,8 +130,11 @@ pub(crate) fn run(model: &Model, tiles: &TileCost, _rows: &[u64], out: &mut Pred
             } else {
                 (out.scratch[i - 1] + transfer - previous).max(0.0)
             };
+            let w = tiles.weights[i].pick(out.ooc[i].mask == 0);
+            let compute = out.scratch3[i] * w.get(j).copied().unwrap_or(1.0);
             out.scratch2[i] += t_w;
-            out.scratch[i] = previous + t_w + out.scratch3[i] + tiles.per_tile_overhead(i, p);
+            out.scratch[i] =
+                previous + t_w + compute + out.scratch4[i] + tiles.per_tile_overhead(i, p);
         }
     }
     for i in 0..p {

@@ -45,6 +45,8 @@ pub struct Prediction {
     pub(crate) scratch2: Vec<f64>,
     #[serde(skip)]
     pub(crate) scratch3: Vec<f64>,
+    #[serde(skip)]
+    pub(crate) scratch4: Vec<f64>,
     /// Per group depth: the state at the start of the current pass and of the previous one.
     #[serde(skip)]
     snapshots: Vec<(Vec<NodeBreakdown>, Vec<f64>, Vec<NodeBreakdown>)>,
@@ -75,6 +77,7 @@ impl Prediction {
         self.scratch.resize(nodes, 0.0);
         self.scratch2.resize(nodes, 0.0);
         self.scratch3.resize(nodes, 0.0);
+        self.scratch4.resize(nodes, 0.0);
     }
 
     pub(crate) fn finish(&mut self) {

@@ -257,6 +257,8 @@ impl<'a> Recorder<'a> {
                 count,
                 compute_s: count * work / cpu,
                 io_s,
+                tiles: Vec::new(),
+                in_core_tiles: Vec::new(),
                 in_core: Vec::new(),
             });
         }

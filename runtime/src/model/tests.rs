@@ -115,6 +115,8 @@ impl Case {
                 count,
                 compute_s: compute[i] * count,
                 io_s: 0.0,
+                tiles: Vec::new(),
+                in_core_tiles: Vec::new(),
                 in_core: Vec::new(),
             });
         }
@@ -471,13 +473,9 @@ fn repeated_groups_replay_and_extrapolate_exactly() {
     }
 }
 
-#[test]
-fn pipeline_eq_5_4_5_5_and_5_10() {
-    // Two nodes, 3 tiles; per tile T_τ(0, j) = 0.2, T_τ(1, j) = 0.1; O_→ = 0.01, O_← = 0.02, T = 0.1.
-    // Node 0 (Eq. 5.4, never blocks): T_p(0, j) = (j + 1)·0.21 → 0.21, 0.42, 0.63.
-    // Node 1: j=0: T_w = 0.21 + 0.1 − 0 = 0.31, T_p = 0.31 + 0.02 + 0.1 = 0.43;
-    //         j=1 (Eq. 5.5): 0.42 + 0.1 − 0.43 = 0.09, T_p = 0.64; j=2: 0.73 − 0.64 = 0.09, T_p = 0.85.
-    // Eq. 5.10: T_Υ(1) = 0.31 + 0.09 + 0.09 + 3·0.02 = 0.55.
+/// Two nodes, 3 tiles; per pass T_τ(0) = 0.6, T_τ(1) = 0.3; O_→ = 0.01, O_← = 0.02, T = 0.1.
+/// `profiles[i]` are node i's measured `tiles` and `in_core_tiles`.
+fn pipeline_case(profiles: [(&[f64], &[f64]); 2]) -> Prediction {
     let mut c = Case::new(&[10, 10]);
     let recv = c.event(Pattern::Pipeline, &["rank - 1"], 3.0);
     let mut send = c.event(Pattern::Pipeline, &["rank + 1"], 3.0);
@@ -502,6 +500,8 @@ fn pipeline_eq_5_4_5_5_and_5_10() {
             count: 3.0,
             compute_s: compute,
             io_s: 0.0,
+            tiles: profiles[i].0.to_vec(),
+            in_core_tiles: profiles[i].1.to_vec(),
             in_core: Vec::new(),
         });
     }
@@ -518,11 +518,45 @@ fn pipeline_eq_5_4_5_5_and_5_10() {
         comm: None,
         group: None,
     });
-    let p = c.model().predict(&[10, 10]).unwrap();
+    c.model().predict(&[10, 10]).unwrap()
+}
+
+#[test]
+fn pipeline_eq_5_4_5_5_and_5_10() {
+    // Uniform tiles (no tile-by-tile measurement): T_τ(0, j) = 0.2, T_τ(1, j) = 0.1.
+    // Node 0 (Eq. 5.4, never blocks): T_p(0, j) = (j + 1)·0.21 → 0.21, 0.42, 0.63.
+    // Node 1: j=0: T_w = 0.21 + 0.1 − 0 = 0.31, T_p = 0.31 + 0.02 + 0.1 = 0.43;
+    //         j=1 (Eq. 5.5): 0.42 + 0.1 − 0.43 = 0.09, T_p = 0.64; j=2: 0.73 − 0.64 = 0.09, T_p = 0.85.
+    // Eq. 5.10: T_Υ(1) = 0.31 + 0.09 + 0.09 + 3·0.02 = 0.55.
+    let p = pipeline_case([(&[], &[]), (&[], &[])]);
     assert!(close(p.nodes[0].total_s, 0.63), "{p:?}");
     assert!(close(p.nodes[1].total_s, 0.85));
     assert!(close(p.nodes[1].blocked_s + p.nodes[1].overhead_s, 0.55));
     assert!(close(p.nodes[0].blocked_s, 0.0));
+}
+
+#[test]
+fn pipeline_tiles_follow_the_measured_shape_of_each_nodes_computation() {
+    // Node 0 measured its tiles at 0.3, 0.2, 0.1 s (weights 1.5, 1, 0.5 of T_τ(0)/3 = 0.2):
+    // T_p(0, j) = 0.31, 0.52, 0.63. Node 1 (in core) measured 0.15, 0.1, 0.05 in core, and a
+    // forced profile of the wrong length, which is ignored:
+    //   j=0: T_w = 0.31 + 0.1 = 0.41, T_p = 0.41 + 0.02 + 0.15 = 0.58;
+    //   j=1: T_w = 0.52 + 0.1 − 0.58 = 0.04, T_p = 0.58 + 0.04 + 0.02 + 0.1 = 0.74;
+    //   j=2: T_w = max(0, 0.63 + 0.1 − 0.74) = 0, T_p = 0.74 + 0.02 + 0.05 = 0.81.
+    // T_Υ(1) = 0.41 + 0.04 + 3·0.02 = 0.51. Each node's computation stays T_τ.
+    let shaped = pipeline_case([(&[0.3, 0.2, 0.1], &[]), (&[0.2, 0.1], &[0.15, 0.1, 0.05])]);
+    assert!(close(shaped.nodes[0].total_s, 0.63), "{shaped:?}");
+    assert!(close(shaped.nodes[1].total_s, 0.81), "{shaped:?}");
+    assert!(close(
+        shaped.nodes[1].blocked_s + shaped.nodes[1].overhead_s,
+        0.51
+    ));
+    assert!(close(shaped.nodes[1].compute_s, 0.3));
+    // Without its in-core profile node 1's tiles are uniform (0.1 each):
+    //   j=0: T_p = 0.41 + 0.02 + 0.1 = 0.53; j=1: T_w = 0.62 − 0.53 = 0.09, T_p = 0.74;
+    //   j=2: T_w = max(0, 0.73 − 0.74) = 0, T_p = 0.86.
+    let forced = pipeline_case([(&[0.3, 0.2, 0.1], &[]), (&[0.2, 0.1], &[])]);
+    assert!(close(forced.nodes[1].total_s, 0.86), "{forced:?}");
 }
 
 #[test]

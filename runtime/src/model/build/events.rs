@@ -2,9 +2,9 @@
 //! (per-message overheads, message sizes, roots and peers).
 
 use super::{check, Builder};
-use crate::format::{per_message, CommEvent, EventMeasurement, Pattern, TileLoop};
+use crate::format::{add_up, per_message, CommEvent, EventMeasurement, Pattern, TileLoop};
 use crate::model::comm::{CommCost, RecvEdge};
-use crate::model::pipeline::TileCost;
+use crate::model::pipeline::{TileCost, TileWeights};
 use crate::model::ModelError;
 
 impl<'a> Builder<'a> {
@@ -62,12 +62,34 @@ impl<'a> Builder<'a> {
                     .fold(0.0, f64::max)
             })
             .unwrap_or(0.0);
+        let weights = self
+            .m
+            .nodes
+            .iter()
+            .map(|n| {
+                let mut forced = Vec::new();
+                let mut in_core = Vec::new();
+                for s in n
+                    .stages
+                    .iter()
+                    .filter(|s| s.key.section == section && s.key.tile == Some(tl.id))
+                {
+                    add_up(&mut forced, &s.tiles);
+                    add_up(&mut in_core, &s.in_core_tiles);
+                }
+                TileWeights {
+                    forced: TileWeights::shape(&forced, tiles),
+                    in_core: TileWeights::shape(&in_core, tiles),
+                }
+            })
+            .collect();
         Ok(TileCost {
             stages,
             tiles,
             o_send,
             o_recv,
             bytes,
+            weights,
         })
     }
 
