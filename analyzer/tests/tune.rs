@@ -153,6 +153,20 @@ fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts_and_th
         method.contains("median of up to 2 runs, made in rounds"),
         "{method}"
     );
+    // Each distribution keeps its runs: two here (these runs are far under the 2 s budget), whose
+    // median is the actual time and whose agreement is the repeatability.
+    for d in doc["distributions"].as_array().unwrap() {
+        let runs: Vec<f64> = serde_json::from_value(d["runs_s"].clone()).unwrap();
+        assert_eq!(runs.len(), 2, "{d}");
+        let actual = d["actual_s"].as_f64().unwrap();
+        assert!(
+            (actual - (runs[0] + runs[1]) / 2.0).abs() <= 1e-12 * actual,
+            "{d}"
+        );
+        let (fast, slow) = (runs[0].min(runs[1]), runs[0].max(runs[1]));
+        let agreement = d["repeatability"].as_f64().unwrap();
+        assert!((agreement - accuracy(fast, slow)).abs() < 1e-12, "{d}");
+    }
 
     // The in-core runs: In-Core-Balanced and In-Core, twice each, and every node both runs kept
     // in core has a sample from each run in its stages.

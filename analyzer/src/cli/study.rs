@@ -110,6 +110,10 @@ pub enum Outcome {
         speedup_over_block: f64,
         /// How much slower the chosen distribution ran than the fastest one run, in percent.
         chosen_vs_best_percent: f64,
+        /// The lowest agreement between repeated runs of one distribution
+        /// (`TuneDocument::repeatability`): the accuracy no model can be shown to beat here.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_to_run: Option<f64>,
     },
     Failed {
         error: String,
@@ -266,6 +270,7 @@ fn measured(doc: &TuneDocument) -> Outcome {
         worst,
         speedup_over_block: actual("block").map_or(f64::NAN, |b| b / chosen),
         chosen_vs_best_percent: 100.0 * (chosen / fastest - 1.0),
+        run_to_run: doc.repeatability(),
     }
 }
 
@@ -327,7 +332,9 @@ pub fn table(cases: &[Case]) -> String {
          1 − |predicted − actual| / min(predicted, actual); mean and min are over the chosen\n\
          distribution and the spectrum Block, Balanced, In-Core, In-Core-Balanced. Each case's\n\
          directory holds its `tune.json` and an HTML report with the plots; its `actual_method`\n\
-         says how actual times were measured (runs, iterations, repetitions).\n",
+         says how actual times were measured (runs, iterations, repetitions). Run-to-run is the\n\
+         lowest agreement between repeated runs of one distribution, 1 − (slowest − fastest) /\n\
+         fastest: the machine's own noise, which bounds the accuracy that can be measured.\n",
     );
     let mut settings: Vec<(String, usize)> = Vec::new();
     for c in cases {
@@ -342,8 +349,8 @@ pub fn table(cases: &[Case]) -> String {
             .collect();
         let _ = write!(s, "\n## {clock} clock, {ranks} ranks\n\n");
         s.push_str(
-            "| fixture | cluster | rows | mean accuracy | min accuracy | worst | chosen vs Block | chosen vs fastest run |\n\
-             |---|---|---:|---:|---:|---|---:|---:|\n",
+            "| fixture | cluster | rows | mean accuracy | min accuracy | worst | run-to-run | chosen vs Block | chosen vs fastest run |\n\
+             |---|---|---:|---:|---:|---|---:|---:|---:|\n",
         );
         for c in &rows {
             let link = format!("[{}]({}/index.html)", c.cluster, c.dir);
@@ -354,14 +361,16 @@ pub fn table(cases: &[Case]) -> String {
                     worst,
                     speedup_over_block,
                     chosen_vs_best_percent,
+                    run_to_run,
                 } => {
                     let _ = writeln!(
                         s,
-                        "| {} | {link} | {} | {:.1}% | {:.1}% | {worst} | {:.2}× faster | +{:.1}% |",
+                        "| {} | {link} | {} | {:.1}% | {:.1}% | {worst} | {} | {:.2}× faster | +{:.1}% |",
                         c.fixture,
                         c.rows,
                         100.0 * mean_accuracy,
                         100.0 * min_accuracy,
+                        percent(*run_to_run),
                         speedup_over_block,
                         chosen_vs_best_percent
                     );
@@ -369,7 +378,7 @@ pub fn table(cases: &[Case]) -> String {
                 Outcome::Failed { error } => {
                     let _ = writeln!(
                         s,
-                        "| {} | {} | {} | failed: {} | | | | |",
+                        "| {} | {} | {} | failed: {} | | | | | |",
                         c.fixture,
                         c.cluster,
                         c.rows,
@@ -378,31 +387,40 @@ pub fn table(cases: &[Case]) -> String {
                 }
             }
         }
-        let measured: Vec<(f64, f64)> = rows
+        let measured: Vec<(f64, f64, Option<f64>)> = rows
             .iter()
             .filter_map(|c| match c.outcome {
                 Outcome::Measured {
                     mean_accuracy,
                     min_accuracy,
+                    run_to_run,
                     ..
-                } => Some((mean_accuracy, min_accuracy)),
+                } => Some((mean_accuracy, min_accuracy, run_to_run)),
                 Outcome::Failed { .. } => None,
             })
             .collect();
         if !measured.is_empty() {
             let mean = measured.iter().map(|m| m.0).sum::<f64>() / measured.len() as f64;
             let min = measured.iter().map(|m| m.1).fold(f64::INFINITY, f64::min);
+            let run_to_run = measured.iter().filter_map(|m| m.2).reduce(f64::min);
             let _ = writeln!(
                 s,
-                "\nOver the {} measured cases: mean of means {:.1}%, lowest min {:.1}%; {} failed.",
+                "\nOver the {} measured cases: mean of means {:.1}%, lowest min {:.1}%, lowest \
+                 run-to-run {}; {} failed.",
                 measured.len(),
                 100.0 * mean,
                 100.0 * min,
+                percent(run_to_run),
                 rows.len() - measured.len()
             );
         }
     }
     s
+}
+
+/// `97.5%`, or `–` for a figure not measured.
+fn percent(x: Option<f64>) -> String {
+    x.map_or_else(|| "–".into(), |x| format!("{:.1}%", 100.0 * x))
 }
 
 #[cfg(test)]
@@ -432,6 +450,7 @@ mod tests {
                     worst: "in-core".into(),
                     speedup_over_block: 5.0,
                     chosen_vs_best_percent: 1.5,
+                    run_to_run: Some(0.96),
                 },
             ),
             case(
@@ -442,6 +461,7 @@ mod tests {
                     worst: "block".into(),
                     speedup_over_block: 2.0,
                     chosen_vs_best_percent: 0.0,
+                    run_to_run: None,
                 },
             ),
             case(
@@ -455,14 +475,14 @@ mod tests {
         assert!(t.contains("## virtual clock, 8 ranks"), "{t}");
         assert!(
             t.contains(
-                "| jacobi | [hy1-8](virtual-8/jacobi-hy1-8/index.html) | 10 | 99.0% | 97.0% | in-core | 5.00× faster | +1.5% |"
+                "| jacobi | [hy1-8](virtual-8/jacobi-hy1-8/index.html) | 10 | 99.0% | 97.0% | in-core | 96.0% | 5.00× faster | +1.5% |"
             ),
             "{t}"
         );
         assert!(t.contains("failed: step 2 / build"), "{t}");
         assert!(
             t.contains(
-                "Over the 2 measured cases: mean of means 97.0%, lowest min 90.0%; 1 failed."
+                "Over the 2 measured cases: mean of means 97.0%, lowest min 90.0%, lowest run-to-run 96.0%; 1 failed."
             ),
             "{t}"
         );
@@ -488,6 +508,8 @@ mod tests {
                 actual,
             );
         }
+        // Block ran three times, 0.9–1.1 s: run-to-run 1 − 0.2 / 0.9.
+        doc.distributions[1] = doc.distributions[1].clone().with_runs(vec![1.1, 0.9, 1.0]);
         doc.best.actual_s = 0.2;
         doc.accuracy = TuneDocument::summarize(&doc.distributions);
         let Outcome::Measured {
@@ -496,6 +518,7 @@ mod tests {
             worst,
             speedup_over_block,
             chosen_vs_best_percent,
+            run_to_run,
         } = measured(&doc)
         else {
             panic!("measured")
@@ -511,5 +534,6 @@ mod tests {
             (chosen_vs_best_percent - 25.0).abs() < 1e-9,
             "{chosen_vs_best_percent}"
         );
+        assert!((run_to_run.unwrap() - (1.0 - 0.2 / 0.9)).abs() < 1e-12);
     }
 }

@@ -343,8 +343,10 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             .iter_mut()
             .find(|c| c.rows == rows)
             .expect("every distribution was compared");
+        let runs = c.runs.clone();
         let actual = mheta_runtime::stats::median(&mut c.runs);
-        distributions.push(DistributionResult::new(name, rows, c.predicted_s, actual));
+        distributions
+            .push(DistributionResult::new(name, rows, c.predicted_s, actual).with_runs(runs));
     }
 
     if args.report.is_some() {

@@ -13,6 +13,19 @@ pub fn accuracy(predicted_s: f64, actual_s: f64) -> f64 {
     1.0 - (predicted_s - actual_s).abs() / smaller
 }
 
+/// How well repeated runs of one distribution agree: the accuracy of the fastest run as a
+/// prediction of the slowest, `1 − (max − min) / min`. A model's accuracy against their median
+/// is held to this machine's noise: it cannot be told from a perfect one above this figure.
+/// `None` with fewer than two runs.
+pub fn repeatability(runs_s: &[f64]) -> Option<f64> {
+    if runs_s.len() < 2 {
+        return None;
+    }
+    let fastest = runs_s.iter().copied().fold(f64::INFINITY, f64::min);
+    let slowest = runs_s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Some(accuracy(fastest, slowest))
+}
+
 /// Mean and minimum accuracy over a set of predictions.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -65,6 +78,15 @@ mod tests {
         assert!((s.mean - (1.0 + 0.9 + 0.75) / 3.0).abs() < 1e-12);
         assert!((s.min - 0.75).abs() < 1e-12);
         assert!(summarize(std::iter::empty()).is_none());
+    }
+
+    #[test]
+    fn repeatability_is_the_fastest_run_against_the_slowest() {
+        assert_eq!(repeatability(&[]), None);
+        assert_eq!(repeatability(&[1.0]), None);
+        // 0.8 against 1.0: 1 − 0.2 / 0.8 = 0.75, whatever the order and the runs between.
+        assert!((repeatability(&[1.0, 0.9, 0.8]).unwrap() - 0.75).abs() < 1e-12);
+        assert_eq!(repeatability(&[0.5, 0.5]), Some(1.0));
     }
 
     proptest::proptest! {

@@ -46,6 +46,12 @@ pub struct DistributionResult {
     pub actual_s: f64,
     /// `1 − |predicted − actual| / min(predicted, actual)`.
     pub accuracy: f64,
+    /// Every run's seconds per iteration, in the order they ran (`actual_s` is their median).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_s: Vec<f64>,
+    /// How well those runs agree (`accuracy::repeatability`); absent with a single run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeatability: Option<f64>,
 }
 
 impl DistributionResult {
@@ -56,7 +62,16 @@ impl DistributionResult {
             predicted_s,
             actual_s,
             accuracy: accuracy::accuracy(predicted_s, actual_s),
+            runs_s: Vec::new(),
+            repeatability: None,
         }
+    }
+
+    /// The runs `actual_s` was taken from.
+    pub fn with_runs(mut self, runs_s: Vec<f64>) -> Self {
+        self.repeatability = accuracy::repeatability(&runs_s);
+        self.runs_s = runs_s;
+        self
     }
 }
 
@@ -110,6 +125,14 @@ pub struct TracePoint {
 }
 
 impl TuneDocument {
+    /// The lowest agreement between repeated runs of one distribution, if any was repeated.
+    pub fn repeatability(&self) -> Option<f64> {
+        self.distributions
+            .iter()
+            .filter_map(|d| d.repeatability)
+            .reduce(f64::min)
+    }
+
     /// The accuracy summary of `distributions` (1 for an empty list, which tune never writes).
     pub fn summarize(distributions: &[DistributionResult]) -> Summary {
         accuracy::summarize(distributions.iter().map(|d| (d.predicted_s, d.actual_s))).unwrap_or(
@@ -156,6 +179,14 @@ impl TuneDocument {
             self.iterations,
             self.actual_method
         );
+        if let Some(r) = self.repeatability() {
+            let _ = writeln!(
+                out,
+                "run-to-run: repeated runs of one distribution agreed to {:.2}% at worst (fastest \
+                 run against slowest)",
+                100.0 * r
+            );
+        }
         if let Some(block) = self.distributions.iter().find(|d| d.name == "block") {
             if self.best.actual_s > 0.0 {
                 let _ = writeln!(
