@@ -70,13 +70,24 @@ pub fn render(doc: &TuneDocument) -> String {
 fn distributions_table(out: &mut String, doc: &TuneDocument) {
     out.push_str(
         "<table><tr><th>distribution</th><th>rows</th><th>predicted (s)</th>\
-         <th>actual (s)</th><th>accuracy</th></tr>\n",
+         <th>actual (s)</th><th>accuracy</th><th>runs (s)</th><th>run-to-run</th></tr>\n",
     );
     for d in &doc.distributions {
         let rows: Vec<String> = d.rows.iter().map(u64::to_string).collect();
+        let fastest = d.runs_s.iter().copied().fold(f64::INFINITY, f64::min);
+        let slowest = d.runs_s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let runs = match d.runs_s.len() {
+            0 => String::new(),
+            1 => format!("{fastest:.6} (1)"),
+            n => format!("{fastest:.6}–{slowest:.6} ({n})"),
+        };
+        let agreement = d
+            .repeatability
+            .map_or_else(String::new, |r| format!("{:.2}%", 100.0 * r));
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{:.6}</td><td>{:.6}</td><td>{:.2}%</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{:.6}</td><td>{:.6}</td><td>{:.2}%</td><td>{runs}</td>\
+             <td>{agreement}</td></tr>",
             escape(&d.name),
             rows.join(", "),
             d.predicted_s,
@@ -202,6 +213,11 @@ mod tests {
             assert!(page.contains(&format!("<td>{}</td>", d.name)));
         }
         assert!(page.contains("mean <b>95.00%</b>"), "{page}");
+        // The chosen distribution's three runs: their range and agreement 1 − 0.2 / 1.0.
+        assert!(
+            page.contains("<td>1.000000–1.200000 (3)</td><td>80.00%</td>"),
+            "{page}"
+        );
         assert!(page.contains("href=\"trace.json\""));
         assert_eq!(page.matches("<svg").count(), 3);
     }

@@ -225,7 +225,8 @@ pub(crate) mod tests {
             nodes: vec![node(0.25), node(0.5)],
         };
         let distributions = vec![
-            DistributionResult::new("best", vec![300, 700], 1.0, 1.1),
+            DistributionResult::new("best", vec![300, 700], 1.0, 1.1)
+                .with_runs(vec![1.2, 1.1, 1.0]),
             DistributionResult::new("block", vec![500, 500], 2.0, 2.0),
         ];
         TuneDocument {
