@@ -167,6 +167,13 @@ fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts_and_th
         let agreement = d["repeatability"].as_f64().unwrap();
         assert!((agreement - accuracy(fast, slow)).abs() < 1e-12, "{d}");
     }
+    // Names with the same rows share their runs, in the order they ran.
+    let distributions = doc["distributions"].as_array().unwrap();
+    for a in distributions {
+        for b in distributions.iter().filter(|b| b["rows"] == a["rows"]) {
+            assert_eq!(a["runs_s"], b["runs_s"], "{a} / {b}");
+        }
+    }
 
     // The in-core runs: In-Core-Balanced and In-Core, twice each, and every node both runs kept
     // in core has a sample from each run in its stages.

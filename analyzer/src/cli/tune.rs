@@ -340,13 +340,15 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     let mut distributions = Vec::new();
     for (name, rows) in named {
         let c = distinct
-            .iter_mut()
+            .iter()
             .find(|c| c.rows == rows)
             .expect("every distribution was compared");
-        let runs = c.runs.clone();
-        let actual = mheta_runtime::stats::median(&mut c.runs);
-        distributions
-            .push(DistributionResult::new(name, rows, c.predicted_s, actual).with_runs(runs));
+        distributions.push(DistributionResult::measured(
+            name,
+            rows,
+            c.predicted_s,
+            c.runs.clone(),
+        ));
     }
 
     if args.report.is_some() {

@@ -67,11 +67,15 @@ impl DistributionResult {
         }
     }
 
-    /// The runs `actual_s` was taken from.
-    pub fn with_runs(mut self, runs_s: Vec<f64>) -> Self {
-        self.repeatability = accuracy::repeatability(&runs_s);
-        self.runs_s = runs_s;
-        self
+    /// A distribution measured by `runs_s` (seconds per iteration, in the order they ran): the
+    /// actual time is their median.
+    pub fn measured(name: &str, rows: Vec<u64>, predicted_s: f64, runs_s: Vec<f64>) -> Self {
+        let actual_s = mheta_runtime::stats::median(&mut runs_s.clone());
+        DistributionResult {
+            repeatability: accuracy::repeatability(&runs_s),
+            runs_s,
+            ..DistributionResult::new(name, rows, predicted_s, actual_s)
+        }
     }
 }
 
@@ -225,8 +229,7 @@ pub(crate) mod tests {
             nodes: vec![node(0.25), node(0.5)],
         };
         let distributions = vec![
-            DistributionResult::new("best", vec![300, 700], 1.0, 1.1)
-                .with_runs(vec![1.2, 1.1, 1.0]),
+            DistributionResult::measured("best", vec![300, 700], 1.0, vec![1.2, 1.1, 1.0]),
             DistributionResult::new("block", vec![500, 500], 2.0, 2.0),
         ];
         TuneDocument {
@@ -290,6 +293,15 @@ pub(crate) mod tests {
             disk_write_bps: 40e6,
             disk_latency_s: 8e-3,
         }
+    }
+
+    #[test]
+    fn a_measured_distribution_is_the_median_of_its_runs_kept_in_order() {
+        let d = DistributionResult::measured("best", vec![1, 1], 2.0, vec![3.0, 1.0, 2.0]);
+        assert_eq!(d.actual_s, 2.0);
+        assert_eq!(d.accuracy, 1.0);
+        assert_eq!(d.runs_s, vec![3.0, 1.0, 2.0]);
+        assert_eq!(d.repeatability, Some(1.0 - 2.0 / 1.0));
     }
 
     #[test]
