@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::svg::{self, escape, Series};
+use crate::cli::tune::accuracy::run_range;
 use crate::cli::tune::document::TuneDocument;
 
 const PREDICTED: &str = "#4c78a8";
@@ -74,12 +75,10 @@ fn distributions_table(out: &mut String, doc: &TuneDocument) {
     );
     for d in &doc.distributions {
         let rows: Vec<String> = d.rows.iter().map(u64::to_string).collect();
-        let fastest = d.runs_s.iter().copied().fold(f64::INFINITY, f64::min);
-        let slowest = d.runs_s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let runs = match d.runs_s.len() {
-            0 => String::new(),
-            1 => format!("{fastest:.6} (1)"),
-            n => format!("{fastest:.6}–{slowest:.6} ({n})"),
+        let runs = match (run_range(&d.runs_s), d.runs_s.len()) {
+            (None, _) => String::new(),
+            (Some((only, _)), 1) => format!("{only:.6} (1)"),
+            (Some((fastest, slowest)), n) => format!("{fastest:.6}–{slowest:.6} ({n})"),
         };
         let agreement = d
             .repeatability

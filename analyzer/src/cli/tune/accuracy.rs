@@ -21,9 +21,16 @@ pub fn repeatability(runs_s: &[f64]) -> Option<f64> {
     if runs_s.len() < 2 {
         return None;
     }
-    let fastest = runs_s.iter().copied().fold(f64::INFINITY, f64::min);
-    let slowest = runs_s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Some(accuracy(fastest, slowest))
+    run_range(runs_s).map(|(fastest, slowest)| accuracy(fastest, slowest))
+}
+
+/// The fastest and the slowest of `runs_s`; `None` without runs.
+pub fn run_range(runs_s: &[f64]) -> Option<(f64, f64)> {
+    let (first, rest) = runs_s.split_first()?;
+    Some(
+        rest.iter()
+            .fold((*first, *first), |(lo, hi), &r| (lo.min(r), hi.max(r))),
+    )
 }
 
 /// Mean and minimum accuracy over a set of predictions.
@@ -87,6 +94,9 @@ mod tests {
         // 0.8 against 1.0: 1 − 0.2 / 0.8 = 0.75, whatever the order and the runs between.
         assert!((repeatability(&[1.0, 0.9, 0.8]).unwrap() - 0.75).abs() < 1e-12);
         assert_eq!(repeatability(&[0.5, 0.5]), Some(1.0));
+        assert_eq!(run_range(&[1.0, 0.9, 0.8, 0.95]), Some((0.8, 1.0)));
+        assert_eq!(run_range(&[0.7]), Some((0.7, 0.7)));
+        assert_eq!(run_range(&[]), None);
     }
 
     proptest::proptest! {
