@@ -124,7 +124,7 @@ impl StageCost {
         node: usize,
         state: &OocState,
     ) -> Tau {
-        let in_core = state.mask == 0;
+        let in_core = state.in_core();
         let t_phi = self.t_phi(node, state.rows, in_core);
         let mut compute_s = t_phi;
         for io in &self.io {
@@ -138,7 +138,7 @@ impl StageCost {
             }
         }
         let mut io_s = 0.0;
-        if state.mask != 0 {
+        if !in_core {
             let n_l = state.n_l as f64;
             for io in &self.io {
                 if !state.is_out_of_core(io.array) {

@@ -69,6 +69,11 @@ impl OocState {
     pub fn is_out_of_core(&self, array: usize) -> bool {
         self.mask & (1 << array) != 0
     }
+
+    /// The node holds all its arrays in core.
+    pub fn in_core(&self) -> bool {
+        self.mask == 0
+    }
 }
 
 /// Applies the heuristic to a node holding `rows` rows.

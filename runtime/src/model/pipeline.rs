@@ -130,7 +130,7 @@ pub(crate) fn run(model: &Model, tiles: &TileCost, _rows: &[u64], out: &mut Pred
             } else {
                 (out.scratch[i - 1] + transfer - previous).max(0.0)
             };
-            let w = tiles.weights[i].pick(out.ooc[i].mask == 0);
+            let w = tiles.weights[i].pick(out.ooc[i].in_core());
             let compute = out.scratch3[i] * w.get(j).copied().unwrap_or(1.0);
             out.scratch2[i] += t_w;
             out.scratch[i] =

@@ -659,9 +659,10 @@ fn stages_of(section: &crate::format::Section) -> Vec<(&Stage, Option<u32>)> {
 }
 
 /// In-core samples `(rows, seconds)` in increasing rows, made fit to interpolate: samples less
-/// than 20 % apart in rows ([`SAMPLE_SPREAD`]) are averaged into one (the slope between close samples is mostly
-/// noise), and so are samples whose seconds fall as the rows grow (noise too: more rows never
-/// take less time), until the seconds rise with the rows (pool-adjacent-violators).
+/// than 20 % apart in rows ([`SAMPLE_SPREAD`]) are averaged into one (the slope between close
+/// samples is mostly noise), and so are samples whose seconds fall as the rows grow (noise too:
+/// more rows never take less time), until the seconds rise with the rows
+/// (pool-adjacent-violators).
 fn spread_samples(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     let mut out: Vec<(f64, f64, f64)> = Vec::new(); // rows sum, seconds sum, count
     let mean = |p: &(f64, f64, f64)| (p.0 / p.2, p.1 / p.2);
