@@ -26,7 +26,7 @@ pub struct CommValue {
 }
 
 impl CommValue {
-    fn new(kind: ValueKind, family: Family) -> Self {
+    pub fn new(kind: ValueKind, family: Family) -> Self {
         CommValue {
             kind,
             family,
@@ -42,16 +42,39 @@ pub struct Env {
     /// Fields (by name) whose declared type is a communicator, and config-named expressions.
     fields: HashMap<String, CommValue>,
     configured: Vec<String>,
+    /// The program's `use` names (see [`crate::load::Program::imports`]).
+    imports: std::rc::Rc<HashMap<String, String>>,
 }
 
 impl Env {
     /// An environment knowing the program's communicator fields (see [`comm_fields`]) and the
     /// config's communicators.
-    pub fn new(fields: &HashMap<String, CommValue>, config: &Config) -> Env {
+    pub fn new(
+        fields: &HashMap<String, CommValue>,
+        config: &Config,
+        imports: std::rc::Rc<HashMap<String, String>>,
+    ) -> Env {
         Env {
             configured: config.comm.communicators.clone(),
             fields: fields.clone(),
+            imports,
             ..Env::default()
+        }
+    }
+
+    /// A path with its first segment resolved through the `use` names: `p2p::send_receive_into`
+    /// → `mpi::point_to_point::send_receive_into`.
+    pub fn resolve_path(&self, segs: &[String]) -> Vec<String> {
+        match segs.split_first() {
+            Some((first, rest)) => match self.imports.get(first) {
+                Some(full) => full
+                    .split("::")
+                    .map(str::to_string)
+                    .chain(rest.iter().cloned())
+                    .collect(),
+                None => segs.to_vec(),
+            },
+            None => vec![],
         }
     }
 
@@ -264,6 +287,7 @@ impl Env {
             api: format!("{}::{}", receiver.family.prefix(), name),
             kind: entry.kind,
             peer,
+            more_peers: vec![],
             message: if matches!(entry.kind, CallKind::Complete) {
                 None
             } else {
@@ -287,14 +311,24 @@ impl Env {
             .iter()
             .map(|s| s.ident.to_string())
             .collect();
+        let segs = self.resolve_path(&segs);
         let entry = catalogue::free_function(segs.last()?)?;
         if segs.len() > 1 && segs[0] != "mpi" {
             return None;
         }
+        // The peers are the `Process` arguments (`send_receive_into(&x, &right, &mut y, &left)`).
+        let mut peers = c.args.iter().filter_map(|a| {
+            self.value_of(a, text)
+                .filter(|v| v.kind == ValueKind::Process)
+                .and_then(|v| v.peer)
+        });
+        let peer = peers.next();
+        let more_peers: Vec<String> = peers.collect();
         Some(CallSite {
             api: format!("mpi::{}", segs.last()?),
             kind: entry.kind,
-            peer: None,
+            peer,
+            more_peers,
             message: c.args.first().map(|a| strip_ref(&text.of(a))),
             elem_type: None,
             loc: text.loc(c.span()),

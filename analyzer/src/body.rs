@@ -132,7 +132,13 @@ impl<'p, 'f> Builder<'p, 'f> {
         stack: Vec<usize>,
         env: Option<Env>,
     ) -> Self {
-        let mut env = env.unwrap_or_else(|| Env::new(&program.comm_fields, &program.config));
+        let mut env = env.unwrap_or_else(|| {
+            Env::new(
+                &program.comm_fields,
+                &program.config,
+                program.imports.clone(),
+            )
+        });
         env.bind_params(&f.sig);
         Builder {
             program,
@@ -287,6 +293,7 @@ impl<'p, 'f> Builder<'p, 'f> {
                     header,
                     body,
                     iterate: has_iterate_attr(&f.attrs),
+                    alt: None,
                 }));
             }
             Expr::While(w) => {
@@ -306,6 +313,7 @@ impl<'p, 'f> Builder<'p, 'f> {
                     header,
                     body,
                     iterate: has_iterate_attr(&w.attrs),
+                    alt: None,
                 }));
             }
             Expr::Loop(l) => {
@@ -324,6 +332,7 @@ impl<'p, 'f> Builder<'p, 'f> {
                     },
                     body,
                     iterate: has_iterate_attr(&l.attrs),
+                    alt: None,
                 }));
             }
             Expr::If(i) => out.push(self.if_expr(e, i, bound, loc)),
@@ -340,7 +349,9 @@ impl<'p, 'f> Builder<'p, 'f> {
                     out.extend(nodes);
                 } else {
                     self.note_request_push(e);
-                    out.push(Node::Stmt(self.scan(Some(e), bound, loc)));
+                    let mut s = self.scan(Some(e), bound, loc);
+                    s.increments = increments(e);
+                    out.push(Node::Stmt(s));
                 }
             }
         }
@@ -412,11 +423,12 @@ impl<'p, 'f> Builder<'p, 'f> {
     fn branch_or_stmt(
         &mut self,
         whole: &syn::Expr,
-        cond: &syn::Expr,
+        cond_expr: &syn::Expr,
         arms: Vec<Vec<Node>>,
         bound: &[String],
         loc: Loc,
     ) -> Node {
+        let cond = cond_expr;
         let structured = arms
             .iter()
             .flatten()
@@ -431,7 +443,17 @@ impl<'p, 'f> Builder<'p, 'f> {
                 .iter()
                 .all(|a| a.guard.as_ref().map_or(true, |(_, g)| is_glue(g)));
         }
-        Node::Branch(Branch { loc, cond, arms })
+        Node::Branch(Branch {
+            loc,
+            alt: None,
+            cond,
+            cond_expr: match whole {
+                syn::Expr::If(_) => Some(cond_expr.clone()),
+                _ => None,
+            },
+            cond_text: self.text.of(cond_expr),
+            arms,
+        })
     }
 }
 
@@ -452,6 +474,25 @@ fn peel(e: &syn::Expr) -> &syn::Expr {
             peel(&m.receiver)
         }
         other => other,
+    }
+}
+
+/// `name += <integer literal>`: the name of the counter it steps.
+fn increments(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::AddAssign(_)) => {
+            match (&*b.left, &*b.right) {
+                (
+                    syn::Expr::Path(p),
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(_),
+                        ..
+                    }),
+                ) => p.path.get_ident().map(|i| i.to_string()),
+                _ => None,
+            }
+        }
+        _ => None,
     }
 }
 

@@ -140,6 +140,13 @@ const MPI: &[Entry] = &[
     e("wait", Complete),
     e("wait_without_status", Complete),
     e("test", Complete),
+    // `RequestCollection` (from `mpi::request::multiple_scope`).
+    e("wait_all", Complete),
+    e("wait_any", Complete),
+    e("wait_some", Complete),
+    e("test_all", Complete),
+    e("test_any", Complete),
+    e("test_some", Complete),
 ];
 
 /// The mheta runtime's communicator methods: every method of `CommExt` (typed) and of `Comm`
@@ -270,6 +277,7 @@ pub fn type_kind(type_name: &str) -> Option<(ValueKind, Family)> {
         }
         "Universe" => (ValueKind::Universe, Family::Mpi),
         "Request" => (ValueKind::Request, Family::Mpi),
+        "RequestCollection" => (ValueKind::Requests, Family::Mpi),
         "Comm" | "ThreadComm" | "MpiComm" => (ValueKind::Communicator, Family::Runtime),
         "Context" => (ValueKind::Context, Family::Runtime),
         _ => return None,

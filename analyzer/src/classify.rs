@@ -52,6 +52,13 @@ pub fn stage(
             loc = Some(loc.map_or(l, |x| x.to(l)));
         }
     };
+    // Where the same stage runs in the other arm of an alternating branch.
+    let mut alt: Option<Loc> = None;
+    let mut widen_alt = |l: Option<Loc>| {
+        if let Some(l) = l {
+            alt = Some(alt.map_or(l, |x| x.to(l)));
+        }
+    };
     let mut depth = 0u32;
     let mut max_depth = 0u32;
     let mut open: Vec<usize> = Vec::new();
@@ -73,6 +80,7 @@ pub fn stage(
                     continue;
                 };
                 widen(Some(l.loc));
+                widen_alt(l.alt);
                 if l.bound_reads.iter().any(|r| tainted.contains(r)) && !open.is_empty() {
                     variable_load = true;
                 }
@@ -93,6 +101,7 @@ pub fn stage(
                     continue;
                 };
                 widen(s.loc);
+                widen_alt(s.alt);
                 if depth > 0 {
                     locals.extend(s.declares.iter().cloned());
                     if s.reads.iter().any(|r| tainted.contains(r)) {
@@ -198,6 +207,7 @@ pub fn stage(
             Load::Fixed
         },
         affine,
+        alternates: alt.map(|l| sources.span(l)).into_iter().collect(),
     }
 }
 

@@ -28,6 +28,20 @@ pub struct EventDraft {
     pub ranges: Vec<(String, String)>,
     /// Computation in the call's arguments, which runs before the event.
     pub computes: Option<Stmt>,
+    /// The same event elsewhere: the other arm of an alternating branch, or the other arms of
+    /// a rank-guarded branch whose arms communicate between their own computations.
+    pub alt: Vec<Loc>,
+}
+
+/// Widens each of `a`'s places by the matching one of `b` (or takes `b`'s when `a` has none).
+pub fn join_alts(a: &mut Vec<Loc>, b: &[Loc]) {
+    if a.is_empty() {
+        a.extend_from_slice(b);
+    } else if a.len() == b.len() {
+        for (x, y) in a.iter_mut().zip(b) {
+            *x = x.to(*y);
+        }
+    }
 }
 
 /// A block after event formation.
@@ -93,6 +107,16 @@ fn draft(node: &Node, computes: Option<Stmt>) -> EventDraft {
         loc,
         ranges,
         computes,
+        alt: node_alt(node).into_iter().collect(),
+    }
+}
+
+/// A node's place in the other arm of an alternating branch.
+pub fn node_alt(node: &Node) -> Option<Loc> {
+    match node {
+        Node::Stmt(s) => s.alt,
+        Node::Loop(l) => l.alt,
+        Node::Branch(b) => b.alt,
     }
 }
 
@@ -148,6 +172,13 @@ fn attach_glue(items: Vec<Item>) -> Vec<Item> {
                 if let Some(first) = first {
                     e.loc = first.to(e.loc);
                 }
+                let first_alt = items[start..i].iter().find_map(|it| match it {
+                    Item::Node(n) => node_alt(n),
+                    Item::Event(_) => None,
+                });
+                if let (Some(first), [alt]) = (first_alt, e.alt.as_mut_slice()) {
+                    *alt = first.to(*alt);
+                }
                 out.push(Item::Event(e));
                 i += 1;
             }
@@ -173,6 +204,7 @@ fn merge(items: Vec<Item>) -> Vec<Item> {
                 prev.calls.extend(next.calls.iter().cloned());
                 prev.ranges.extend(next.ranges.iter().cloned());
                 prev.loc = prev.loc.to(next.loc);
+                join_alts(&mut prev.alt, &next.alt);
                 if next.rule == EventRule::Loop {
                     prev.rule = EventRule::Loop;
                 }
@@ -216,33 +248,34 @@ pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
     let mut relative = 0;
     let mut other = false;
     for c in e.calls.iter().filter(|c| c.kind != CallKind::Complete) {
-        let Some(peer) = &c.peer else { continue };
-        let (resolved, from_range) = resolve_peer(peer, &ranges, facts);
-        let over_ranks = from_range
-            && (facts
-                .size_vars
-                .iter()
-                .any(|s| resolved.contains(s.as_str()))
-                || resolved.contains("size"));
-        let words = idents(&resolved);
-        let literal =
-            words.is_empty() && resolved.chars().all(|ch| ch.is_ascii_digit() || ch == '_');
-        let rank_relative = !from_range
-            && words
-                .iter()
-                .any(|i| facts.rank_vars.contains(i) || i == "rank")
-            && resolved.chars().any(|ch| matches!(ch, '+' | '-' | '%'));
-        if over_ranks {
-            ranged_sends |= matches!(c.kind, CallKind::Send | CallKind::Exchange);
-            ranged_receives |= matches!(c.kind, CallKind::Receive | CallKind::Exchange);
-        } else if rank_relative || from_range {
-            relative += 1;
-        } else if literal {
-            fixed_other = true;
-        } else {
-            other = true;
+        for peer in c.peer.iter().chain(&c.more_peers) {
+            let (resolved, from_range) = resolve_peer(peer, &ranges, facts);
+            let over_ranks = from_range
+                && (facts
+                    .size_vars
+                    .iter()
+                    .any(|s| resolved.contains(s.as_str()))
+                    || resolved.contains("size"));
+            let words = idents(&resolved);
+            let literal =
+                words.is_empty() && resolved.chars().all(|ch| ch.is_ascii_digit() || ch == '_');
+            let rank_relative = !from_range
+                && words
+                    .iter()
+                    .any(|i| facts.rank_vars.contains(i) || i == "rank")
+                && resolved.chars().any(|ch| matches!(ch, '+' | '-' | '%'));
+            if over_ranks {
+                ranged_sends |= matches!(c.kind, CallKind::Send | CallKind::Exchange);
+                ranged_receives |= matches!(c.kind, CallKind::Receive | CallKind::Exchange);
+            } else if rank_relative || from_range {
+                relative += 1;
+            } else if literal {
+                fixed_other = true;
+            } else {
+                other = true;
+            }
+            push(&mut participants, resolved);
         }
-        push(&mut participants, resolved);
     }
     let pattern = if let Some(hint) = e.calls.iter().find_map(|c| c.pattern_hint) {
         hint
@@ -302,14 +335,67 @@ pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
 /// A peer as the participants list shows it: a loop variable becomes its range, a glue
 /// variable its definition (`left` → `rank - 1`). Returns whether it came from a range.
 fn resolve_peer(peer: &str, ranges: &[(String, String)], facts: &Facts) -> (String, bool) {
-    let name = peer.trim();
+    // `*nb`, `&nb`: the value named.
+    let name = peer.trim().trim_start_matches(['&', '*']).trim();
     if let Some((_, range)) = ranges.iter().rev().find(|(v, _)| v == name) {
         return (collection_of(range), true);
     }
     if let Some(def) = facts.glue_defs.get(name) {
-        return (def.clone(), false);
+        return (fold_edge_cases(def, facts), false);
     }
-    (name.to_string(), false)
+    (fold_edge_cases(name, facts), false)
+}
+
+/// A peer whose edge ranks are special-cased (`if rank == 0 { size - 1 } else { rank - 1 }`,
+/// `if rank + 1 < size { Some(rank + 1) } else { None }`) is the neighbour the other ranks
+/// talk to: `rank - 1`.
+fn fold_edge_cases(peer: &str, facts: &Facts) -> String {
+    let Ok(e) = syn::parse_str::<syn::Expr>(peer) else {
+        return peer.to_string();
+    };
+    fn relative(e: &syn::Expr, facts: &Facts) -> Option<String> {
+        match e {
+            syn::Expr::If(i) => {
+                let then = i.then_branch.stmts.last().and_then(|s| match s {
+                    syn::Stmt::Expr(e, None) => relative(e, facts),
+                    _ => None,
+                });
+                let els = i.else_branch.as_ref().and_then(|(_, e)| relative(e, facts));
+                then.or(els)
+            }
+            syn::Expr::Block(b) => b.block.stmts.last().and_then(|s| match s {
+                syn::Stmt::Expr(e, None) => relative(e, facts),
+                _ => None,
+            }),
+            syn::Expr::Paren(p) => relative(&p.expr, facts),
+            syn::Expr::Cast(c) => relative(&c.expr, facts),
+            syn::Expr::Call(c) if matches!(&*c.func, syn::Expr::Path(p) if p.path.is_ident("Some")) => {
+                c.args.first().and_then(|a| relative(a, facts))
+            }
+            syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Add(_) | syn::BinOp::Sub(_)) => {
+                let text = quote::quote!(#e).to_string();
+                let words = idents(&text);
+                words
+                    .iter()
+                    .any(|w| w == "rank" || facts.rank_vars.contains(w))
+                    .then(|| tidy(&text))
+            }
+            _ => None,
+        }
+    }
+    match &e {
+        syn::Expr::If(_) | syn::Expr::Block(_) => {
+            relative(&e, facts).unwrap_or_else(|| peer.to_string())
+        }
+        _ => peer.to_string(),
+    }
+}
+
+/// Token text as written by hand: `rank - 1`, not `rank - 1` with stray spaces around `(`.
+fn tidy(s: &str) -> String {
+    s.replace("( ", "(")
+        .replace(" )", ")")
+        .replace(" as ", " as ")
 }
 
 /// The collection an iteration runs over: `halo.neighbours` for

@@ -20,6 +20,10 @@ const GLUE_METHODS: &[&str] = &[
     "take", "skip", "enumerate", "contains", "global_rows", "local_rows", "iterations", "partition", "rows_of",
     "blocks", "source_rank", "tag", "split_at", "split_at_mut", "to_string", "is_finite", "is_nan", "eq", "ne",
     "lt", "gt", "process_at_rank", "any_process", "this_process", "world", "comm", "cloned", "copied",
+    // Copying between a data array and a message buffer (packing and unpacking).
+    "copy_from_slice", "clone_from_slice", "swap_with_slice", "extend_from_slice",
+    // Request bookkeeping.
+    "add", "incomplete", "is_complete",
 ];
 
 /// Whether an expression is glue (see the module documentation), with no local closures known.
@@ -70,10 +74,15 @@ impl Glue<'_> {
             Assign(a) => match &*a.left {
                 Path(_) | Field(_) => g(&a.right),
                 // Unpacking a received value into its slot: a plain move, no arithmetic.
+                // An element moved between a data array and a message buffer (`buf[k] = u[k *
+                // nx + 1]`): a copy, no arithmetic on the value.
                 Index(i) => {
-                    matches!(&*a.right, Path(_) | Lit(_) | Field(_))
-                        && g(&i.expr)
-                        && index_is_simple(&i.index, self)
+                    let moved = match &*a.right {
+                        Path(_) | Lit(_) | Field(_) => true,
+                        Index(r) => g(&r.expr) && index_is_simple(&r.index, self),
+                        _ => false,
+                    };
+                    moved && g(&i.expr) && index_is_simple(&i.index, self)
                 }
                 _ => false,
             },
@@ -113,7 +122,10 @@ impl Glue<'_> {
         let name = m.method.to_string();
         // Iterating is glue only over a range (ranks, tags), never over data.
         let iterates = matches!(name.as_str(), "iter" | "into_iter" | "iter_mut");
-        let over_range = matches!(strip_parens(&m.receiver), syn::Expr::Range(_));
+        let over_range = matches!(
+            strip_parens(&m.receiver),
+            syn::Expr::Range(_) | syn::Expr::Array(_)
+        );
         GLUE_METHODS.contains(&name.as_str())
             && (!iterates || over_range)
             && self.expr(&m.receiver)

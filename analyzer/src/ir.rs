@@ -17,6 +17,8 @@ pub struct CallSite {
     pub kind: CallKind,
     /// The peer of a point-to-point call, or the root of a rooted collective, as written.
     pub peer: Option<String>,
+    /// Further peers of a call that names several (`send_receive_into(.., &right, .., &left)`).
+    pub more_peers: Vec<String>,
     pub message: Option<String>,
     pub elem_type: Option<String>,
     pub loc: Loc,
@@ -64,6 +66,11 @@ pub struct Stmt {
     pub computes: bool,
     /// Macros that were not expanded and might hide communication: (name, location).
     pub opaque_macros: Vec<(String, Loc)>,
+    /// The same statement in the other arm of an alternating branch (`if it % 2 == 0 { f(a, b) }
+    /// else { f(b, a) }`), measured as this one.
+    pub alt: Option<Loc>,
+    /// `name += <integer literal>`: the statement steps a counter.
+    pub increments: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,12 +109,20 @@ pub struct Loop {
     pub body: Vec<Node>,
     /// Marked `#[mheta::iterate]`.
     pub iterate: bool,
+    /// The same loop in the other arm of an alternating branch.
+    pub alt: Option<Loc>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Branch {
     pub loc: Loc,
+    /// The same branch in the other arm of an alternating branch.
+    pub alt: Option<Loc>,
     pub cond: Stmt,
+    /// The condition of an `if` (not of a `match`), for guards on the iteration counter.
+    pub cond_expr: Option<syn::Expr>,
+    /// The condition as written.
+    pub cond_text: String,
     pub arms: Vec<Vec<Node>>,
 }
 
@@ -134,19 +149,45 @@ impl Node {
     pub fn only_comm_and_glue(&self) -> bool {
         match self {
             Node::Stmt(s) => s.glue || (!s.calls.is_empty() && !s.computes && s.io.is_empty()),
-            // A loop that does not communicate computes (or packs) data: never glue.
+            // A loop that does not communicate is glue only when it only moves elements
+            // between arrays and message buffers (packing, unpacking); otherwise it computes.
             Node::Loop(l) => {
-                self.has_comm()
-                    && (l.header.glue || l.header.calls.is_empty() && l.header.io.is_empty())
-                    && l.body.iter().all(Node::only_comm_and_glue)
+                self.is_glue()
+                    || self.has_comm()
+                        && (l.header.glue || l.header.calls.is_empty() && l.header.io.is_empty())
+                        && l.body.iter().all(Node::only_comm_and_glue)
             }
             Node::Branch(b) => b.cond.glue && b.arms.iter().flatten().all(Node::only_comm_and_glue),
         }
     }
 
-    /// Glue is a statement: loops (over data) and branches holding loops never are.
+    /// Glue is a statement, or a loop (not an iterator chain) that only packs or unpacks a
+    /// message: `for i in 0..ny { buf[i] = u[i * nx + 1]; }`.
     pub fn is_glue(&self) -> bool {
-        matches!(self, Node::Stmt(s) if s.glue && s.calls.is_empty())
+        match self {
+            Node::Stmt(s) => s.glue && s.calls.is_empty(),
+            // One loop level whose statements each move elements from one array into another
+            // (never within one array: `t[i * n + j] = t[j * n + i]` transposes data).
+            Node::Loop(l) => {
+                l.kind != LoopKind::Iterator
+                    && l.header.glue
+                    && l.header.calls.is_empty()
+                    && !l.body.is_empty()
+                    && l.body.iter().all(|n| match n {
+                        Node::Stmt(s) => {
+                            let moved = s.accesses.iter().any(|a| a.write);
+                            s.glue
+                                && s.calls.is_empty()
+                                && (!moved
+                                    || s.accesses.iter().filter(|a| a.write).all(|w| {
+                                        s.accesses.iter().all(|r| r.write || r.var != w.var)
+                                    }))
+                        }
+                        _ => false,
+                    })
+            }
+            Node::Branch(_) => false,
+        }
     }
 
     pub fn loc(&self) -> Option<Loc> {

@@ -54,6 +54,14 @@ impl Analysis {
         solver::has_errors(&self.diagnostics)
     }
 
+    /// Whether some solver has a main loop, so the structure is worth writing.
+    pub fn has_structure(&self) -> bool {
+        self.structure
+            .solvers
+            .iter()
+            .any(|s| s.main_loop.kind != "none")
+    }
+
     /// All diagnostics, rustc-style with file:line:column and source snippets.
     pub fn render_diagnostics(&self) -> String {
         diagnostics::render(&self.diagnostics, &self.sources)
@@ -115,7 +123,7 @@ fn analyze_program(
             start: (1, 0),
             end: (1, 0),
         });
-        let d = Diagnostic::error("no solver found", loc)
+        let d = Diagnostic::error("no solver found: no iterative loop that communicates", loc)
             .with_note("mark the solver function with #[mheta::solver], name it in mheta.toml ([solver] functions = [..]), or give it a loop that communicates through a catalogued API");
         structure_diags.push(d.to_format(&program.sources));
         diags.push(d);

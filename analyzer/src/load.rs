@@ -29,6 +29,9 @@ pub struct Program {
     /// The fields among `fields` whose type is a communicator (filled by the analysis).
     pub comm_fields: std::collections::HashMap<String, crate::binding::CommValue>,
     pub config: Config,
+    /// Names brought in by `use` anywhere in the program: local name → full path
+    /// (`p2p` → `mpi::point_to_point`, `send_receive_into` → `mpi::point_to_point::send_receive_into`).
+    pub imports: std::rc::Rc<std::collections::HashMap<String, String>>,
 }
 
 /// A function or method with the module path it lives at.
@@ -138,6 +141,7 @@ pub fn load_path(path: &Path, diags: &mut Diagnostics) -> Program {
                     diags,
                     root: dir.clone(),
                     visited: BTreeSet::new(),
+                    single_file: true,
                 };
                 loader.add_file(name, text, dir, String::new(), 0);
             }
@@ -164,6 +168,7 @@ pub fn load_source(file_name: &str, source: &str, diags: &mut Diagnostics) -> Pr
         diags,
         root: PathBuf::new(),
         visited: BTreeSet::new(),
+        single_file: true,
     };
     loader.add_file(
         file_name.to_string(),
@@ -228,6 +233,7 @@ fn load_crate(dir: &Path, program: &mut Program, diags: &mut Diagnostics) {
         diags,
         root: dir.to_path_buf(),
         visited: BTreeSet::new(),
+        single_file: false,
     };
     let mut found = false;
     for root in roots {
@@ -252,6 +258,8 @@ struct Loader<'a> {
     diags: &'a mut Diagnostics,
     root: PathBuf,
     visited: BTreeSet<PathBuf>,
+    /// One file analysed on its own (not through Cargo.toml): its modules may live anywhere.
+    single_file: bool,
 }
 
 impl Loader<'_> {
@@ -365,6 +373,11 @@ impl Loader<'_> {
                     }
                 }
                 syn::Item::Mod(m) => self.module(m, file, module, dir, depth, imported),
+                syn::Item::Use(u) => use_names(
+                    &u.tree,
+                    &mut Vec::new(),
+                    std::rc::Rc::make_mut(&mut self.program.imports),
+                ),
                 _ => {}
             }
         }
@@ -432,12 +445,54 @@ impl Loader<'_> {
             None => {
                 let tried: Vec<String> = candidates.iter().map(|c| self.display_name(c)).collect();
                 let msg = format!("unresolved module `{name}`");
-                let diag = Diagnostic::error(msg, Some(loc))
+                // A file analysed on its own is often one file of a crate: its modules'
+                // functions are then unknown calls, and the analysis goes on.
+                let diag = if self.single_file {
+                    Diagnostic::warning(msg, Some(loc))
+                } else {
+                    Diagnostic::error(msg, Some(loc))
+                };
+                let diag = diag
                     .with_label("no file for this module")
                     .with_note(format!("looked for {}", tried.join(" and ")));
                 self.diags.push(diag);
             }
         }
+    }
+}
+
+/// Records the names a `use` tree brings in, with the paths they stand for.
+fn use_names(
+    tree: &syn::UseTree,
+    prefix: &mut Vec<String>,
+    out: &mut std::collections::HashMap<String, String>,
+) {
+    let full = |prefix: &[String], last: &syn::Ident| {
+        let mut p = prefix.to_vec();
+        if last != "self" {
+            p.push(last.to_string());
+        }
+        p.join("::")
+    };
+    match tree {
+        syn::UseTree::Path(p) => {
+            prefix.push(p.ident.to_string());
+            use_names(&p.tree, prefix, out);
+            prefix.pop();
+        }
+        syn::UseTree::Name(n) => {
+            let local = if n.ident == "self" {
+                prefix.last().cloned().unwrap_or_default()
+            } else {
+                n.ident.to_string()
+            };
+            out.insert(local, full(prefix, &n.ident));
+        }
+        syn::UseTree::Rename(r) => {
+            out.insert(r.rename.to_string(), full(prefix, &r.ident));
+        }
+        syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_names(t, prefix, out)),
+        syn::UseTree::Glob(_) => {}
     }
 }
 

@@ -15,6 +15,8 @@ use crate::diagnostics::{Diagnostic, Loc};
 use crate::events::{self, Described, EventDraft, Item};
 use crate::ir::{IoCall, LoopKind, Node, Stmt};
 
+mod branch;
+
 /// One token of the flattened main-loop body; the index points into [`Lowered`]'s tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Token {
@@ -47,12 +49,18 @@ pub struct LoopInfo {
     pub trip_count: String,
     pub header: Stmt,
     pub role: LoopRole,
+    /// The same loop in the other arm of an alternating branch.
+    pub alt: Option<Loc>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Event {
     pub draft: EventDraft,
     pub described: Described,
+    /// The share of iterations the event runs in (below 1 under an iteration-counter guard).
+    pub frequency: f64,
+    /// The iteration-counter guards around it, as written, joined with `&&`.
+    pub condition: Option<String>,
 }
 
 /// Tokens plus the tables they index.
@@ -64,6 +72,10 @@ pub struct Lowered {
     pub stmts: Vec<Stmt>,
     pub io: Vec<IoCall>,
     pub diags: Vec<Diagnostic>,
+    /// The main loop's iteration counters (its loop variables, `it += 1` counters).
+    counters: Vec<String>,
+    /// The iteration-counter guards being lowered: (frequency, condition as written).
+    guards: Vec<(f64, String)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,9 +88,12 @@ enum Context {
     StageLoop,
 }
 
-/// Lowers the main loop's body.
-pub fn lower(body: Vec<Node>, facts: &Facts) -> Lowered {
-    let mut l = Lowered::default();
+/// Lowers the main loop's body; `counters` are its iteration counters.
+pub fn lower(body: Vec<Node>, facts: &Facts, counters: Vec<String>) -> Lowered {
+    let mut l = Lowered {
+        counters,
+        ..Lowered::default()
+    };
     l.block(body, Context::Sections, facts);
     l.tokens.push(Token::IterEnd);
     l
@@ -98,7 +113,17 @@ impl Lowered {
                     self.stmt(compute);
                 }
                 let described = events::describe(&draft, facts);
-                self.events.push(Event { draft, described });
+                let frequency = self.guards.iter().map(|g| g.0).product();
+                let condition = (!self.guards.is_empty()).then(|| {
+                    let conds: Vec<&str> = self.guards.iter().map(|g| g.1.as_str()).collect();
+                    conds.join(" && ")
+                });
+                self.events.push(Event {
+                    draft,
+                    described,
+                    frequency,
+                    condition,
+                });
                 self.tokens.push(Token::Comm(self.events.len() - 1));
             }
             Item::Node(Node::Stmt(s)) => self.stmt(s),
@@ -152,6 +177,7 @@ impl Lowered {
                     trip_count: lp.trip_count,
                     header: lp.header,
                     role,
+                    alt: lp.alt,
                 });
                 self.tokens.push(Token::LoopStart(id));
                 if let Some(draft) = header_event {
@@ -173,13 +199,9 @@ impl Lowered {
                 self.tokens.push(Token::LoopEnd(id));
             }
             Item::Node(Node::Branch(b)) => {
-                let has_comm = b.arms.iter().flatten().any(Node::has_comm);
-                if has_comm {
-                    self.diags.push(
-                        Diagnostic::error("communication the lowering cannot lift: this branch mixes communication and computation", Some(b.loc))
-                            .with_label("an arm of this branch both computes and communicates")
-                            .with_note("a branch that only communicates (with glue) is one event; move the computation out of the branch, before or after it"),
-                    );
+                if b.arms.iter().flatten().any(Node::has_comm) {
+                    self.comm_branch(b, ctx, facts);
+                    return;
                 }
                 if !b.cond.glue {
                     self.stmt(b.cond);
@@ -274,6 +296,7 @@ fn unreachable_event(header: &Stmt) -> EventDraft {
         }),
         ranges: vec![],
         computes: None,
+        alt: vec![],
     }
 }
 

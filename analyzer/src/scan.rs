@@ -134,6 +134,21 @@ pub fn base_var(e: &syn::Expr) -> Option<String> {
     }
 }
 
+/// Whether `e` reads any of `names` (as a plain path).
+pub fn mentions_any(e: &syn::Expr, names: &[String]) -> bool {
+    struct Finder<'n>(&'n [String], bool);
+    impl<'ast> Visit<'ast> for Finder<'_> {
+        fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+            if let Some(id) = p.path.get_ident() {
+                self.1 |= self.0.iter().any(|n| id == n);
+            }
+        }
+    }
+    let mut f = Finder(names, false);
+    f.visit_expr(e);
+    f.1
+}
+
 /// Flattens `a[i][j]` into `("a", [i, j])`.
 fn index_chain(e: &syn::ExprIndex) -> Option<(String, Vec<syn::Expr>)> {
     let mut dims = vec![(*e.index).clone()];

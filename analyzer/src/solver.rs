@@ -48,6 +48,7 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
     }
     let mut candidates = Vec::new();
     let mut callees: Vec<(usize, std::collections::BTreeSet<usize>)> = Vec::new();
+    let mut wrappers = std::collections::BTreeSet::new();
     for (i, _) in program
         .functions
         .iter()
@@ -58,45 +59,75 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
         let (nodes, called) = body::build_function(program, i, comm_fns, &mut facts);
         let f = &program.functions[i];
         let comm_only = nodes.iter().all(Node::only_comm_and_glue) || body::is_comm_attr(f);
-        // The loop must be the function's own, not one inlined from a callee.
         let body = Loc::of(f.file, syn::spanned::Spanned::span(&f.block));
-        let own = main_loop(&nodes).is_some_and(|l| {
-            l.loc.file == body.file && l.loc.start >= body.start && l.loc.end <= body.end
-        });
-        if !comm_only && own {
+        // The main loop must be the function's own, not one inlined from a callee, and must
+        // compute: a loop that only communicates (a root collecting results once) is no solver.
+        if let (false, Some(main)) = (comm_only, main_loop(&nodes, body, true)) {
+            // A loop that repeats a call of another solver (`for rep in 0..5 { solve(..) }`)
+            // is a benchmark wrapper: the callee is the solver.
+            if main.body.iter().any(|n| holds_foreign_solver_loop(n, body)) {
+                wrappers.insert(i);
+            }
             candidates.push(i);
             callees.push((i, called));
         }
     }
-    // A candidate called by another candidate is a helper of that solver.
-    let called_by_candidate = |i: usize| callees.iter().any(|(c, set)| *c != i && set.contains(&i));
+    // A candidate called by another candidate is a helper of that solver, unless the caller
+    // only repeats it.
+    let called_by_candidate = |i: usize| {
+        callees
+            .iter()
+            .any(|(c, set)| *c != i && !wrappers.contains(c) && set.contains(&i))
+    };
     candidates
         .iter()
         .copied()
-        .filter(|&i| !called_by_candidate(i))
+        .filter(|&i| !wrappers.contains(&i) && !called_by_candidate(i))
         .map(|i| (i, "heuristic"))
         .collect()
 }
 
-/// The main iterative loop: the one marked `#[mheta::iterate]`, else the outermost loop that
-/// mixes communication with computation, else the communication-only loop with most calls.
-pub fn main_loop(nodes: &[Node]) -> Option<&Loop> {
-    fn loops<'a>(nodes: &'a [Node], outermost: bool, out: &mut Vec<&'a Loop>) {
+fn within(loc: Loc, body: Loc) -> bool {
+    loc.file == body.file && loc.start >= body.start && loc.end <= body.end
+}
+
+/// Whether `n` holds a loop inlined from another function that communicates and computes.
+fn holds_foreign_solver_loop(n: &Node, body: Loc) -> bool {
+    match n {
+        Node::Stmt(_) => false,
+        Node::Loop(l) => {
+            (!within(l.loc, body) && n.has_comm() && !n.only_comm_and_glue())
+                || l.body.iter().any(|c| holds_foreign_solver_loop(c, body))
+        }
+        Node::Branch(b) => b
+            .arms
+            .iter()
+            .flatten()
+            .any(|c| holds_foreign_solver_loop(c, body)),
+    }
+}
+
+/// The main iterative loop among the function's own loops (inside `body`): the one marked
+/// `#[mheta::iterate]`, else the outermost loop that mixes communication with computation,
+/// else (not for the heuristic) the communication-only loop with most calls.
+pub fn main_loop(nodes: &[Node], body: Loc, heuristic: bool) -> Option<&Loop> {
+    fn loops<'a>(nodes: &'a [Node], outermost: bool, body: Loc, out: &mut Vec<&'a Loop>) {
         for n in nodes {
             match n {
+                Node::Loop(l) if !within(l.loc, body) => {}
                 Node::Loop(l) => {
                     if l.iterate || (outermost && n.has_comm()) {
                         out.push(l);
                     }
-                    loops(&l.body, outermost && !n.has_comm(), out);
+                    loops(&l.body, outermost && !n.has_comm(), body, out);
                 }
-                Node::Branch(b) => b.arms.iter().for_each(|a| loops(a, outermost, out)),
+                Node::Branch(b) => b.arms.iter().for_each(|a| loops(a, outermost, body, out)),
                 Node::Stmt(_) => {}
             }
         }
     }
     let mut all = Vec::new();
-    loops(nodes, true, &mut all);
+    loops(nodes, true, body, &mut all);
     if let Some(marked) = all.iter().find(|l| l.iterate) {
         return Some(marked);
     }
@@ -106,12 +137,31 @@ pub fn main_loop(nodes: &[Node]) -> Option<&Loop> {
     if let Some(l) = mixed {
         return Some(l);
     }
+    if heuristic {
+        return None;
+    }
     all.into_iter().max_by_key(|l| {
         (
             Node::Loop((*l).clone()).calls().len(),
             std::cmp::Reverse(l.loc.start),
         )
     })
+}
+
+/// The main loop's iteration counters: its own variables and the names its body steps by a
+/// constant at the top level (`it += 1`).
+fn counters(main: &Loop) -> Vec<String> {
+    let mut out = main.vars.clone();
+    for n in &main.body {
+        if let Node::Stmt(s) = n {
+            if let Some(c) = &s.increments {
+                if !out.contains(c) {
+                    out.push(c.clone());
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Analyses one solver function.
@@ -132,9 +182,10 @@ pub fn analyze(
         format!("{}::{}", program.crate_name, f.path)
     };
     let mut diags: Vec<Diagnostic> = facts.diags.0.clone();
-    let (lowered, outline, main) = match main_loop(&nodes) {
+    let body = Loc::of(f.file, syn::spanned::Spanned::span(&f.block));
+    let (lowered, outline, main) = match main_loop(&nodes, body, found_by == "heuristic") {
         Some(main) => {
-            let lowered = lower::lower(main.body.clone(), &facts);
+            let lowered = lower::lower(main.body.clone(), &facts, counters(main));
             let outline = automaton::run(&lowered);
             (lowered, outline, Some((main.loc, main.kind)))
         }
@@ -200,6 +251,9 @@ fn assemble(
             message: e.described.message.clone(),
             elem_type: e.described.elem_type.clone(),
             span: sources.span(e.draft.loc),
+            frequency: e.frequency,
+            condition: e.condition.clone(),
+            alternates: e.draft.alt.iter().map(|l| sources.span(*l)).collect(),
         })
     };
     let sections = outline

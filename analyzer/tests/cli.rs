@@ -47,11 +47,7 @@ fn analyze_reads_crate_directories() {
 
 #[test]
 fn bad_inputs_exit_one_with_file_line_column() {
-    for (name, line) in [
-        ("syntax_error.rs", None),
-        ("unresolved_module.rs", Some(5)),
-        ("no_solver.rs", None),
-    ] {
+    for (name, line) in [("syntax_error.rs", None::<u32>), ("no_solver.rs", None)] {
         let path = fixtures().join("bad").join(name);
         let out = mheta(&["analyze", path.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(1), "{name}");
@@ -65,6 +61,22 @@ fn bad_inputs_exit_one_with_file_line_column() {
         }
         assert!(out.stdout.is_empty(), "nothing is written on errors");
     }
+}
+
+#[test]
+fn a_single_file_with_an_unresolved_module_is_analysed_with_a_warning() {
+    let path = fixtures().join("unresolved_module.rs");
+    let out = mheta(&["analyze", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning: unresolved module `missing`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("unresolved_module.rs:5:"), "{stderr}");
+    let parsed = serde_json::from_slice::<mheta_runtime::format::Structure>(&out.stdout)
+        .expect("the structure is written");
+    assert_eq!(parsed.solvers.len(), 1);
 }
 
 #[test]

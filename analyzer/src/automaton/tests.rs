@@ -46,6 +46,7 @@ fn lowered(spec: &str) -> Lowered {
                     loc: loc(),
                     ranges: vec![],
                     computes: None,
+                    alt: vec![],
                 };
                 let described = Described {
                     pattern: Pattern::PointToPoint,
@@ -54,7 +55,12 @@ fn lowered(spec: &str) -> Lowered {
                     elem_type: None,
                     receive_like: ch == 'r',
                 };
-                l.events.push(Event { draft, described });
+                l.events.push(Event {
+                    draft,
+                    described,
+                    frequency: 1.0,
+                    condition: None,
+                });
                 l.tokens.push(Token::Comm(l.events.len() - 1));
             }
             '(' | '[' | '{' => {
@@ -72,6 +78,7 @@ fn lowered(spec: &str) -> Lowered {
                     trip_count: "2".into(),
                     header: Stmt::default(),
                     role,
+                    alt: None,
                 });
                 open.push(l.loops.len() - 1);
                 l.tokens.push(Token::LoopStart(l.loops.len() - 1));

@@ -34,6 +34,14 @@ impl Builder<'_, '_> {
     /// a data iterator (`v.iter().sum()`), anywhere in the statement, as a loop.
     pub(super) fn iterator_loop(&mut self, e: &syn::Expr, bound: &[String]) -> Option<Node> {
         let chain = find_chain(e)?;
+        // A chain over ranks (`[rank - 1, rank + 1].into_iter().filter(..).collect()`) is glue.
+        let glue = crate::glue::Glue {
+            closures: &self.facts.glue_closures,
+            data: &self.facts.arrays,
+        };
+        if glue.expr(e) {
+            return None;
+        }
         let (closures, root) = chain_parts(chain);
         let mut vars = Vec::new();
         let mut body = Vec::new();
@@ -65,14 +73,26 @@ impl Builder<'_, '_> {
             header,
             body,
             iterate: false,
+            alt: None,
         }))
     }
 
     /// Closures passed to a non-iterator call (`scope(|s| { .. })`) are inlined.
     pub(super) fn closure_bodies(&mut self, e: &syn::Expr) -> Option<Vec<Node>> {
-        let args: Vec<&syn::Expr> = match peel(e) {
-            syn::Expr::Call(c) => c.args.iter().collect(),
-            syn::Expr::MethodCall(m) => m.args.iter().collect(),
+        let (args, name): (Vec<&syn::Expr>, String) = match peel(e) {
+            syn::Expr::Call(c) => (
+                c.args.iter().collect(),
+                match &*c.func {
+                    syn::Expr::Path(p) => p
+                        .path
+                        .segments
+                        .last()
+                        .map(|s| s.ident.to_string())
+                        .unwrap_or_default(),
+                    _ => String::new(),
+                },
+            ),
+            syn::Expr::MethodCall(m) => (m.args.iter().collect(), m.method.to_string()),
             _ => return None,
         };
         let closures: Vec<&syn::ExprClosure> = args
@@ -87,6 +107,20 @@ impl Builder<'_, '_> {
         }
         let mut out = Vec::new();
         for c in closures {
+            // `mpi::request::multiple_scope(n, |scope, coll| ..)`: `coll` collects requests.
+            if name == "multiple_scope" {
+                if let Some(coll) = c.inputs.iter().nth(1) {
+                    for v in pattern_idents(coll) {
+                        self.env.bind(
+                            &v,
+                            Some(crate::binding::CommValue::new(
+                                crate::catalogue::ValueKind::Requests,
+                                crate::catalogue::Family::Mpi,
+                            )),
+                        );
+                    }
+                }
+            }
             if let syn::Expr::Block(b) = &*c.body {
                 out.extend(self.block(&b.block));
             }

@@ -150,7 +150,11 @@ impl Builder<'_, '_> {
         }
         // Communicator arguments bind the callee's parameters.
         let args = call.args();
-        let mut env = Env::new(&self.program.comm_fields, &self.program.config);
+        let mut env = Env::new(
+            &self.program.comm_fields,
+            &self.program.config,
+            self.program.imports.clone(),
+        );
         let params: Vec<&syn::Pat> = f
             .sig
             .inputs
@@ -197,6 +201,7 @@ impl Builder<'_, '_> {
                         _ => crate::catalogue::CallKind::Exchange,
                     },
                     peer: None,
+                    more_peers: vec![],
                     message: None,
                     elem_type: None,
                     loc: Loc::of(f.file, f.sig.ident.span()),

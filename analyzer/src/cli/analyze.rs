@@ -1,7 +1,8 @@
 //! `mheta analyze PATH [--format json|text|dot] [--out FILE] [--trace]`.
 //!
-//! Prints diagnostics rustc-style on stderr. Exit status 0 means the structure was written
-//! (warnings allowed); 1 means errors, and nothing is written.
+//! Prints diagnostics rustc-style on stderr. Exit status 0 means the structure was written (some
+//! solver has a main loop; warnings and errors elsewhere allowed); 1 means no solver has one, and
+//! nothing is written.
 
 use std::path::PathBuf;
 
@@ -32,14 +33,16 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<()> {
     if !rendered.is_empty() {
         eprint!("{rendered}");
     }
-    if analysis.has_errors() {
+    // A structure is written whenever some solver has a main loop; the diagnostics above say
+    // where it is coarser than the program. Without one there is nothing to write.
+    if !analysis.has_structure() {
         let n = analysis
             .diagnostics
             .iter()
             .filter(|d| d.level == mheta_runtime::format::Level::Error)
             .count();
         return Err(super::Reported(format!(
-            "analysis of `{}` failed with {n} error(s)",
+            "analysis of `{}` found no iterative loop that communicates ({n} error(s)); no structure written",
             args.path.display()
         ))
         .into());

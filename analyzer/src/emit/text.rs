@@ -113,6 +113,9 @@ fn stage(out: &mut String, st: &Stage, indent: &str) {
             at(Some(&io.span))
         );
     }
+    for alt in &st.alternates {
+        let _ = writeln!(out, "{indent}  also{}", at(Some(alt)));
+    }
 }
 
 fn event(out: &mut String, role: &str, e: &CommEvent, indent: &str) {
@@ -130,4 +133,10 @@ fn event(out: &mut String, role: &str, e: &CommEvent, indent: &str) {
         apis.join(", "),
         at(Some(&e.span))
     );
+    if let Some(c) = &e.condition {
+        let _ = writeln!(out, "{indent}  when {c} (frequency {})", e.frequency);
+    }
+    for alt in &e.alternates {
+        let _ = writeln!(out, "{indent}  also{}", at(Some(alt)));
+    }
 }

@@ -161,6 +161,10 @@ pub struct Stage {
     /// Affine index expressions of array accesses in the loop variables.
     #[serde(default)]
     pub affine: Vec<AffineAccess>,
+    /// The same stage's code in the other arm of an alternating branch (`if it % 2 == 0 { ..a, b.. }
+    /// else { ..b, a.. }`): measured as this stage.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alternates: Vec<Span>,
 }
 
 /// `var[c0 + c1*i + c2*j ...]` for one array access; `coefficients` maps loop variables to
@@ -252,6 +256,25 @@ pub struct CommEvent {
     #[serde(default)]
     pub elem_type: Option<String>,
     pub span: Span,
+    /// The share of iterations in which the event runs: 1 unless it is guarded by the iteration
+    /// counter (`if step % 10 == 0 { gather }` runs in 0.1 of them). The model charges it at
+    /// this frequency.
+    #[serde(default = "always", skip_serializing_if = "is_always")]
+    pub frequency: f64,
+    /// The guard that makes the event conditional, as written (`step % 10 == 0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    /// The same event's calls in the other arm of an alternating branch: measured as this event.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alternates: Vec<Span>,
+}
+
+fn always() -> f64 {
+    1.0
+}
+
+fn is_always(f: &f64) -> bool {
+    *f == 1.0
 }
 
 /// A nested iteration inside the main loop, modelled as its sections repeated `trip_count` times.

@@ -105,6 +105,7 @@ fn stage(id: u32, reads: &[&str], writes: &[&str], io: &[(IoKind, &str)]) -> Sta
         access: Access::Independent,
         load: Load::Fixed,
         affine: Vec::new(),
+        alternates: Vec::new(),
     }
 }
 
@@ -118,6 +119,9 @@ fn event(id: u32, pattern: Pattern, participants: &[&str], message: &str) -> Com
         message: Some(message.into()),
         elem_type: Some("f64".into()),
         span: span(30 + id),
+        frequency: 1.0,
+        condition: None,
+        alternates: Vec::new(),
     }
 }
 

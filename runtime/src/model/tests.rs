@@ -181,6 +181,9 @@ impl Case {
             message: Some("a".into()),
             elem_type: None,
             span: Span::default(),
+            frequency: 1.0,
+            condition: None,
+            alternates: vec![],
         }
     }
 
@@ -224,6 +227,7 @@ fn stage(id: u32, var: &str) -> Stage {
         access: Access::Independent,
         load: Load::Fixed,
         affine: vec![],
+        alternates: vec![],
     }
 }
 
