@@ -160,6 +160,10 @@ pub fn plan(solver: &Solver) -> Plan {
                 cover(from_span(&event.span));
             }
             plan.push(file, RegionKind::Event(event.id), &event.span);
+            // The same event in another arm (alternating arms, rank-guarded arms).
+            for alt in &event.alternates {
+                plan.push(file, RegionKind::Event(event.id), alt);
+            }
         }
         if let Some(extent) = covered {
             plan.regions.push(Region {
@@ -172,15 +176,16 @@ pub fn plan(solver: &Solver) -> Plan {
 }
 
 fn push_stage(plan: &mut Plan, file: &str, section: u32, tile: Option<u32>, stage: &Stage) {
-    plan.push(
-        file,
-        RegionKind::Stage {
-            section,
-            tile,
-            stage: stage.id,
-        },
-        &stage.span,
-    );
+    let kind = RegionKind::Stage {
+        section,
+        tile,
+        stage: stage.id,
+    };
+    plan.push(file, kind.clone(), &stage.span);
+    // The same stage in the other arm of an alternating branch.
+    for alt in &stage.alternates {
+        plan.push(file, kind.clone(), alt);
+    }
     for io in &stage.io {
         plan.push(
             file,

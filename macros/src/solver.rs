@@ -1,13 +1,14 @@
 //! `#[mheta::solver]`: parse → analyze → expand.
 //!
 //! 1. Parse the function and validate the attribute, the signature and the markers inside.
-//! 2. Analyze ([`crate::analysis`]) and find this solver; analyzer errors for it become
-//!    compile errors, its warnings compile-time warnings.
+//! 2. Analyze ([`crate::analysis`]) and find this solver; its analyzer diagnostics, errors
+//!    included, become compile-time warnings: the attribute never breaks a build that rustc
+//!    accepts (a solver the analysis cannot find is left uninstrumented, with a warning).
 //! 3. Plan the guards from the solver's structure ([`crate::plan`]), place them
 //!    ([`crate::place`]), strip the markers, and prepend the registration of the embedded
 //!    structure. The instrumented body runs only when hooks are active; otherwise a plain copy
-//!    with iteration guards alone runs ([`crate::dual`]). Any error emits the original function
-//!    (markers stripped) next to it.
+//!    with iteration guards alone runs ([`crate::dual`]). A misused attribute is a compile error
+//!    emitted next to the original function (markers stripped).
 
 use mheta_runtime::format::Level;
 use proc_macro2::{Span, TokenStream};
@@ -105,53 +106,47 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
         ident: (start.line as u32, start.column as u32),
         file: ident.span().local_file().map(absolute),
     };
+    // What the analysis cannot read never breaks a build that rustc accepts: the function is
+    // then left as written, with a warning.
     let found = match analysis::analyze(&site, || position::layout_text(input.clone())) {
         Ok(found) => found,
         Err(message) => {
-            cx.error_at(ident.span(), message);
-            return None;
+            let warning = warnings::warning(
+                &format!("{message}; the function is not instrumented"),
+                ident.span(),
+                0,
+            );
+            let original = stripped(item.clone());
+            return Some(quote! {
+                #warning
+                #original
+            });
         }
     };
     let solver = found.solver();
     let mut leaves = Vec::new();
     position::leaf_positions(input.clone(), &mut leaves);
     let span_at = |pos: Pos| span_at(&leaves, pos).unwrap_or_else(|| ident.span());
-    for d in solver
-        .diagnostics
-        .iter()
-        .filter(|d| d.level == Level::Error)
-    {
-        let span = d
-            .span
-            .as_ref()
-            .filter(|s| s.file == solver.span.file)
-            .map(|s| span_at(from_span(s).start));
-        cx.error_at(
-            span.unwrap_or_else(|| ident.span()),
-            format!("mheta analyze: {}", d.message),
-        );
-    }
-    if cx.has_errors() {
-        return None;
-    }
-
     let plan = plan::plan(solver);
     let mut block = (*item.block).clone();
     let placement = place::place(&mut block, &plan);
     attrs::strip(&mut block);
 
+    // Analysis errors are warnings here: what the analysis could read is instrumented (a
+    // solver without a main loop keeps its iteration-free body), the rest counts towards the
+    // enclosing region.
     let mut messages: Vec<(String, Span)> = Vec::new();
-    for d in solver
-        .diagnostics
-        .iter()
-        .filter(|d| d.level == Level::Warning)
-    {
+    for d in &solver.diagnostics {
         let span = d
             .span
             .as_ref()
             .filter(|s| s.file == solver.span.file)
             .map(|s| span_at(from_span(s).start));
-        messages.push((d.message.clone(), span.unwrap_or_else(|| ident.span())));
+        let message = match d.level {
+            Level::Error => format!("{} (not instrumented)", d.message),
+            Level::Warning => d.message.clone(),
+        };
+        messages.push((message, span.unwrap_or_else(|| ident.span())));
     }
     for u in &placement.unplaced {
         let message = format!(

@@ -44,6 +44,9 @@ pub(crate) struct CommCost {
     /// `recv_edges[recv_start[i]..recv_start[i + 1]]`.
     pub recv_start: Vec<u32>,
     pub recv_edges: Vec<RecvEdge>,
+    /// The share of iterations the event runs in (1 unless it is conditional); the costs
+    /// above are per run of the event.
+    pub frequency: f64,
 }
 
 impl CommCost {

@@ -185,7 +185,7 @@ impl Model {
                 t += tiles.node_cost(&self.arrays, &self.memory[node], node, self.nodes, &state);
             }
             if let Some(c) = &s.comm {
-                t += c.node_overheads(self, node, rows, &state);
+                t += c.frequency * c.node_overheads(self, node, rows, &state);
             }
             total += s.multiplicity * t;
         }
@@ -259,6 +259,10 @@ impl Model {
             pipeline::run(self, tiles, rows, out);
         }
         if let Some(comm) = &section.comm {
+            let conditional = comm.frequency < 1.0;
+            if conditional {
+                out.mark_event();
+            }
             match comm.pattern {
                 Pattern::NearestNeighbor
                 | Pattern::PointToPoint
@@ -271,6 +275,9 @@ impl Model {
                     collective::run_broadcast(self, comm, rows, out)
                 }
                 Pattern::Gather => collective::run_gather(self, comm, rows, out),
+            }
+            if conditional {
+                out.scale_event(comm.frequency);
             }
         }
         for i in 0..self.nodes {

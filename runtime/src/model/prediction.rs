@@ -47,6 +47,9 @@ pub struct Prediction {
     pub(crate) scratch3: Vec<f64>,
     #[serde(skip)]
     pub(crate) scratch4: Vec<f64>,
+    /// The nodes before a conditional event, to charge it at its frequency.
+    #[serde(skip)]
+    pub(crate) before_event: Vec<NodeBreakdown>,
     /// Per group depth: the state at the start of the current pass and of the previous one.
     #[serde(skip)]
     snapshots: Vec<(Vec<NodeBreakdown>, Vec<f64>, Vec<NodeBreakdown>)>,
@@ -116,6 +119,26 @@ impl Prediction {
             self.snapshots.push(Default::default());
         }
         &mut self.snapshots[depth]
+    }
+
+    /// Remembers every node's state before a communication event.
+    pub(crate) fn mark_event(&mut self) {
+        self.before_event.clear();
+        self.before_event.extend_from_slice(&self.nodes);
+    }
+
+    /// Charges the event run since [`Prediction::mark_event`] at `frequency` (the share of
+    /// iterations it runs in): every node's clock and breakdown advance by that share of what
+    /// the event added.
+    pub(crate) fn scale_event(&mut self, frequency: f64) {
+        for (n, b) in self.nodes.iter_mut().zip(&self.before_event) {
+            let blend = |after: f64, before: f64| before + frequency * (after - before);
+            n.total_s = blend(n.total_s, b.total_s);
+            n.compute_s = blend(n.compute_s, b.compute_s);
+            n.io_s = blend(n.io_s, b.io_s);
+            n.overhead_s = blend(n.overhead_s, b.overhead_s);
+            n.blocked_s = blend(n.blocked_s, b.blocked_s);
+        }
     }
 
     /// Records the state at the start of a pass of the group at `depth`.

@@ -981,3 +981,46 @@ fn a_distribution_adds_an_in_core_sample_only_where_the_model_would_not_pool_it(
     // Nothing sampled yet: any rows are new.
     assert!(adds_in_core_sample(&[], &[1, 0]));
 }
+
+#[test]
+fn a_conditional_event_is_charged_at_its_frequency() {
+    // The root-slower reduction of `eq_5_7_to_5_9_two_node_reduction_both_cases`, run in one
+    // iteration of ten (`if step % 10 == 0`): its measurements are per-iteration averages, a
+    // tenth of one run's. One run costs what it cost there (node 0: T_Υ = 0.03; node 1: ends at
+    // 1.15 from 0.5), and each node is charged a tenth of it: 1.0 + 0.003 = 1.003 and
+    // 0.5 + 0.1 · 0.65 = 0.565.
+    let mut c = Case::new(&[10, 10]);
+    c.section(true, &[1.0, 0.5], Some((Pattern::Reduction, &["0"])), None);
+    if let Some(e) = c.sections[0].comm.as_mut() {
+        e.frequency = 0.1;
+        e.condition = Some("step % 10 == 0".into());
+    }
+    for n in &mut c.m.nodes {
+        let e = &mut n.events[0];
+        for x in [
+            &mut e.messages_sent,
+            &mut e.messages_received,
+            &mut e.bytes_sent,
+            &mut e.bytes_received,
+            &mut e.send_overhead_s,
+            &mut e.recv_overhead_s,
+            &mut e.blocked_s,
+            &mut e.total_s,
+        ] {
+            *x *= 0.1;
+        }
+    }
+    let p = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(p.nodes[0].total_s, 1.003), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 0.565), "{p:?}");
+    assert!(close(p.nodes[1].blocked_s, 0.062), "{p:?}");
+    assert!(close(p.iteration_s, 1.003));
+    // The seed's per-node cost f_i charges the event's overheads at the same frequency.
+    let model = c.model();
+    let always = {
+        let mut c1 = Case::new(&[10, 10]);
+        c1.section(true, &[1.0, 0.5], Some((Pattern::Reduction, &["0"])), None);
+        c1.model().node_cost(1, 10)
+    };
+    assert!(close(model.node_cost(1, 10) - 0.5, 0.1 * (always - 0.5)));
+}

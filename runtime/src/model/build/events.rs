@@ -104,6 +104,9 @@ impl<'a> Builder<'a> {
 
     pub(super) fn comm(&self, event: &CommEvent) -> Result<CommCost, ModelError> {
         let p = self.p;
+        // Measurements are per iteration; a conditional event's totals are per run of it.
+        check(&format!("events[{}].frequency", event.id), event.frequency)?;
+        let frequency = event.frequency.clamp(f64::MIN_POSITIVE, 1.0);
         let ev = self.event_measurements(event.id);
         let micro = &self.m.micro;
         let mut o_send: Vec<f64> = Vec::with_capacity(p);
@@ -147,7 +150,7 @@ impl<'a> Builder<'a> {
                 (
                     vec![0.0; p],
                     if others_rows > 0.0 {
-                        sent / others_rows
+                        sent / others_rows / frequency
                     } else {
                         0.0
                     },
@@ -158,7 +161,7 @@ impl<'a> Builder<'a> {
                 (
                     vec![0.0; p],
                     if others_rows > 0.0 {
-                        sent / others_rows
+                        sent / others_rows / frequency
                     } else {
                         0.0
                     },
@@ -169,7 +172,10 @@ impl<'a> Builder<'a> {
         };
         let (n_send, n_recv, recv_start, recv_edges) = self.peers(event, root, &ev);
         let t_reduce = ev[root]
-            .map(|e| (e.total_s - e.send_overhead_s - e.recv_overhead_s - e.blocked_s).max(0.0))
+            .map(|e| {
+                (e.total_s - e.send_overhead_s - e.recv_overhead_s - e.blocked_s).max(0.0)
+                    / frequency
+            })
             .unwrap_or(0.0);
         let msg_array = event
             .message
@@ -188,6 +194,7 @@ impl<'a> Builder<'a> {
             n_recv,
             recv_start,
             recv_edges,
+            frequency,
         })
     }
 

@@ -1,6 +1,9 @@
+// The analyzer finds no loop that communicates: nothing to instrument. That is a warning (the
+// attribute never breaks a build that rustc accepts); `deny` makes it visible here.
+#![deny(deprecated)]
+
 use mheta::{CommError, CommExt, Context, ReduceOp};
 
-// The analyzer finds no loop that communicates: nothing to instrument.
 #[mheta::solver]
 fn solve(ctx: &Context) -> Result<f64, CommError> {
     let mut local = 0.0;
