@@ -62,7 +62,7 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
         let body = Loc::of(f.file, syn::spanned::Spanned::span(&f.block));
         // The main loop must be the function's own, not one inlined from a callee, and must
         // compute: a loop that only communicates (a root collecting results once) is no solver.
-        if let (false, Some(main)) = (comm_only, main_loop(&nodes, body, true)) {
+        if let (false, Some(main)) = (comm_only, main_loop(&nodes, body, Some(&facts))) {
             // A loop that repeats a call of another solver (`for rep in 0..5 { solve(..) }`)
             // is a benchmark wrapper: the callee is the solver.
             if main.body.iter().any(|n| holds_foreign_solver_loop(n, body)) {
@@ -110,24 +110,44 @@ fn holds_foreign_solver_loop(n: &Node, body: Loc) -> bool {
 /// The main iterative loop among the function's own loops (inside `body`): the one marked
 /// `#[mheta::iterate]`, else the outermost loop that mixes communication with computation,
 /// else (not for the heuristic) the communication-only loop with most calls.
-pub fn main_loop(nodes: &[Node], body: Loc, heuristic: bool) -> Option<&Loop> {
-    fn loops<'a>(nodes: &'a [Node], outermost: bool, body: Loc, out: &mut Vec<&'a Loop>) {
+pub fn main_loop<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) -> Option<&'n Loop> {
+    // A loop over the ranks (`for src in 1..size { receive; unpack }`) visits peers once: in a
+    // program without a marked solver it is set-up or collection, not an iteration.
+    let over_ranks = |l: &Loop| {
+        heuristic.is_some_and(|f| {
+            l.kind == crate::ir::LoopKind::For
+                && l.header_text.contains("..")
+                && l.bound_reads
+                    .iter()
+                    .any(|r| r == "size" || f.size_vars.contains(r))
+        })
+    };
+    fn loops<'a>(
+        nodes: &'a [Node],
+        outermost: bool,
+        body: Loc,
+        skip: &dyn Fn(&Loop) -> bool,
+        out: &mut Vec<&'a Loop>,
+    ) {
         for n in nodes {
             match n {
-                Node::Loop(l) if !within(l.loc, body) => {}
+                Node::Loop(l) if !within(l.loc, body) || skip(l) => {}
                 Node::Loop(l) => {
                     if l.iterate || (outermost && n.has_comm()) {
                         out.push(l);
                     }
-                    loops(&l.body, outermost && !n.has_comm(), body, out);
+                    loops(&l.body, outermost && !n.has_comm(), body, skip, out);
                 }
-                Node::Branch(b) => b.arms.iter().for_each(|a| loops(a, outermost, body, out)),
+                Node::Branch(b) => b
+                    .arms
+                    .iter()
+                    .for_each(|a| loops(a, outermost, body, skip, out)),
                 Node::Stmt(_) => {}
             }
         }
     }
     let mut all = Vec::new();
-    loops(nodes, true, body, &mut all);
+    loops(nodes, true, body, &over_ranks, &mut all);
     if let Some(marked) = all.iter().find(|l| l.iterate) {
         return Some(marked);
     }
@@ -137,7 +157,7 @@ pub fn main_loop(nodes: &[Node], body: Loc, heuristic: bool) -> Option<&Loop> {
     if let Some(l) = mixed {
         return Some(l);
     }
-    if heuristic {
+    if heuristic.is_some() {
         return None;
     }
     all.into_iter().max_by_key(|l| {
@@ -183,7 +203,8 @@ pub fn analyze(
     };
     let mut diags: Vec<Diagnostic> = facts.diags.0.clone();
     let body = Loc::of(f.file, syn::spanned::Spanned::span(&f.block));
-    let (lowered, outline, main) = match main_loop(&nodes, body, found_by == "heuristic") {
+    let heuristic = (found_by == "heuristic").then_some(&facts);
+    let (lowered, outline, main) = match main_loop(&nodes, body, heuristic) {
         Some(main) => {
             let lowered = lower::lower(main.body.clone(), &facts, counters(main));
             let outline = automaton::run(&lowered);

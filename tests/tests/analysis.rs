@@ -53,6 +53,44 @@ fn single_file_fixtures() {
     insta::glob!("../../fixtures/analysis", "*.rs", |path| check(path));
 }
 
+/// Programs written the way real rsmpi code is (`fixtures/analysis/idioms/`, one idiom each;
+/// compiled against the `mpi` crate by `fixtures/rsmpi-idioms` in CI's MPI part).
+#[test]
+fn idiom_fixtures() {
+    insta::glob!("../../fixtures/analysis", "idioms/*.rs", |path| check(path));
+}
+
+/// Every idiom program with an iterative loop that communicates yields a structure; the
+/// one-shot programs (`one_shot_*.rs`) yield none, and say why.
+#[test]
+fn every_iterative_idiom_yields_a_structure_and_no_one_shot_program_does() {
+    let dir = workspace_root().join("fixtures/analysis/idioms");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).expect("idiom fixtures exist") {
+        let path = entry.expect("readable entry").path();
+        if path.extension().map_or(true, |e| e != "rs") {
+            continue;
+        }
+        let analysis = mheta_analyzer::analyze_path(&path, &mheta_analyzer::Options::default());
+        let one_shot = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("one_shot_"));
+        let rendered = analysis.render_diagnostics();
+        if one_shot {
+            assert!(!analysis.has_structure(), "{}", path.display());
+            assert!(
+                rendered.contains("no iterative loop that communicates"),
+                "{rendered}"
+            );
+        } else {
+            assert!(analysis.has_structure(), "{}:\n{rendered}", path.display());
+            assert!(!analysis.has_errors(), "{}:\n{rendered}", path.display());
+        }
+        seen += 1;
+    }
+    assert!(seen >= 20, "only {seen} idiom fixtures found");
+}
+
 #[test]
 fn bad_inputs() {
     insta::glob!("../../fixtures/analysis", "bad/*.rs", |path| check(path));
