@@ -178,10 +178,11 @@ impl Node {
                             let moved = s.accesses.iter().any(|a| a.write);
                             s.glue
                                 && s.calls.is_empty()
-                                && (!moved
-                                    || s.accesses.iter().filter(|a| a.write).all(|w| {
-                                        s.accesses.iter().all(|r| r.write || r.var != w.var)
-                                    }))
+                                && moved
+                                && s.accesses
+                                    .iter()
+                                    .filter(|a| a.write)
+                                    .all(|w| s.accesses.iter().all(|r| r.write || r.var != w.var))
                         }
                         _ => false,
                     })
