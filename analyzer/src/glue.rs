@@ -133,29 +133,8 @@ impl Glue<'_> {
     }
 
     pub fn call(&self, c: &syn::ExprCall) -> bool {
-        let syn::Expr::Path(p) = &*c.func else {
-            return false;
-        };
-        let segs: Vec<String> = p
-            .path
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect();
-        let last = segs.last().map(String::as_str).unwrap_or("");
-        let constructor = last.starts_with(char::is_uppercase);
-        let parent = if segs.len() >= 2 {
-            segs[segs.len() - 2].as_str()
-        } else {
-            ""
-        };
-        let type_assoc = parent.starts_with(char::is_uppercase)
-            || matches!(
-                parent,
-                "usize" | "u32" | "i32" | "i64" | "u64" | "f64" | "f32"
-            );
-        let closure = segs.len() == 1 && self.closures.contains(last);
-        (constructor || type_assoc || closure) && c.args.iter().all(|a| self.expr(a))
+        let closure = matches!(&*c.func, syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| self.closures.contains(&i.to_string())));
+        (wraps(c) || closure) && c.args.iter().all(|a| self.expr(a))
     }
 
     fn block(&self, b: &syn::Block) -> bool {
@@ -169,6 +148,32 @@ impl Glue<'_> {
             syn::Stmt::Item(_) => true,
         })
     }
+}
+
+/// A constructor or a type's associated function (`Some(..)`, `WaitGuard::from(..)`,
+/// `usize::from(..)`): it only wraps or converts its arguments.
+pub fn wraps(c: &syn::ExprCall) -> bool {
+    let syn::Expr::Path(p) = &*c.func else {
+        return false;
+    };
+    let segs: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let last = segs.last().map(String::as_str).unwrap_or("");
+    let parent = if segs.len() >= 2 {
+        segs[segs.len() - 2].as_str()
+    } else {
+        ""
+    };
+    last.starts_with(char::is_uppercase)
+        || parent.starts_with(char::is_uppercase)
+        || matches!(
+            parent,
+            "usize" | "u32" | "i32" | "i64" | "u64" | "f64" | "f32"
+        )
 }
 
 fn is_compound(op: &syn::BinOp) -> bool {

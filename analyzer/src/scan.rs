@@ -354,7 +354,9 @@ fn computes_besides_comm(e: &syn::Expr, glue: &Glue<'_>) -> bool {
     struct Finder<'g, 'a>(bool, &'g Glue<'a>);
     impl<'ast> Visit<'ast> for Finder<'_, '_> {
         fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
-            if !self.1.call(c) {
+            // A wrapper of the communication (`Some(WaitGuard::from(p.immediate_receive_into(..)))`)
+            // computes only if its other arguments do, which the visit below finds.
+            if !self.1.call(c) && !crate::glue::wraps(c) {
                 let is_op = matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.iter().any(|s| s.ident == "SystemOperation" || s.ident == "ReduceOp"));
                 let is_comm_free = matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.last().is_some_and(|s| catalogue::free_function(&s.ident.to_string()).is_some()));
                 if !is_op && !is_comm_free {

@@ -15,8 +15,6 @@
 //! - **anything else**, or a rank-guarded arm whose communication surrounds computation: the
 //!   arms lower in order as if each ran (the coarser reading), with a warning.
 
-use mheta_runtime::format::Level;
-
 use super::{Context, Lowered};
 use crate::body::Facts;
 use crate::diagnostics::{Diagnostic, Loc};
@@ -33,10 +31,14 @@ impl Lowered {
             .any(|r| r == "rank" || facts.rank_vars.contains(r));
         if reads_counter {
             self.counter_branch(b, ctx, facts);
-        } else if reads_rank && split_arms(&b).is_some() {
-            self.rank_branch(b, ctx, facts);
-        } else {
-            self.coarse_branch(b, ctx, facts, "its condition depends on data");
+            return;
+        }
+        if !reads_rank {
+            return self.coarse_branch(b, ctx, facts, "its condition depends on data");
+        }
+        match split_arms(&b) {
+            Some(parts) => self.rank_branch(b, parts, ctx, facts),
+            None => self.coarse_branch(b, ctx, facts, "its arms communicate between computations"),
         }
     }
 
@@ -45,12 +47,15 @@ impl Lowered {
         if let [first, second] = b.arms.as_mut_slice() {
             if same_shape(first, second) {
                 set_alt(first, second);
-                self.note(
-                    b.loc,
-                    format!(
-                        "the arms of `if {}` alternate and have the same shape: the first is analysed, the second is measured as it",
-                        b.cond_text
-                    ),
+                self.diags.push(
+                    Diagnostic::warning(
+                        format!(
+                            "the arms of `if {}` alternate and have the same shape: the first is analysed, the second is measured as it",
+                            b.cond_text
+                        ),
+                        Some(b.loc),
+                    )
+                    .with_label("analysed once"),
                 );
                 if !b.cond.glue {
                     self.stmt(b.cond);
@@ -71,27 +76,23 @@ impl Lowered {
         if !b.cond.glue {
             self.stmt(b.cond.clone());
         }
-        let negated = format!("!({})", b.cond_text);
-        for (k, arm) in b.arms.into_iter().enumerate() {
-            let share = if k == 0 { shares[0] } else { shares[1] };
+        let guards = [
+            (shares[0], b.cond_text.clone()),
+            (shares[1], format!("!({})", b.cond_text)),
+        ];
+        // An `if` has at most two arms (`else if` is a branch inside the second).
+        for (arm, (share, cond)) in b.arms.into_iter().zip(guards) {
             if share == 0.0 {
                 if arm.iter().any(Node::has_comm) {
-                    self.note(
-                        arm.iter().find_map(Node::loc).unwrap_or(b.loc),
-                        format!(
-                            "this arm runs only in the first iterations (`{}`): it is not part of the steady state and is not analysed",
-                            if k == 0 { &b.cond_text } else { &negated }
-                        ),
+                    self.diags.push(
+                        Diagnostic::warning(
+                            format!("this arm runs only in the first iterations (`{cond}`): it is not part of the steady state and is not analysed"),
+                            arm.iter().find_map(Node::loc).or(Some(b.loc)),
+                        )
+                        .with_label("not analysed"),
                     );
                 }
-                continue;
-            }
-            if share < 1.0 {
-                let cond = if k == 0 {
-                    b.cond_text.clone()
-                } else {
-                    negated.clone()
-                };
+            } else if share < 1.0 {
                 self.guards.push((share, cond));
                 self.block(arm, ctx, facts);
                 self.guards.pop();
@@ -101,50 +102,37 @@ impl Lowered {
         }
     }
 
-    /// A branch on the rank whose arms each compute, communicate, then compute.
-    fn rank_branch(&mut self, b: Branch, ctx: Context, facts: &Facts) {
-        let Some(parts) = split_arms(&b) else {
-            return self.coarse_branch(b, ctx, facts, "its arms communicate between computations");
-        };
-        let part = |which: usize| -> Vec<Vec<Node>> {
-            parts
-                .iter()
-                .map(|p| match which {
-                    0 => p.0.clone(),
-                    1 => p.1.clone(),
-                    _ => p.2.clone(),
-                })
-                .collect()
-        };
+    /// A branch on the rank whose arms each compute, communicate, then compute (`parts`).
+    fn rank_branch(&mut self, b: Branch, parts: Parts, ctx: Context, facts: &Facts) {
+        let Parts {
+            before,
+            comm,
+            after,
+        } = parts;
         let branch = |arms: Vec<Vec<Node>>| Branch { arms, ..b.clone() };
-        let before = part(0);
         if before.iter().any(|a| !a.is_empty()) {
             self.item(Item::Node(Node::Branch(branch(before))), ctx, facts);
         }
         // The communication of every arm is one event, placed at the first arm's calls and
         // measured at the others' too.
-        let comm = part(1);
         let places: Vec<Loc> = comm
             .iter()
-            .filter_map(|arm| {
-                let first = arm.first()?.loc()?;
-                Some(arm.iter().filter_map(Node::loc).fold(first, Loc::to))
-            })
+            .filter_map(|arm| arm.iter().filter_map(Node::loc).reduce(Loc::to))
             .collect();
-        match events::form(vec![Node::Branch(branch(comm))]).pop() {
-            Some(Item::Event(mut draft)) => {
-                if let Some((first, rest)) = places.split_first() {
-                    draft.loc = *first;
-                    draft.alt = rest.to_vec();
+        for item in events::form(vec![Node::Branch(branch(comm))]) {
+            // One event: the communication parts hold only communication and glue.
+            let item = match item {
+                Item::Event(mut draft) => {
+                    if let Some((first, rest)) = places.split_first() {
+                        draft.loc = *first;
+                        draft.alt = rest.to_vec();
+                    }
+                    Item::Event(draft)
                 }
-                self.item(Item::Event(draft), ctx, facts);
-            }
-            // The communication parts hold only communication and glue, so they form an event;
-            // kept total all the same.
-            Some(other) => self.item(other, ctx, facts),
-            None => {}
+                other => other,
+            };
+            self.item(item, ctx, facts);
         }
-        let after = part(2);
         if after.iter().any(|a| !a.is_empty()) {
             let mut b = branch(after);
             b.cond.glue = true; // lowered once, before the communication
@@ -169,45 +157,51 @@ impl Lowered {
             self.block(arm, ctx, facts);
         }
     }
-
-    fn note(&mut self, loc: Loc, message: String) {
-        self.diags.push(Diagnostic {
-            level: Level::Warning,
-            message,
-            loc: Some(loc),
-            label: "analysed once".into(),
-            notes: vec![],
-        });
-    }
 }
 
-/// Each arm as (computation before its communication, the communication with the glue between
-/// its calls, computation after it), when every arm's communication is only communication and
-/// glue.
-type Parts = Vec<(Vec<Node>, Vec<Node>, Vec<Node>)>;
+/// The arms of a rank-guarded branch cut in three: the computation before each arm's
+/// communication, its communication with the glue between the calls, and the computation after.
+struct Parts {
+    before: Vec<Vec<Node>>,
+    comm: Vec<Vec<Node>>,
+    after: Vec<Vec<Node>>,
+}
 
+/// `None` when some arm's communication surrounds computation.
 fn split_arms(b: &Branch) -> Option<Parts> {
-    b.arms
-        .iter()
-        .map(|arm| {
-            let first = arm.iter().position(Node::has_comm);
-            let last = arm.iter().rposition(Node::has_comm);
-            match (first, last) {
-                (Some(f), Some(l)) => {
-                    let comm = &arm[f..=l];
-                    comm.iter()
-                        .all(|n| n.only_comm_and_glue() || n.is_glue())
-                        .then(|| (arm[..f].to_vec(), comm.to_vec(), arm[l + 1..].to_vec()))
-                }
-                _ => Some((arm.clone(), vec![], vec![])),
-            }
-        })
-        .collect()
+    let mut parts = Parts {
+        before: vec![],
+        comm: vec![],
+        after: vec![],
+    };
+    for arm in &b.arms {
+        let (f, l) = match (
+            arm.iter().position(Node::has_comm),
+            arm.iter().rposition(Node::has_comm),
+        ) {
+            (Some(f), Some(l)) => (f, l + 1),
+            _ => (arm.len(), arm.len()),
+        };
+        if !arm[f..l]
+            .iter()
+            .all(|n| n.only_comm_and_glue() || n.is_glue())
+        {
+            return None;
+        }
+        parts.before.push(arm[..f].to_vec());
+        parts.comm.push(arm[f..l].to_vec());
+        parts.after.push(arm[l..].to_vec());
+    }
+    Some(parts)
 }
 
-/// Whether two arms run the same code on other variables: the same tree of statements, loops
-/// and branches, making the same communication and function calls.
-pub fn same_shape(a: &[Node], b: &[Node]) -> bool {
+/// Whether two arms that communicate run the same code on other variables: the same tree of
+/// statements, loops and branches, making the same communication and function calls.
+fn same_shape(a: &[Node], b: &[Node]) -> bool {
+    a.iter().any(Node::has_comm) && same_tree(a, b)
+}
+
+fn same_tree(a: &[Node], b: &[Node]) -> bool {
     fn calls(s: &crate::ir::Stmt) -> Vec<&str> {
         s.calls.iter().map(|c| c.api.as_str()).collect()
     }
@@ -219,15 +213,14 @@ pub fn same_shape(a: &[Node], b: &[Node]) -> bool {
             (Node::Loop(l), Node::Loop(m)) => {
                 l.kind == m.kind
                     && calls(&l.header) == calls(&m.header)
-                    && same_shape(&l.body, &m.body)
+                    && same_tree(&l.body, &m.body)
             }
             (Node::Branch(p), Node::Branch(q)) => {
                 p.arms.len() == q.arms.len()
-                    && p.arms.iter().zip(&q.arms).all(|(x, y)| same_shape(x, y))
+                    && p.arms.iter().zip(&q.arms).all(|(x, y)| same_tree(x, y))
             }
             _ => false,
         })
-        && a.iter().any(Node::has_comm)
 }
 
 /// Records in each node of `a` where its twin in `b` is (`same_shape(a, b)` holds).
@@ -254,8 +247,8 @@ fn set_alt(a: &mut [Node], b: &[Node]) {
 
 /// The share of iterations in which each arm of `if cond {..} else {..}` runs, for conditions
 /// on the iteration counters: `c % N == r` runs the first arm in 1/N of them; `c == k`, `c < k`
-/// and `c <= k` only in the first iterations (share 0); `c > k`, `c >= k`, `c != k` in all but
-/// the first (share 1). `&&` multiplies the shares of its counter conditions (others count as
+/// and `c <= k` (a literal `k`) only in the first iterations (share 0); `c > k`, `c >= k`,
+/// `c != k` in all but the first (share 1). `&&` multiplies the shares of its counter conditions (others count as
 /// always true). `None` when the condition reads the counter some other way.
 fn arm_shares(cond: &syn::Expr, counters: &[String]) -> Option<[f64; 2]> {
     let first = share(cond, counters)?;
@@ -264,10 +257,7 @@ fn arm_shares(cond: &syn::Expr, counters: &[String]) -> Option<[f64; 2]> {
 
 fn share(cond: &syn::Expr, counters: &[String]) -> Option<f64> {
     use syn::{BinOp, Expr};
-    let reads_counter = |e: &Expr| {
-        let m = crate::scan::mentions_any(e, counters);
-        m
-    };
+    let reads_counter = |e: &Expr| crate::scan::mentions_any(e, counters);
     match cond {
         Expr::Paren(p) => share(&p.expr, counters),
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => {
@@ -301,8 +291,10 @@ fn share(cond: &syn::Expr, counters: &[String]) -> Option<f64> {
                     _ => None,
                 };
             }
-            let plain = matches!(strip(c), Expr::Path(_)) || matches!(strip(c), Expr::Binary(_));
-            if !plain || !is_constant(k) {
+            // Only a literal bound says the arm runs in the first iterations alone: a named one
+            // may be the loop's own bound (`if step < steps - 1`), true in all iterations.
+            let literal = matches!(strip(k), Expr::Lit(_));
+            if !matches!(strip(c), Expr::Path(_)) || !literal {
                 return None;
             }
             // `counter OP constant`, with OP mirrored when the counter is on the right.
@@ -337,15 +329,88 @@ fn modulus(e: &syn::Expr) -> Option<f64> {
     }
 }
 
-/// A literal or a name (a loop-invariant bound such as `warmup`), not a computation.
-fn is_constant(e: &syn::Expr) -> bool {
-    matches!(strip(e), syn::Expr::Lit(_) | syn::Expr::Path(_))
-}
-
 fn strip(e: &syn::Expr) -> &syn::Expr {
     match e {
         syn::Expr::Paren(p) => strip(&p.expr),
         syn::Expr::Cast(c) => strip(&c.expr),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shares(cond: &str) -> Option<[f64; 2]> {
+        let e = syn::parse_str::<syn::Expr>(cond).unwrap();
+        arm_shares(&e, &["step".to_string(), "k".to_string()])
+    }
+
+    #[test]
+    fn guards_on_the_counter_give_each_arms_share_of_the_iterations() {
+        assert_eq!(shares("step % 10 == 0"), Some([0.1, 0.9]));
+        assert_eq!(shares("0 == (step % 4)"), Some([0.25, 0.75]));
+        assert_eq!(shares("step % 4 != 0"), Some([0.75, 0.25]));
+        assert_eq!(shares("!(step % 2 == 0)"), Some([0.5, 0.5]));
+        // Only the first iterations: the arm is not steady state.
+        assert_eq!(shares("k == 1"), Some([0.0, 1.0]));
+        assert_eq!(shares("k < 3"), Some([0.0, 1.0]));
+        assert_eq!(shares("3 > k"), Some([0.0, 1.0]));
+        assert_eq!(shares("k > 1"), Some([1.0, 0.0]));
+        // Other conditions count as always true beside the counter's.
+        assert_eq!(shares("step % 10 == 0 && rank == 0"), Some([0.1, 0.9]));
+    }
+
+    #[test]
+    fn guards_whose_frequency_cannot_be_read_off_give_none() {
+        // A named bound may be the loop's own: `step < steps - 1` holds almost always.
+        assert_eq!(shares("step < steps"), None);
+        assert_eq!(shares("step + 1 < steps"), None);
+        assert_eq!(shares("step % n == 0"), None);
+        assert_eq!(shares("step == next_output"), None);
+        assert_eq!(shares("step % 10 < 3"), None);
+    }
+
+    /// The nodes of the only solver's main loop in `body` (inside a `main` with rsmpi).
+    fn arms(body: &str) -> Vec<Vec<Node>> {
+        let src = format!(
+            "use mpi::traits::*;\nfn main() {{\n let u = mpi::initialize().unwrap();\n let world = u.world();\n \
+             let rank = world.rank();\n let mut a = vec![0.0f64; 10];\n let mut b = vec![0.0f64; 10];\n \
+             for it in 0..9 {{ {body} }}\n}}\n"
+        );
+        let mut diags = crate::Diagnostics::default();
+        let mut program = crate::load::load_source("t.rs", &src, &mut diags);
+        for (i, f) in program.functions.iter().enumerate() {
+            program.by_name.entry(f.name.clone()).or_default().push(i);
+        }
+        let comm = crate::body::communicating_functions(&program);
+        let mut facts = Facts::default();
+        let (nodes, _) = crate::body::build_function(&program, 0, &comm, &mut facts);
+        let Some(Node::Loop(main)) = nodes.into_iter().find(|n| matches!(n, Node::Loop(_))) else {
+            panic!("no main loop");
+        };
+        match main.body.into_iter().next() {
+            Some(Node::Branch(b)) => b.arms,
+            other => panic!("not a branch: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn arms_with_the_same_calls_loops_and_branches_have_the_same_shape() {
+        let same = arms(
+            "if it % 2 == 0 { world.barrier(); for i in 1..9 { b[i] = a[i - 1] + a[i + 1]; } } \
+             else { world.barrier(); for i in 1..9 { a[i] = b[i - 1] + b[i + 1]; } }",
+        );
+        assert!(same_shape(&same[0], &same[1]));
+        let other_call = arms(
+            "if it % 2 == 0 { world.barrier(); for i in 1..9 { b[i] = a[i]; } } \
+             else { world.all_reduce_into(&a[0], &mut b[0], mpi::collective::SystemOperation::sum()); for i in 1..9 { a[i] = b[i]; } }",
+        );
+        assert!(!same_shape(&other_call[0], &other_call[1]));
+        let extra_loop = arms(
+            "if it % 2 == 0 { world.barrier(); for i in 1..9 { b[i] = a[i]; } } \
+             else { world.barrier(); for i in 1..9 { a[i] = b[i]; } for i in 0..9 { a[i] *= 2.0; } }",
+        );
+        assert!(!same_shape(&extra_loop[0], &extra_loop[1]));
     }
 }
