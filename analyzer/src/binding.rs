@@ -286,8 +286,7 @@ impl Env {
         Some(CallSite {
             api: format!("{}::{}", receiver.family.prefix(), name),
             kind: entry.kind,
-            peer,
-            more_peers: vec![],
+            peers: peer.into_iter().collect(),
             message: if matches!(entry.kind, CallKind::Complete) {
                 None
             } else {
@@ -317,18 +316,19 @@ impl Env {
             return None;
         }
         // The peers are the `Process` arguments (`send_receive_into(&x, &right, &mut y, &left)`).
-        let mut peers = c.args.iter().filter_map(|a| {
-            self.value_of(a, text)
-                .filter(|v| v.kind == ValueKind::Process)
-                .and_then(|v| v.peer)
-        });
-        let peer = peers.next();
-        let more_peers: Vec<String> = peers.collect();
+        let peers = c
+            .args
+            .iter()
+            .filter_map(|a| {
+                self.value_of(a, text)
+                    .filter(|v| v.kind == ValueKind::Process)
+                    .and_then(|v| v.peer)
+            })
+            .collect();
         Some(CallSite {
             api: format!("mpi::{}", segs.last()?),
             kind: entry.kind,
-            peer,
-            more_peers,
+            peers,
             message: c.args.first().map(|a| strip_ref(&text.of(a))),
             elem_type: None,
             loc: text.loc(c.span()),
@@ -514,7 +514,7 @@ mod tests {
         );
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].api, "mpi::send");
-        assert_eq!(calls[0].peer.as_deref(), Some("rank - 1"));
+        assert_eq!(calls[0].peers, ["rank - 1"]);
         assert_eq!(calls[0].message.as_deref(), Some("a[1..2]"));
     }
 
@@ -531,8 +531,8 @@ mod tests {
         assert_eq!(calls.len(), 1);
         let calls = calls_in("fn f(c: &dyn Comm) { c.send(1, &x); }");
         assert_eq!(
-            (calls[0].api.as_str(), calls[0].peer.as_deref()),
-            ("comm::send", Some("1"))
+            (calls[0].api.as_str(), calls[0].peers.as_slice()),
+            ("comm::send", ["1".to_string()].as_slice())
         );
         let calls = calls_in("fn f(c: &dyn Comm) { c.all_reduce_value(x, ReduceOp::Sum); }");
         assert_eq!(

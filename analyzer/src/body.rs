@@ -428,7 +428,6 @@ impl<'p, 'f> Builder<'p, 'f> {
         bound: &[String],
         loc: Loc,
     ) -> Node {
-        let cond = cond_expr;
         let structured = arms
             .iter()
             .flatten()
@@ -436,7 +435,7 @@ impl<'p, 'f> Builder<'p, 'f> {
         if !structured {
             return Node::Stmt(self.scan(Some(whole), bound, loc));
         }
-        let mut cond = self.scan(Some(cond), bound, self.loc(cond.span()));
+        let mut cond = self.scan(Some(cond_expr), bound, self.loc(cond_expr.span()));
         if let syn::Expr::Match(m) = whole {
             cond.glue &= m
                 .arms

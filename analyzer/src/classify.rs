@@ -47,18 +47,8 @@ pub fn stage(
     sources: &SourceMap,
 ) -> Stage {
     let mut loc: Option<Loc> = None;
-    let mut widen = |l: Option<Loc>| {
-        if let Some(l) = l {
-            loc = Some(loc.map_or(l, |x| x.to(l)));
-        }
-    };
     // Where the same stage runs in the other arm of an alternating branch.
     let mut alt: Option<Loc> = None;
-    let mut widen_alt = |l: Option<Loc>| {
-        if let Some(l) = l {
-            alt = Some(alt.map_or(l, |x| x.to(l)));
-        }
-    };
     let mut depth = 0u32;
     let mut max_depth = 0u32;
     let mut open: Vec<usize> = Vec::new();
@@ -79,8 +69,8 @@ pub fn stage(
                 let Some(l) = lowered.loops.get(i) else {
                     continue;
                 };
-                widen(Some(l.loc));
-                widen_alt(l.alt);
+                widen(&mut loc, Some(l.loc));
+                widen(&mut alt, l.alt);
                 if l.bound_reads.iter().any(|r| tainted.contains(r)) && !open.is_empty() {
                     variable_load = true;
                 }
@@ -100,8 +90,8 @@ pub fn stage(
                 let Some(s) = lowered.stmts.get(i) else {
                     continue;
                 };
-                widen(s.loc);
-                widen_alt(s.alt);
+                widen(&mut loc, s.loc);
+                widen(&mut alt, s.alt);
                 if depth > 0 {
                     locals.extend(s.declares.iter().cloned());
                     if s.reads.iter().any(|r| tainted.contains(r)) {
@@ -131,14 +121,14 @@ pub fn stage(
                 let Some(op) = lowered.io.get(i) else {
                     continue;
                 };
-                widen(Some(op.loc));
+                widen(&mut loc, Some(op.loc));
                 io.push(IoOp {
                     op: op.op,
                     var: op.var.clone(),
                     span: sources.span(op.loc),
                 });
             }
-            Token::Comm(i) => widen(lowered.events.get(i).map(|e| e.draft.loc)),
+            Token::Comm(i) => widen(&mut loc, lowered.events.get(i).map(|e| e.draft.loc)),
             Token::IterEnd => {}
         }
     }
@@ -385,6 +375,13 @@ fn mul(l: &Poly, r: &Poly) -> Poly {
         }
     }
     out
+}
+
+/// Widens `acc` to cover `l`.
+fn widen(acc: &mut Option<Loc>, l: Option<Loc>) {
+    if let Some(l) = l {
+        *acc = Some(acc.map_or(l, |x| x.to(l)));
+    }
 }
 
 #[cfg(test)]

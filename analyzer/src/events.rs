@@ -247,35 +247,38 @@ pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
     let mut fixed_other = false;
     let mut relative = 0;
     let mut other = false;
-    for c in e.calls.iter().filter(|c| c.kind != CallKind::Complete) {
-        for peer in c.peer.iter().chain(&c.more_peers) {
-            let (resolved, from_range) = resolve_peer(peer, &ranges, facts);
-            let over_ranks = from_range
-                && (facts
-                    .size_vars
-                    .iter()
-                    .any(|s| resolved.contains(s.as_str()))
-                    || resolved.contains("size"));
-            let words = idents(&resolved);
-            let literal =
-                words.is_empty() && resolved.chars().all(|ch| ch.is_ascii_digit() || ch == '_');
-            let rank_relative = !from_range
-                && words
-                    .iter()
-                    .any(|i| facts.rank_vars.contains(i) || i == "rank")
-                && resolved.chars().any(|ch| matches!(ch, '+' | '-' | '%'));
-            if over_ranks {
-                ranged_sends |= matches!(c.kind, CallKind::Send | CallKind::Exchange);
-                ranged_receives |= matches!(c.kind, CallKind::Receive | CallKind::Exchange);
-            } else if rank_relative || from_range {
-                relative += 1;
-            } else if literal {
-                fixed_other = true;
-            } else {
-                other = true;
-            }
-            push(&mut participants, resolved);
+    let peers = e
+        .calls
+        .iter()
+        .filter(|c| c.kind != CallKind::Complete)
+        .flat_map(|c| c.peers.iter().map(move |p| (c.kind, p)));
+    for (kind, peer) in peers {
+        let (resolved, from_range) = resolve_peer(peer, &ranges, facts);
+        let over_ranks = from_range
+            && (facts
+                .size_vars
+                .iter()
+                .any(|s| resolved.contains(s.as_str()))
+                || resolved.contains("size"));
+        let words = idents(&resolved);
+        let literal =
+            words.is_empty() && resolved.chars().all(|ch| ch.is_ascii_digit() || ch == '_');
+        let rank_relative = !from_range
+            && words
+                .iter()
+                .any(|i| facts.rank_vars.contains(i) || i == "rank")
+            && resolved.chars().any(|ch| matches!(ch, '+' | '-' | '%'));
+        if over_ranks {
+            ranged_sends |= matches!(kind, CallKind::Send | CallKind::Exchange);
+            ranged_receives |= matches!(kind, CallKind::Receive | CallKind::Exchange);
+        } else if rank_relative || from_range {
+            relative += 1;
+        } else if literal {
+            fixed_other = true;
+        } else {
+            other = true;
         }
+        push(&mut participants, resolved);
     }
     let pattern = if let Some(hint) = e.calls.iter().find_map(|c| c.pattern_hint) {
         hint
@@ -378,7 +381,7 @@ fn fold_edge_cases(peer: &str, facts: &Facts) -> String {
                 words
                     .iter()
                     .any(|w| w == "rank" || facts.rank_vars.contains(w))
-                    .then(|| tidy(&text))
+                    .then_some(text)
             }
             _ => None,
         }
@@ -389,13 +392,6 @@ fn fold_edge_cases(peer: &str, facts: &Facts) -> String {
         }
         _ => peer.to_string(),
     }
-}
-
-/// Token text as written by hand: `rank - 1`, not `rank - 1` with stray spaces around `(`.
-fn tidy(s: &str) -> String {
-    s.replace("( ", "(")
-        .replace(" )", ")")
-        .replace(" as ", " as ")
 }
 
 /// The collection an iteration runs over: `halo.neighbours` for
@@ -555,6 +551,28 @@ mod tests {
         assert_eq!(
             e[0].span.column as usize,
             body.find("world.barrier").unwrap() + 2
+        );
+    }
+
+    #[test]
+    fn send_receive_through_a_use_alias_names_both_process_arguments() {
+        let src = "use mpi::point_to_point as p2p;\nuse mpi::traits::*;\nfn main() {\n let u = mpi::initialize().unwrap();\n \
+                   let world = u.world();\n let rank = world.rank();\n let size = world.size();\n let mut a = vec![0.0f64; 10];\n \
+                   for _ in 0..9 {\n  for i in 1..9 { a[i] *= 0.5; }\n  let right = if rank == size - 1 { 0 } else { rank + 1 };\n  \
+                   let left = if rank == 0 { size - 1 } else { rank - 1 };\n  let mut ghost = 0.0;\n  \
+                   p2p::send_receive_into(&a[8], &world.process_at_rank(right), &mut ghost, &world.process_at_rank(left));\n  a[0] = ghost;\n }\n}\n";
+        let analysis = crate::analyze_source("t.rs", src, &crate::Options::default());
+        assert!(!analysis.has_errors(), "{}", analysis.render_diagnostics());
+        let e = analysis.structure.solvers[0].sections[0]
+            .comm
+            .clone()
+            .expect("the exchange is an event");
+        assert_eq!(e.calls[0].api, "mpi::send_receive_into");
+        assert_eq!(e.pattern, Pattern::NearestNeighbor);
+        assert_eq!(
+            e.participants,
+            ["rank + 1", "rank - 1"],
+            "both Process arguments, their edge cases folded"
         );
     }
 

@@ -15,10 +15,9 @@ pub struct CallSite {
     /// Catalogue name: `mpi::send`, `comm::all_reduce`, or the user function's path.
     pub api: String,
     pub kind: CallKind,
-    /// The peer of a point-to-point call, or the root of a rooted collective, as written.
-    pub peer: Option<String>,
-    /// Further peers of a call that names several (`send_receive_into(.., &right, .., &left)`).
-    pub more_peers: Vec<String>,
+    /// The peers of a point-to-point call (both of `send_receive_into(.., &right, .., &left)`),
+    /// or the root of a rooted collective, as written.
+    pub peers: Vec<String>,
     pub message: Option<String>,
     pub elem_type: Option<String>,
     pub loc: Loc,
@@ -71,6 +70,18 @@ pub struct Stmt {
     pub alt: Option<Loc>,
     /// `name += <integer literal>`: the statement steps a counter.
     pub increments: Option<String>,
+}
+
+impl Stmt {
+    /// Glue that writes array elements, each read from another array (`buf[k] = u[k * nx + 1]`,
+    /// never within one array: `t[i * n + j] = t[j * n + i]` transposes data).
+    pub fn moves_elements(&self) -> bool {
+        let mut writes = self.accesses.iter().filter(|a| a.write).peekable();
+        self.glue
+            && self.calls.is_empty()
+            && writes.peek().is_some()
+            && writes.all(|w| self.accesses.iter().all(|r| r.write || r.var != w.var))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,26 +177,15 @@ impl Node {
     pub fn is_glue(&self) -> bool {
         match self {
             Node::Stmt(s) => s.glue && s.calls.is_empty(),
-            // One loop level whose statements each move elements from one array into another
-            // (never within one array: `t[i * n + j] = t[j * n + i]` transposes data).
+            // One loop level whose statements each move elements from one array into another.
             Node::Loop(l) => {
                 l.kind != LoopKind::Iterator
                     && l.header.glue
                     && l.header.calls.is_empty()
                     && !l.body.is_empty()
-                    && l.body.iter().all(|n| match n {
-                        Node::Stmt(s) => {
-                            let moved = s.accesses.iter().any(|a| a.write);
-                            s.glue
-                                && s.calls.is_empty()
-                                && moved
-                                && s.accesses
-                                    .iter()
-                                    .filter(|a| a.write)
-                                    .all(|w| s.accesses.iter().all(|r| r.write || r.var != w.var))
-                        }
-                        _ => false,
-                    })
+                    && l.body
+                        .iter()
+                        .all(|n| matches!(n, Node::Stmt(s) if s.moves_elements()))
             }
             Node::Branch(_) => false,
         }

@@ -59,7 +59,7 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
         let (nodes, called) = body::build_function(program, i, comm_fns, &mut facts);
         let f = &program.functions[i];
         let comm_only = nodes.iter().all(Node::only_comm_and_glue) || body::is_comm_attr(f);
-        let body = Loc::of(f.file, syn::spanned::Spanned::span(&f.block));
+        let body = body_of(f);
         // The main loop must be the function's own, not one inlined from a callee, and must
         // compute: a loop that only communicates (a root collecting results once) is no solver.
         if let (false, Some(main)) = (comm_only, main_loop(&nodes, body, Some(&facts))) {
@@ -85,6 +85,11 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
         .filter(|&i| !wrappers.contains(&i) && !called_by_candidate(i))
         .map(|i| (i, "heuristic"))
         .collect()
+}
+
+/// Where a function's body is.
+fn body_of(f: &crate::load::Function) -> Loc {
+    Loc::of(f.file, syn::spanned::Spanned::span(&f.block))
 }
 
 fn within(loc: Loc, body: Loc) -> bool {
@@ -202,7 +207,7 @@ pub fn analyze(
         format!("{}::{}", program.crate_name, f.path)
     };
     let mut diags: Vec<Diagnostic> = facts.diags.0.clone();
-    let body = Loc::of(f.file, syn::spanned::Spanned::span(&f.block));
+    let body = body_of(f);
     let heuristic = (found_by == "heuristic").then_some(&facts);
     let (lowered, outline, main) = match main_loop(&nodes, body, heuristic) {
         Some(main) => {
