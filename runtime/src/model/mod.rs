@@ -53,6 +53,8 @@ pub enum ModelError {
     TooManyArrays(usize),
     #[error("measurements field `{field}` is {value}, expected a finite non-negative number")]
     BadValue { field: String, value: f64 },
+    #[error("structure event {event}: `frequency` is {value}, expected a share of the iterations in (0, 1]")]
+    BadFrequency { event: u32, value: f64 },
     #[error("distribution has {actual} entries, the model has {expected} nodes")]
     DistributionLength { expected: usize, actual: usize },
     #[error("group {group}: nested groups are deeper than {max} levels")]

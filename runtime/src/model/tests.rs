@@ -1023,4 +1023,66 @@ fn a_conditional_event_is_charged_at_its_frequency() {
         c1.model().node_cost(1, 10)
     };
     assert!(close(model.node_cost(1, 10) - 0.5, 0.1 * (always - 0.5)));
+    // A share of the iterations is in (0, 1].
+    for bad in [0.0, -0.5, 1.5, f64::NAN] {
+        if let Some(e) = c.sections[0].comm.as_mut() {
+            e.frequency = bad;
+        }
+        assert!(
+            matches!(c.try_model(), Err(ModelError::BadFrequency { event, .. }) if event == 100),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn a_conditional_gather_sends_one_runs_rows_per_run() {
+    // A gather to 0 whose senders send 1000 bytes per run over a 10 kB/s link (0.1 s of transfer
+    // on top of the latency). Measured in one iteration of four, its per-iteration bytes are a
+    // quarter of a run's; the model must still move a whole run's rows when it runs, so every
+    // node is charged a quarter of what the unconditional event costs it.
+    let case = |frequency: f64| {
+        let mut c = Case::new(&[10, 10, 10]);
+        c.cluster.network.bandwidth_bps = 1e4;
+        c.section(
+            true,
+            &[1.0, 0.5, 2.0],
+            Some((Pattern::Gather, &["0"])),
+            None,
+        );
+        for n in c.m.nodes.iter_mut().skip(1) {
+            n.events[0].bytes_sent = 1000.0;
+        }
+        if let Some(e) = c.sections[0].comm.as_mut() {
+            e.frequency = frequency;
+        }
+        for n in &mut c.m.nodes {
+            let e = &mut n.events[0];
+            for x in [
+                &mut e.messages_sent,
+                &mut e.messages_received,
+                &mut e.bytes_sent,
+                &mut e.bytes_received,
+                &mut e.send_overhead_s,
+                &mut e.recv_overhead_s,
+                &mut e.blocked_s,
+                &mut e.total_s,
+            ] {
+                *x *= frequency;
+            }
+        }
+        c.model().predict(&[10, 10, 10]).unwrap()
+    };
+    let always = case(1.0);
+    let quarter = case(0.25);
+    // The root waits for the last sender: 2.0 + 0.01 + 0.1 + 0.1 (1000 B at 10 kB/s).
+    assert!(always.nodes[0].total_s > 2.2, "{always:?}");
+    for (i, compute) in [1.0, 0.5, 2.0].into_iter().enumerate() {
+        let expected = compute + 0.25 * (always.nodes[i].total_s - compute);
+        assert!(
+            close(quarter.nodes[i].total_s, expected),
+            "node {i}: {} vs {expected}",
+            quarter.nodes[i].total_s
+        );
+    }
 }

@@ -105,8 +105,13 @@ impl<'a> Builder<'a> {
     pub(super) fn comm(&self, event: &CommEvent) -> Result<CommCost, ModelError> {
         let p = self.p;
         // Measurements are per iteration; a conditional event's totals are per run of it.
-        check(&format!("events[{}].frequency", event.id), event.frequency)?;
-        let frequency = event.frequency.clamp(f64::MIN_POSITIVE, 1.0);
+        let frequency = event.frequency;
+        if !(frequency > 0.0 && frequency <= 1.0) {
+            return Err(ModelError::BadFrequency {
+                event: event.id,
+                value: frequency,
+            });
+        }
         let ev = self.event_measurements(event.id);
         let micro = &self.m.micro;
         let mut o_send: Vec<f64> = Vec::with_capacity(p);
