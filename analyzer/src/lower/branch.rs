@@ -103,12 +103,14 @@ impl Lowered {
     }
 
     /// A branch on the rank whose arms each compute, communicate, then compute (`parts`).
-    fn rank_branch(&mut self, b: Branch, parts: Parts, ctx: Context, facts: &Facts) {
+    fn rank_branch(&mut self, mut b: Branch, parts: Parts, ctx: Context, facts: &Facts) {
         let Parts {
             before,
             comm,
             after,
         } = parts;
+        // The parts replace the arms: each part is a branch on the same condition.
+        b.arms.clear();
         let branch = |arms: Vec<Vec<Node>>| Branch { arms, ..b.clone() };
         if before.iter().any(|a| !a.is_empty()) {
             self.item(Item::Node(Node::Branch(branch(before))), ctx, facts);
