@@ -94,12 +94,7 @@ pub fn build_function(
 /// Whether a function carries `#[mheta::comm]` (or `#[comm]`).
 pub fn is_comm_attr(f: &Function) -> bool {
     f.attrs.iter().any(|a| {
-        let segs: Vec<String> = a
-            .path()
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect();
+        let segs = crate::scan::path_idents(a.path());
         segs == ["mheta", "comm"] || segs == ["comm"]
     })
 }

@@ -156,12 +156,7 @@ pub fn wraps(c: &syn::ExprCall) -> bool {
     let syn::Expr::Path(p) = &*c.func else {
         return false;
     };
-    let segs: Vec<String> = p
-        .path
-        .segments
-        .iter()
-        .map(|s| s.ident.to_string())
-        .collect();
+    let segs: Vec<String> = crate::scan::path_idents(&p.path);
     let last = segs.last().map(String::as_str).unwrap_or("");
     let parent = if segs.len() >= 2 {
         segs[segs.len() - 2].as_str()

@@ -134,6 +134,12 @@ pub fn base_var(e: &syn::Expr) -> Option<String> {
     }
 }
 
+/// The identifiers of a path's segments (`mpi::point_to_point::send` → `[mpi, point_to_point,
+/// send]`).
+pub fn path_idents(path: &syn::Path) -> Vec<String> {
+    path.segments.iter().map(|s| s.ident.to_string()).collect()
+}
+
 /// Whether `e` reads any of `names` (as a plain path).
 pub fn mentions_any(e: &syn::Expr, names: &[String]) -> bool {
     struct Finder<'n>(&'n [String], bool);

@@ -29,12 +29,7 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
     let mut out = Vec::new();
     for (i, f) in program.functions.iter().enumerate() {
         let attr = f.attrs.iter().any(|a| {
-            let segs: Vec<String> = a
-                .path()
-                .segments
-                .iter()
-                .map(|s| s.ident.to_string())
-                .collect();
+            let segs = crate::scan::path_idents(a.path());
             segs == ["mheta", "solver"] || (segs == ["solver"] && f.solver_imported)
         });
         if attr {

@@ -227,12 +227,7 @@ impl Builder<'_, '_> {
 /// `Some(false)` for `#[mheta::replicated]` (also without the `mheta::` prefix).
 pub(super) fn class_attr(attrs: &[syn::Attribute]) -> Option<bool> {
     attrs.iter().rev().find_map(|a| {
-        let segs: Vec<String> = a
-            .path()
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect();
+        let segs = crate::scan::path_idents(a.path());
         let name = match segs.as_slice() {
             [m, n] if m == "mheta" => n.as_str(),
             [n] => n.as_str(),
@@ -339,12 +334,7 @@ pub(super) fn mentions(e: &syn::Expr) -> Mentions {
         }
         fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
             if let syn::Expr::Path(p) = &*c.func {
-                let segs: Vec<String> = p
-                    .path
-                    .segments
-                    .iter()
-                    .map(|s| s.ident.to_string())
-                    .collect();
+                let segs: Vec<String> = crate::scan::path_idents(&p.path);
                 if segs.iter().any(|s| s == "Vec" || s == "DistArray")
                     && segs
                         .last()

@@ -982,6 +982,26 @@ fn a_distribution_adds_an_in_core_sample_only_where_the_model_would_not_pool_it(
     assert!(adds_in_core_sample(&[], &[1, 0]));
 }
 
+/// Every node's first event as measured when it runs in `share` of the iterations: its
+/// per-iteration figures are that share of one run's.
+fn measured_in_a_share(c: &mut Case, share: f64) {
+    for n in &mut c.m.nodes {
+        let e = &mut n.events[0];
+        for x in [
+            &mut e.messages_sent,
+            &mut e.messages_received,
+            &mut e.bytes_sent,
+            &mut e.bytes_received,
+            &mut e.send_overhead_s,
+            &mut e.recv_overhead_s,
+            &mut e.blocked_s,
+            &mut e.total_s,
+        ] {
+            *x *= share;
+        }
+    }
+}
+
 #[test]
 fn a_conditional_event_is_charged_at_its_frequency() {
     // The root-slower reduction of `eq_5_7_to_5_9_two_node_reduction_both_cases`, run in one
@@ -995,21 +1015,7 @@ fn a_conditional_event_is_charged_at_its_frequency() {
         e.frequency = 0.1;
         e.condition = Some("step % 10 == 0".into());
     }
-    for n in &mut c.m.nodes {
-        let e = &mut n.events[0];
-        for x in [
-            &mut e.messages_sent,
-            &mut e.messages_received,
-            &mut e.bytes_sent,
-            &mut e.bytes_received,
-            &mut e.send_overhead_s,
-            &mut e.recv_overhead_s,
-            &mut e.blocked_s,
-            &mut e.total_s,
-        ] {
-            *x *= 0.1;
-        }
-    }
+    measured_in_a_share(&mut c, 0.1);
     let p = c.model().predict(&[10, 10]).unwrap();
     assert!(close(p.nodes[0].total_s, 1.003), "{p:?}");
     assert!(close(p.nodes[1].total_s, 0.565), "{p:?}");
@@ -1056,21 +1062,7 @@ fn a_conditional_gather_sends_one_runs_rows_per_run() {
         if let Some(e) = c.sections[0].comm.as_mut() {
             e.frequency = frequency;
         }
-        for n in &mut c.m.nodes {
-            let e = &mut n.events[0];
-            for x in [
-                &mut e.messages_sent,
-                &mut e.messages_received,
-                &mut e.bytes_sent,
-                &mut e.bytes_received,
-                &mut e.send_overhead_s,
-                &mut e.recv_overhead_s,
-                &mut e.blocked_s,
-                &mut e.total_s,
-            ] {
-                *x *= frequency;
-            }
-        }
+        measured_in_a_share(&mut c, frequency);
         c.model().predict(&[10, 10, 10]).unwrap()
     };
     let always = case(1.0);
