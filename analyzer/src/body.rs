@@ -158,6 +158,7 @@ impl<'p, 'f> Builder<'p, 'f> {
         for stmt in &b.stmts {
             self.stmt(stmt, &mut out);
         }
+        stage_messages(&mut out);
         out
     }
 
@@ -238,6 +239,7 @@ impl<'p, 'f> Builder<'p, 'f> {
                         if let [name] = names.as_slice() {
                             s.defs.push((name.clone(), e.clone()));
                         }
+                        s.copies_elements = s.calls.is_empty() && element_reads(e);
                     }
                 }
             }
@@ -296,7 +298,18 @@ impl<'p, 'f> Builder<'p, 'f> {
                 let body = self.block(&w.body);
                 let vars = match &*w.cond {
                     Expr::Let(l) => pattern_idents(&l.pat),
-                    _ => vec![],
+                    // A counted `while i <= n { ..; i += 1 }`: the counter indexes like a
+                    // `for` variable.
+                    _ => header
+                        .reads
+                        .iter()
+                        .filter(|v| {
+                            body.iter().any(
+                                |n| matches!(n, Node::Stmt(s) if s.increments.as_ref() == Some(v)),
+                            )
+                        })
+                        .cloned()
+                        .collect(),
                 };
                 out.push(Node::Loop(Loop {
                     loc: self.loc(e.span()),
@@ -376,7 +389,12 @@ impl<'p, 'f> Builder<'p, 'f> {
     }
 
     fn if_expr(&mut self, whole: &syn::Expr, i: &syn::ExprIf, bound: &[String], loc: Loc) -> Node {
-        let mut arms = vec![self.block(&i.then_branch)];
+        let mut then = self.block(&i.then_branch);
+        // `if let Some(p) = up { .. process_at_rank(p) .. }`: the peer is what `up` holds.
+        if let Some((inner, outer)) = unwrapped_binding(&i.cond) {
+            then.iter_mut().for_each(|n| n.rename_peer(&inner, &outer));
+        }
+        let mut arms = vec![then];
         if let Some((_, els)) = &i.else_branch {
             let mut arm = Vec::new();
             self.expr(els, &[], self.loc(els.span()), &mut arm);
@@ -452,6 +470,65 @@ impl<'p, 'f> Builder<'p, 'f> {
 }
 
 /// Strips `?`, `.unwrap()`, `.expect(..)`, `.await`, parentheses and references.
+/// Marks as glue each `let` of plain element reads whose names are all used by the
+/// communication that follows it, past glue only: `let mut edge = u[1];` then
+/// `send_receive_replace_into(&mut edge, ..)` stages one element as the message (its unpacking,
+/// `u[0] = edge`, is glue already).
+fn stage_messages(nodes: &mut [Node]) {
+    for i in 0..nodes.len() {
+        let Node::Stmt(s) = &nodes[i] else { continue };
+        if s.glue || !s.copies_elements || s.declares.is_empty() {
+            continue;
+        }
+        let next = nodes[i + 1..]
+            .iter()
+            .find(|n| !n.is_glue() && !matches!(n, Node::Stmt(t) if t.copies_elements));
+        let staged = next.is_some_and(|n| {
+            let uses = n.comm_uses();
+            s.declares.iter().all(|d| uses.contains(&d.as_str()))
+        });
+        if staged {
+            if let Node::Stmt(s) = &mut nodes[i] {
+                s.glue = true;
+            }
+        }
+    }
+}
+
+/// `let Some(p) = up` (or `Ok`): `(p, up)`, when both are plain names.
+fn unwrapped_binding(cond: &syn::Expr) -> Option<(String, String)> {
+    let syn::Expr::Let(l) = cond else { return None };
+    let syn::Pat::TupleStruct(ts) = &*l.pat else {
+        return None;
+    };
+    let wrapper = ts.path.get_ident()?;
+    if wrapper != "Some" && wrapper != "Ok" {
+        return None;
+    }
+    let [syn::Pat::Ident(inner)] = ts.elems.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    let syn::Expr::Path(outer) = peel(&l.expr) else {
+        return None;
+    };
+    Some((inner.ident.to_string(), outer.path.get_ident()?.to_string()))
+}
+
+/// Plain element reads, alone or in a tuple: `u[1]`, `(u[1], u[n])`, `v[i][j]`.
+fn element_reads(e: &syn::Expr) -> bool {
+    match peel(e) {
+        syn::Expr::Index(i) => {
+            matches!(
+                peel(&i.expr),
+                syn::Expr::Path(_) | syn::Expr::Index(_) | syn::Expr::Field(_)
+            ) && !matches!(peel(&i.index), syn::Expr::Range(_))
+                && crate::glue::is_glue(&i.index)
+        }
+        syn::Expr::Tuple(t) => !t.elems.is_empty() && t.elems.iter().all(element_reads),
+        _ => false,
+    }
+}
+
 fn peel(e: &syn::Expr) -> &syn::Expr {
     match e {
         syn::Expr::Try(t) => peel(&t.expr),

@@ -576,6 +576,99 @@ mod tests {
         );
     }
 
+    /// The only solver of a `main` with rsmpi whose body is `body`.
+    fn solver_of(body: &str) -> mheta_runtime::format::Solver {
+        let src = format!(
+            "use mpi::traits::*;\nuse mpi::point_to_point::send_receive_replace_into;\nfn main() {{\n \
+             let universe = mpi::initialize().unwrap();\n let world = universe.world();\n \
+             let rank = world.rank();\n let size = world.size();\n let n = 8;\n let mut a = vec![0.0f64; n + 2];\n \
+             let mut b = vec![0.0f64; n + 2];\n {body}\n}}\n"
+        );
+        let analysis = crate::analyze_source("t.rs", &src, &crate::Options::default());
+        assert!(!analysis.has_errors(), "{}", analysis.render_diagnostics());
+        analysis.structure.solvers[0].clone()
+    }
+
+    #[test]
+    fn an_element_staged_as_the_message_is_glue_and_guarded_exchanges_form_one_event() {
+        let s = solver_of(
+            "for _ in 0..9 {\n \
+             if rank > 0 { let left = world.process_at_rank(rank - 1); let mut edge = a[1]; \
+             send_receive_replace_into(&mut edge, &left, &left); a[0] = edge; }\n \
+             if rank < size - 1 { let right = world.process_at_rank(rank + 1); let mut edge = a[n]; \
+             send_receive_replace_into(&mut edge, &right, &right); a[n + 1] = edge; }\n \
+             for i in 1..=n { b[i] = 0.5 * (a[i - 1] + a[i + 1]); }\n std::mem::swap(&mut a, &mut b);\n}",
+        );
+        let e = s.sections[0]
+            .comm
+            .as_ref()
+            .expect("the exchange is an event");
+        assert_eq!(e.pattern, Pattern::NearestNeighbor);
+        assert_eq!(e.participants, ["rank - 1", "rank + 1"]);
+        assert!(
+            s.sections[0].items.is_empty(),
+            "no stage before the exchange: {:?}",
+            s.sections[0].items
+        );
+    }
+
+    #[test]
+    fn an_element_read_that_no_communication_sends_is_computation() {
+        let s = solver_of(
+            "for _ in 0..9 {\n let mut edge = a[1];\n world.barrier();\n \
+             for i in 1..=n { b[i] = edge * a[i]; edge += 1.0; }\n std::mem::swap(&mut a, &mut b);\n}",
+        );
+        assert_eq!(
+            s.sections[0].items.len(),
+            1,
+            "`let mut edge = a[1]` is a stage"
+        );
+    }
+
+    #[test]
+    fn a_peer_unwrapped_by_if_let_is_what_the_option_holds() {
+        let s = solver_of(
+            "let up = if rank > 0 { Some(rank - 1) } else { None };\n \
+             let down = if rank < size - 1 { Some(rank + 1) } else { None };\n \
+             for _ in 0..9 {\n \
+             if let Some(p) = up { let peer = world.process_at_rank(p); let mut x = a[1]; send_receive_replace_into(&mut x, &peer, &peer); a[0] = x; }\n \
+             if let Some(p) = down { let peer = world.process_at_rank(p); let mut x = a[n]; send_receive_replace_into(&mut x, &peer, &peer); a[n + 1] = x; }\n \
+             for i in 1..=n { b[i] = 0.5 * (a[i - 1] + a[i + 1]); }\n std::mem::swap(&mut a, &mut b);\n}",
+        );
+        let e = s.sections[0]
+            .comm
+            .as_ref()
+            .expect("the exchange is an event");
+        assert_eq!(
+            (e.pattern, e.participants.as_slice()),
+            (
+                Pattern::NearestNeighbor,
+                &["rank - 1".to_string(), "rank + 1".to_string()][..]
+            )
+        );
+    }
+
+    #[test]
+    fn a_counted_while_loop_indexes_like_a_for_loop() {
+        let s = solver_of(
+            "for _ in 0..9 {\n world.barrier();\n let mut i = 1;\n \
+             while i <= n { b[i] = 0.5 * (a[i - 1] + a[i + 1]); i += 1; }\n std::mem::swap(&mut a, &mut b);\n}",
+        );
+        let stages: Vec<_> = s
+            .sections
+            .iter()
+            .flat_map(|sec| &sec.items)
+            .filter_map(|item| match item {
+                SectionItem::Stage(st) if st.kind == mheta_runtime::format::StageKind::Loop => {
+                    Some(st)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(stages.len(), 1);
+        assert_eq!(stages[0].access, mheta_runtime::format::Access::Stencil);
+    }
+
     #[test]
     fn a_channel_send_never_forms_an_event() {
         let e = events(

@@ -70,6 +70,9 @@ pub struct Stmt {
     pub alt: Option<Loc>,
     /// `name += <integer literal>`: the statement steps a counter.
     pub increments: Option<String>,
+    /// A `let` whose value is plain element reads (`let edge = u[1]`, `let (a, b) = (u[1],
+    /// u[n])`): glue when what it binds is the message of the communication that follows.
+    pub copies_elements: bool,
 }
 
 impl Stmt {
@@ -145,6 +148,62 @@ pub enum Node {
 }
 
 impl Node {
+    /// The names the communication statements inside use (buffers, peers, tags; `&mut edge`
+    /// counts as a use).
+    pub fn comm_uses(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        self.collect_comm_uses(&mut out);
+        out
+    }
+
+    fn collect_comm_uses<'a>(&'a self, out: &mut Vec<&'a str>) {
+        let stmt = |s: &'a Stmt, out: &mut Vec<&'a str>| {
+            if !s.calls.is_empty() {
+                out.extend(s.reads.iter().chain(&s.writes).map(String::as_str));
+            }
+        };
+        match self {
+            Node::Stmt(s) => stmt(s, out),
+            Node::Loop(l) => {
+                stmt(&l.header, out);
+                l.body.iter().for_each(|n| n.collect_comm_uses(out));
+            }
+            Node::Branch(b) => {
+                stmt(&b.cond, out);
+                b.arms
+                    .iter()
+                    .flatten()
+                    .for_each(|n| n.collect_comm_uses(out));
+            }
+        }
+    }
+
+    /// Renames a peer of the calls inside (`p` → `up` under `if let Some(p) = up`), through
+    /// `*`/`&`.
+    pub fn rename_peer(&mut self, from: &str, to: &str) {
+        let rename = |s: &mut Stmt| {
+            for peer in s.calls.iter_mut().flat_map(|c| c.peers.iter_mut()) {
+                if peer.trim().trim_start_matches(['&', '*']).trim() == from {
+                    *peer = to.to_string();
+                }
+            }
+        };
+        match self {
+            Node::Stmt(s) => rename(s),
+            Node::Loop(l) => {
+                rename(&mut l.header);
+                l.body.iter_mut().for_each(|n| n.rename_peer(from, to));
+            }
+            Node::Branch(b) => {
+                rename(&mut b.cond);
+                b.arms
+                    .iter_mut()
+                    .flatten()
+                    .for_each(|n| n.rename_peer(from, to));
+            }
+        }
+    }
+
     /// Whether any communication call is inside.
     pub fn has_comm(&self) -> bool {
         match self {
