@@ -112,7 +112,9 @@ impl Builder<'_, '_> {
                 elem_type,
                 loc,
             });
-        } else if partition_marker && !m.methods.iter().any(|x| x == "rank") {
+        } else if (partition_marker && !m.methods.iter().any(|x| x == "rank"))
+            || self.partition_bounds(e)
+        {
             self.facts.dist_sizes.insert(name.to_string());
         }
         if let syn::Expr::Closure(c) = e {
@@ -150,6 +152,54 @@ impl Builder<'_, '_> {
                 .any(|d| self.facts.size_vars.contains(d) || d == "size")
     }
 
+    /// `local_range(n, rank, size)`: a user function of the rank and the size gives this
+    /// node's bounds or counts (the partition carried through a function).
+    fn partition_bounds(&self, e: &syn::Expr) -> bool {
+        let syn::Expr::Call(c) = peel(e) else {
+            return false;
+        };
+        let syn::Expr::Path(p) = &*c.func else {
+            return false;
+        };
+        let user_fn = p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| self.program.by_name.contains_key(&s.ident.to_string()));
+        let m = c
+            .args
+            .iter()
+            .map(mentions)
+            .fold(Mentions::default(), |mut acc, x| {
+                acc.idents.extend(x.idents);
+                acc.methods.extend(x.methods);
+                acc
+            });
+        let mentions_rank = m.methods.iter().any(|x| x == "rank")
+            || m.idents.iter().any(|i| self.facts.rank_vars.contains(i));
+        let mentions_size = m.methods.iter().any(|x| x == "size")
+            || m.idents.iter().any(|i| self.facts.size_vars.contains(i));
+        user_fn && mentions_rank && mentions_size
+    }
+
+    /// A length with the number of ranks as a factor (`per_rank * size`) covers every rank:
+    /// the whole array, replicated, even when `per_rank` is this node's share.
+    fn times_size(&self, len: &syn::Expr) -> bool {
+        let is_size = |e: &syn::Expr| match strip_casts(e) {
+            syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()).is_some_and(|i| {
+                self.facts.size_vars.contains(&i) && !self.facts.dist_sizes.contains(&i)
+            }),
+            syn::Expr::MethodCall(mc) => mc.method == "size",
+            _ => false,
+        };
+        match strip_casts(len) {
+            syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Mul(_)) => {
+                is_size(&b.left) || is_size(&b.right)
+            }
+            _ => false,
+        }
+    }
+
     /// Whether an array initialiser's length derives from the partition (DESIGN §3.7): the
     /// length of `vec![x; n]` / `Vec::with_capacity(n)`, a `ctx.array(..)`, a copy of a
     /// distributed array, or a collection over a partition-sized range. Array literals are fixed.
@@ -158,7 +208,9 @@ impl Builder<'_, '_> {
         match peel(e) {
             Expr::Macro(mac) if mac.mac.path.is_ident("vec") => {
                 match crate::scan::macro_args(&mac.mac).first() {
-                    Some(Expr::Repeat(r)) => self.partition_marker(&mentions(&r.len)),
+                    Some(Expr::Repeat(r)) => {
+                        !self.times_size(&r.len) && self.partition_marker(&mentions(&r.len))
+                    }
                     _ => false,
                 }
             }
@@ -220,6 +272,14 @@ impl Builder<'_, '_> {
             }
         }
         self.partition_marker(&mentions(index))
+    }
+}
+
+fn strip_casts(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Cast(c) => strip_casts(&c.expr),
+        syn::Expr::Paren(p) => strip_casts(&p.expr),
+        other => other,
     }
 }
 
@@ -361,4 +421,51 @@ pub(super) fn mentions(e: &syn::Expr) -> Mentions {
     let mut v = V(Mentions::default());
     v.visit_expr(e);
     v.0
+}
+
+#[cfg(test)]
+mod tests {
+    use mheta_runtime::format::VarClass;
+
+    /// The class of each variable of the only solver: a `main` with rsmpi, `items` before its
+    /// main loop, `body` inside it.
+    fn classes(items: &str, body: &str) -> Vec<(String, VarClass)> {
+        let src = format!(
+            "use mpi::traits::*;\nfn bounds(n: usize, rank: usize, size: usize) -> (usize, usize) {{\n \
+             let per = n.div_ceil(size);\n ((rank * per).min(n), ((rank + 1) * per).min(n))\n}}\n\
+             fn main() {{\n let universe = mpi::initialize().unwrap();\n let world = universe.world();\n \
+             let rank = world.rank();\n let size = world.size();\n let n = 64;\n {items}\n \
+             for _ in 0..9 {{ {body} }}\n}}\n"
+        );
+        let analysis = crate::analyze_source("t.rs", &src, &crate::Options::default());
+        assert!(!analysis.has_errors(), "{}", analysis.render_diagnostics());
+        analysis.structure.solvers[0]
+            .variables
+            .iter()
+            .map(|v| (v.name.clone(), v.class))
+            .collect()
+    }
+
+    #[test]
+    fn bounds_from_a_user_function_of_rank_and_size_size_the_local_block() {
+        let c = classes(
+            "let (lo, hi) = bounds(n, rank as usize, size as usize);\n \
+             let mut u = vec![0.0f64; hi - lo + 2];\n let mut v = vec![0.0f64; n];",
+            "for i in 1..=hi - lo { v[i] = u[i - 1] + u[i + 1]; } \
+             world.all_reduce_into(&u[1], &mut v[0], mpi::collective::SystemOperation::sum());",
+        );
+        assert!(c.contains(&("u".into(), VarClass::Distributed)), "{c:?}");
+        assert!(c.contains(&("v".into(), VarClass::Replicated)), "{c:?}");
+    }
+
+    #[test]
+    fn a_length_with_the_size_as_factor_is_the_whole_array() {
+        let c = classes(
+            "let per_rank = n / size as usize;\n let mut mine = vec![0.0f64; per_rank];\n \
+             let mut all = vec![0.0f64; per_rank * size as usize];",
+            "for i in 0..per_rank { mine[i] += 1.0; } world.all_gather_into(&mine[..], &mut all[..]);",
+        );
+        assert!(c.contains(&("mine".into(), VarClass::Distributed)), "{c:?}");
+        assert!(c.contains(&("all".into(), VarClass::Replicated)), "{c:?}");
+    }
 }
