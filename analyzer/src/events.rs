@@ -84,7 +84,8 @@ fn classify(node: Node) -> Item {
 
 fn draft(node: &Node, computes: Option<Stmt>) -> EventDraft {
     let calls: Vec<CallSite> = node.calls().into_iter().cloned().collect();
-    let rule = if node.has_loop() {
+    // Rule 1 is a loop that communicates; a packing loop around the calls does not make one.
+    let rule = if node.has_comm_loop() {
         EventRule::Loop
     } else if has_function_call(node) {
         EventRule::Function
@@ -667,6 +668,23 @@ mod tests {
             .collect();
         assert_eq!(stages.len(), 1);
         assert_eq!(stages[0].access, mheta_runtime::format::Access::Stencil);
+    }
+
+    #[test]
+    fn a_packing_loop_under_envelope_guards_is_glue_and_makes_no_loop_rule() {
+        let body = "for _ in 0..9 { let mut buf = vec![0.0f64; 4]; \
+                    for k in 0..4 { if k % 2 == 0 { buf[k] = a[k * 10]; } } \
+                    if rank + 1 < size { world.process_at_rank(rank + 1).send(&buf[..]); } \
+                    for i in 0..100 { a[i] += 1.0; } }";
+        let s = solver_of(body);
+        let e = s.sections[0].comm.as_ref().expect("the send is an event");
+        assert_eq!(e.rule, EventRule::SingleCall);
+        assert!(s.sections[0].items.is_empty(), "{:?}", s.sections[0].items);
+        assert_eq!(
+            e.span.column as usize,
+            body.find("let mut buf").unwrap() + 2,
+            "the event begins with its buffer and packing loop"
+        );
     }
 
     #[test]

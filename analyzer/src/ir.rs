@@ -223,8 +223,9 @@ impl Node {
             // between arrays and message buffers (packing, unpacking); otherwise it computes.
             Node::Loop(l) => {
                 self.is_glue()
+                    // The header may communicate itself: `while let Some(..) = coll.wait_any()`.
                     || self.has_comm()
-                        && (l.header.glue || l.header.calls.is_empty() && l.header.io.is_empty())
+                        && (l.header.glue || !l.header.computes && l.header.io.is_empty())
                         && l.body.iter().all(Node::only_comm_and_glue)
             }
             Node::Branch(b) => b.cond.glue && b.arms.iter().flatten().all(Node::only_comm_and_glue),
@@ -236,15 +237,28 @@ impl Node {
     pub fn is_glue(&self) -> bool {
         match self {
             Node::Stmt(s) => s.glue && s.calls.is_empty(),
-            // One loop level whose statements each move elements from one array into another.
+            // One loop level that moves elements from one array into another, perhaps under
+            // envelope guards (`for &(k, _, data) in &done { if k < 2 { halo[k] = data[0] } }`).
             Node::Loop(l) => {
+                fn packs(n: &Node) -> bool {
+                    match n {
+                        Node::Stmt(s) => s.glue && s.calls.is_empty(),
+                        Node::Branch(b) => b.cond.glue && b.arms.iter().flatten().all(packs),
+                        Node::Loop(_) => false,
+                    }
+                }
+                fn moves(n: &Node) -> bool {
+                    match n {
+                        Node::Stmt(s) => s.moves_elements(),
+                        Node::Branch(b) => b.arms.iter().flatten().any(moves),
+                        Node::Loop(_) => false,
+                    }
+                }
                 l.kind != LoopKind::Iterator
                     && l.header.glue
                     && l.header.calls.is_empty()
-                    && !l.body.is_empty()
-                    && l.body
-                        .iter()
-                        .all(|n| matches!(n, Node::Stmt(s) if s.moves_elements()))
+                    && l.body.iter().all(packs)
+                    && l.body.iter().any(moves)
             }
             Node::Branch(_) => false,
         }
@@ -276,6 +290,15 @@ impl Node {
                 out.extend(&b.cond.calls);
                 b.arms.iter().flatten().for_each(|n| n.collect_calls(out));
             }
+        }
+    }
+
+    /// Whether a loop that communicates is inside (or this is one).
+    pub fn has_comm_loop(&self) -> bool {
+        match self {
+            Node::Stmt(_) => false,
+            Node::Loop(_) => self.has_comm(),
+            Node::Branch(b) => b.arms.iter().flatten().any(Node::has_comm_loop),
         }
     }
 
