@@ -183,6 +183,27 @@ fn attach_glue(items: Vec<Item>) -> Vec<Item> {
                 out.push(Item::Event(e));
                 i += 1;
             }
+            // Unpacking right after an event that no other event follows belongs to it
+            // (`u[0] = halo[0]`, `if rank > 0 { u[..nx].clone_from_slice(&top) }`); the
+            // rest of the glue stays with what follows.
+            (next, _)
+                if !matches!(next, Some(Item::Event(_)))
+                    && matches!(out.last(), Some(Item::Event(_))) =>
+            {
+                let run = &items[start..i];
+                let unpacking = run
+                    .iter()
+                    .take_while(|it| matches!(it, Item::Node(n) if n.unpacks()))
+                    .count();
+                let last = run[..unpacking].iter().rev().find_map(|it| match it {
+                    Item::Node(n) => n.loc(),
+                    Item::Event(_) => None,
+                });
+                if let (Some(Item::Event(e)), Some(last)) = (out.last_mut(), last) {
+                    e.loc = e.loc.to(last);
+                }
+                out.extend(run[unpacking..].iter().cloned());
+            }
             _ => out.extend(items[start..i].iter().cloned()),
         }
     }
@@ -684,6 +705,34 @@ mod tests {
             e.span.column as usize,
             body.find("let mut buf").unwrap() + 2,
             "the event begins with its buffer and packing loop"
+        );
+    }
+
+    #[test]
+    fn unpacking_right_after_an_event_belongs_to_it_and_other_glue_does_not() {
+        let body = "for _ in 0..9 { let mut ghost = [0.0f64; 2]; \
+                    mpi::point_to_point::send_receive_into(&a[1], &world.process_at_rank(rank - 1), &mut ghost[0], &world.process_at_rank(rank - 1)); \
+                    if rank > 0 { a[0] = ghost[0]; } a[n + 1] = ghost[1]; let mut local = 0.0; \
+                    for i in 1..=n { b[i] = a[i - 1] + a[i + 1]; local += b[i]; } std::mem::swap(&mut a, &mut b); }";
+        let s = solver_of(body);
+        let e = s.sections[0]
+            .comm
+            .as_ref()
+            .expect("the exchange is an event");
+        // Its end: just past `a[n + 1] = ghost[1];` (1-based, exclusive; the body sits one
+        // column in).
+        let unpack_end = body.find("ghost[1]; let").unwrap() + "ghost[1];".len() + 2;
+        assert_eq!(
+            (e.span.line, e.span.end_column as usize),
+            (e.span.end_line, unpack_end),
+            "the event ends after `a[n + 1] = ghost[1];`"
+        );
+        let SectionItem::Stage(first) = &s.sections[1].items[0] else {
+            panic!("a stage follows: {:?}", s.sections[1]);
+        };
+        assert_eq!(
+            first.span.column as usize,
+            body.find("let mut local").unwrap() + 2
         );
     }
 

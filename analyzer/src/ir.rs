@@ -260,7 +260,31 @@ impl Node {
                     && l.body.iter().all(packs)
                     && l.body.iter().any(moves)
             }
-            Node::Branch(_) => false,
+            // Guarded glue: `if rank > 0 { u[..nx].clone_from_slice(&top_in) }`.
+            Node::Branch(b) => {
+                b.cond.glue && b.cond.calls.is_empty() && b.arms.iter().flatten().all(Node::is_glue)
+            }
+        }
+    }
+
+    /// Glue that stores received values into the program's arrays: `u[0] = halo[0]`,
+    /// `u[..nx].clone_from_slice(&top_in)`, an unpacking loop, or such under envelope guards.
+    pub fn unpacks(&self) -> bool {
+        match self {
+            Node::Stmt(s) => {
+                s.glue
+                    && s.calls.is_empty()
+                    && s.declares.is_empty()
+                    && s.writes
+                        .iter()
+                        .any(|w| s.accesses.iter().any(|a| a.var == *w))
+            }
+            Node::Loop(_) => self.is_glue(),
+            Node::Branch(b) => {
+                self.is_glue()
+                    && !b.arms.iter().all(Vec::is_empty)
+                    && b.arms.iter().flatten().all(Node::unpacks)
+            }
         }
     }
 
