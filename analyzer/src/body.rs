@@ -514,9 +514,22 @@ fn unwrapped_binding(cond: &syn::Expr) -> Option<(String, String)> {
     Some((inner.ident.to_string(), outer.path.get_ident()?.to_string()))
 }
 
-/// Plain element reads, alone or in a tuple: `u[1]`, `(u[1], u[n])`, `v[i][j]`.
+/// Plain element reads, alone, in a tuple or chosen by an envelope guard: `u[1]`, `(u[1],
+/// u[n])`, `v[i][j]`, `if nb < rank { u[1] } else { u[n] }`.
 fn element_reads(e: &syn::Expr) -> bool {
+    let tail = |b: &syn::Block| match b.stmts.as_slice() {
+        [syn::Stmt::Expr(e, None)] => element_reads(e),
+        _ => false,
+    };
     match peel(e) {
+        syn::Expr::If(i) => {
+            crate::glue::is_glue(&i.cond)
+                && tail(&i.then_branch)
+                && i.else_branch.as_ref().is_some_and(|(_, e)| match &**e {
+                    syn::Expr::Block(b) => tail(&b.block),
+                    other => element_reads(other),
+                })
+        }
         syn::Expr::Index(i) => {
             matches!(
                 peel(&i.expr),

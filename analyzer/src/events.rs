@@ -274,8 +274,19 @@ pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
         .iter()
         .filter(|c| c.kind != CallKind::Complete)
         .flat_map(|c| c.peers.iter().map(move |p| (c.kind, p)));
-    for (kind, peer) in peers {
+    let peers = peers.flat_map(|(kind, peer)| {
         let (resolved, from_range) = resolve_peer(peer, &ranges, facts);
+        // A loop over a neighbour list (`for nb in &nbrs`, `nbrs` built from `[rank - 1,
+        // rank + 1]`): its elements.
+        match from_range
+            .then(|| neighbour_list(&resolved, facts))
+            .flatten()
+        {
+            Some(list) => list.into_iter().map(|p| (kind, p, false)).collect(),
+            None => vec![(kind, resolved, from_range)],
+        }
+    });
+    for (kind, resolved, from_range) in peers {
         let over_ranks = from_range
             && (facts
                 .size_vars
@@ -369,6 +380,40 @@ fn resolve_peer(peer: &str, ranges: &[(String, String)], facts: &Facts) -> (Stri
         return (fold_edge_cases(def, facts), false);
     }
     (fold_edge_cases(name, facts), false)
+}
+
+/// The rank-relative elements a neighbour list is built from: `[rank - 1, rank + 1]` or
+/// `vec![..]` at the root of the chain that defines `name` (`.into_iter().filter(..).collect()`).
+fn neighbour_list(name: &str, facts: &Facts) -> Option<Vec<String>> {
+    let def = facts.glue_defs.get(name)?;
+    let mut e = syn::parse_str::<syn::Expr>(def).ok()?;
+    while let syn::Expr::MethodCall(m) = e {
+        e = *m.receiver;
+    }
+    let elems: Vec<syn::Expr> = match e {
+        syn::Expr::Array(a) => a.elems.into_iter().collect(),
+        // `vec![a, b]` reads as the array `[a, b]`.
+        syn::Expr::Macro(m) if m.mac.path.is_ident("vec") => {
+            match crate::scan::macro_args(&m.mac).as_slice() {
+                [syn::Expr::Array(a)] => a.elems.iter().cloned().collect(),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    let relative = |e: &syn::Expr| {
+        let text = quote::quote!(#e).to_string();
+        idents(&text)
+            .iter()
+            .any(|w| w == "rank" || facts.rank_vars.contains(w))
+            && text.contains(['+', '-'])
+    };
+    (!elems.is_empty() && elems.iter().all(relative)).then(|| {
+        elems
+            .iter()
+            .map(|e| fold_edge_cases(&quote::quote!(#e).to_string(), facts))
+            .collect()
+    })
 }
 
 /// A peer whose edge ranks are special-cased (`if rank == 0 { size - 1 } else { rank - 1 }`,
@@ -733,6 +778,26 @@ mod tests {
         assert_eq!(
             first.span.column as usize,
             body.find("let mut local").unwrap() + 2
+        );
+    }
+
+    #[test]
+    fn loops_over_a_neighbour_list_are_one_event_with_its_elements_as_participants() {
+        let e = events(
+            "let nbrs: Vec<i32> = vec![rank - 1, rank + 1].into_iter().filter(|r| (0..size).contains(r)).collect();\n \
+             for _ in 0..9 {\n \
+             for &nb in &nbrs { let edge = if nb < rank { a[1] } else { a[98] }; world.process_at_rank(nb).send(&edge); }\n \
+             for nb in nbrs.iter() { world.process_at_rank(*nb).receive_into(&mut a[0]); }\n \
+             for i in 1..99 { a[i] += 1.0; }\n}",
+        );
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(
+            (e[0].rule, e[0].pattern, e[0].participants.as_slice()),
+            (
+                EventRule::Loop,
+                Pattern::NearestNeighbor,
+                &["rank - 1".to_string(), "rank + 1".to_string()][..]
+            )
         );
     }
 

@@ -122,10 +122,15 @@ impl Glue<'_> {
         let name = m.method.to_string();
         // Iterating is glue only over a range (ranks, tags), never over data.
         let iterates = matches!(name.as_str(), "iter" | "into_iter" | "iter_mut");
-        let over_range = matches!(
-            strip_parens(&m.receiver),
-            syn::Expr::Range(_) | syn::Expr::Array(_)
-        );
+        let over_range = match strip_parens(&m.receiver) {
+            syn::Expr::Range(_) | syn::Expr::Array(_) => true,
+            // A literal list: `vec![rank - 1, rank + 1]`.
+            syn::Expr::Macro(mac) => {
+                mac.mac.path.is_ident("vec")
+                    && !matches!(macro_args(&mac.mac).first(), Some(syn::Expr::Repeat(_)))
+            }
+            _ => false,
+        };
         GLUE_METHODS.contains(&name.as_str())
             && (!iterates || over_range)
             && self.expr(&m.receiver)
@@ -219,6 +224,9 @@ mod tests {
         assert!(glue("results[status.source_rank() as usize] = value"));
         assert!(glue("u[1..n].to_vec()"));
         assert!(glue("(0..size).filter(|&r| r != rank).collect::<Vec<_>>()"));
+        assert!(glue(
+            "vec![rank - 1, rank + 1].into_iter().filter(|r| (0..size).contains(r)).collect()"
+        ));
     }
 
     #[test]
