@@ -266,6 +266,19 @@ fn share(cond: &syn::Expr, counters: &[String]) -> Option<f64> {
             share(&u.expr, counters).map(|s| 1.0 - s)
         }
         Expr::Binary(b) => {
+            // `step % 10 == 0 || step == steps - 1`: a test for one iteration adds nothing to
+            // the steady state's share.
+            if let BinOp::Or(_) = b.op {
+                let part = |e: &Expr| {
+                    if one_iteration(e, counters) {
+                        Some(0.0)
+                    } else {
+                        share(e, counters)
+                    }
+                };
+                let (l, r) = (part(&b.left)?, part(&b.right)?);
+                return Some(l + r - l * r);
+            }
             if let BinOp::And(_) = b.op {
                 let l = if reads_counter(&b.left) {
                     share(&b.left, counters)?
@@ -313,6 +326,20 @@ fn share(cond: &syn::Expr, counters: &[String]) -> Option<f64> {
     }
 }
 
+/// `counter == bound` (either way round) with a bound that does not read the counter: true in
+/// one iteration.
+fn one_iteration(e: &syn::Expr, counters: &[String]) -> bool {
+    let syn::Expr::Binary(b) = strip(e) else {
+        return false;
+    };
+    let is_counter = |e: &syn::Expr| {
+        matches!(strip(e), syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| counters.iter().any(|c| i == c)))
+    };
+    let reads = |e: &syn::Expr| crate::scan::mentions_any(e, counters);
+    matches!(b.op, syn::BinOp::Eq(_))
+        && ((is_counter(&b.left) && !reads(&b.right)) || (is_counter(&b.right) && !reads(&b.left)))
+}
+
 /// `N` of `expr % N` with an integer literal `N` (at least 1).
 fn modulus(e: &syn::Expr) -> Option<f64> {
     match strip(e) {
@@ -351,6 +378,14 @@ mod tests {
     #[test]
     fn guards_on_the_counter_give_each_arms_share_of_the_iterations() {
         assert_eq!(shares("step % 10 == 0"), Some([0.1, 0.9]));
+        // Plus the last iteration, which the steady state does not see.
+        assert_eq!(
+            shares("step % 10 == 0 || step == steps - 1"),
+            Some([0.1, 0.9])
+        );
+        // Coprime moduli: multiples of 2 or of 3 are two thirds of the iterations.
+        let [or, rest] = shares("step % 2 == 0 || step % 3 == 0").unwrap();
+        assert!((or - 2.0 / 3.0).abs() < 1e-12 && (rest - 1.0 / 3.0).abs() < 1e-12);
         assert_eq!(shares("0 == (step % 4)"), Some([0.25, 0.75]));
         assert_eq!(shares("step % 4 != 0"), Some([0.75, 0.25]));
         assert_eq!(shares("!(step % 2 == 0)"), Some([0.5, 0.5]));
