@@ -480,13 +480,16 @@ fn stage_messages(nodes: &mut [Node]) {
         if s.glue || !s.copies_elements || s.declares.is_empty() {
             continue;
         }
-        let next = nodes[i + 1..]
-            .iter()
-            .find(|n| !n.is_glue() && !matches!(n, Node::Stmt(t) if t.copies_elements));
-        let staged = next.is_some_and(|n| {
-            let uses = n.comm_uses();
-            s.declares.iter().all(|d| uses.contains(&d.as_str()))
-        });
+        // The communication that follows, up to the first computation.
+        let mut uses = Vec::new();
+        for n in &nodes[i + 1..] {
+            if n.has_comm() && n.only_comm_and_glue() {
+                uses.extend(n.comm_uses());
+            } else if !n.is_glue() && !matches!(n, Node::Stmt(t) if t.copies_elements) {
+                break;
+            }
+        }
+        let staged = s.declares.iter().all(|d| uses.contains(&d.as_str()));
         if staged {
             if let Node::Stmt(s) = &mut nodes[i] {
                 s.glue = true;
@@ -514,8 +517,8 @@ fn unwrapped_binding(cond: &syn::Expr) -> Option<(String, String)> {
     Some((inner.ident.to_string(), outer.path.get_ident()?.to_string()))
 }
 
-/// Plain element reads, alone, in a tuple or chosen by an envelope guard: `u[1]`, `(u[1],
-/// u[n])`, `v[i][j]`, `if nb < rank { u[1] } else { u[n] }`.
+/// Plain element reads, alone, in a tuple or array, or chosen by an envelope guard: `u[1]`,
+/// `(u[1], u[n])`, `[u[n], u[n + 1]]`, `v[i][j]`, `if nb < rank { u[1] } else { u[n] }`.
 fn element_reads(e: &syn::Expr) -> bool {
     let tail = |b: &syn::Block| match b.stmts.as_slice() {
         [syn::Stmt::Expr(e, None)] => element_reads(e),
@@ -538,6 +541,7 @@ fn element_reads(e: &syn::Expr) -> bool {
                 && crate::glue::is_glue(&i.index)
         }
         syn::Expr::Tuple(t) => !t.elems.is_empty() && t.elems.iter().all(element_reads),
+        syn::Expr::Array(a) => !a.elems.is_empty() && a.elems.iter().all(element_reads),
         _ => false,
     }
 }

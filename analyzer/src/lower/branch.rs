@@ -332,9 +332,7 @@ fn one_iteration(e: &syn::Expr, counters: &[String]) -> bool {
     let syn::Expr::Binary(b) = strip(e) else {
         return false;
     };
-    let is_counter = |e: &syn::Expr| {
-        matches!(strip(e), syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| counters.iter().any(|c| i == c)))
-    };
+    let is_counter = |e: &syn::Expr| matches!(strip(e), syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| counters.iter().any(|c| i == c)));
     let reads = |e: &syn::Expr| crate::scan::mentions_any(e, counters);
     matches!(b.op, syn::BinOp::Eq(_))
         && ((is_counter(&b.left) && !reads(&b.right)) || (is_counter(&b.right) && !reads(&b.left)))
