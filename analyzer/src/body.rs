@@ -470,14 +470,15 @@ impl<'p, 'f> Builder<'p, 'f> {
 }
 
 /// Strips `?`, `.unwrap()`, `.expect(..)`, `.await`, parentheses and references.
-/// Marks as glue each `let` of plain element reads whose names are all used by the
-/// communication that follows it, past glue only: `let mut edge = u[1];` then
-/// `send_receive_replace_into(&mut edge, ..)` stages one element as the message (its unpacking,
-/// `u[0] = edge`, is glue already).
+/// Marks each `let` of glue or plain element reads whose names are all used by the
+/// communication that follows it, past glue only, as staging that communication's messages:
+/// `let mut edge = u[1];` then `send_receive_replace_into(&mut edge, ..)` stages one element as
+/// the message (and is glue), `let mut sum = 0.0;` binds a receive target (its unpacking, `u[0] =
+/// edge`, is glue already).
 fn stage_messages(nodes: &mut [Node]) {
     for i in 0..nodes.len() {
         let Node::Stmt(s) = &nodes[i] else { continue };
-        if s.glue || !s.copies_elements || s.declares.is_empty() {
+        if !(s.glue || s.copies_elements) || !s.calls.is_empty() || s.declares.is_empty() {
             continue;
         }
         // The communication that follows, up to the first computation.
@@ -493,6 +494,7 @@ fn stage_messages(nodes: &mut [Node]) {
         if staged {
             if let Node::Stmt(s) = &mut nodes[i] {
                 s.glue = true;
+                s.stages_message = true;
             }
         }
     }

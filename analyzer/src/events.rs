@@ -157,9 +157,22 @@ fn attach_glue(items: Vec<Item>) -> Vec<Item> {
         while i < items.len() && is_glue_item(&items[i]) {
             i += 1;
         }
-        // An open implicit stage (a statement just before the glue) keeps recording the glue;
-        // otherwise glue directly before an event belongs to that event.
+        // An open implicit stage (a statement just before the glue) keeps recording the glue,
+        // except the event's own messages and receive targets at its end; otherwise glue
+        // directly before an event belongs to that event.
         let stage_open = matches!(out.last(), Some(Item::Node(Node::Stmt(_))));
+        let staging = items[start..i]
+            .iter()
+            .rev()
+            .take_while(|it| matches!(it, Item::Node(Node::Stmt(s)) if s.stages_message))
+            .count();
+        let (stage_open, start) = match (stage_open, items.get(i)) {
+            (true, Some(Item::Event(_))) if staging > 0 => {
+                out.extend(items[start..i - staging].iter().cloned());
+                (false, i - staging)
+            }
+            _ => (stage_open, start),
+        };
         let first = items[start..i].iter().find_map(|it| {
             if let Item::Node(n) = it {
                 n.loc()

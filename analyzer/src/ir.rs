@@ -73,6 +73,9 @@ pub struct Stmt {
     /// A `let` whose value is plain element reads (`let edge = u[1]`, `let (a, b) = (u[1],
     /// u[n])`): glue when what it binds is the message of the communication that follows.
     pub copies_elements: bool,
+    /// A `let` binding a message or receive target of the communication that follows: it
+    /// belongs to that event even after computation.
+    pub stages_message: bool,
 }
 
 impl Stmt {
