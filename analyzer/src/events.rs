@@ -635,6 +635,14 @@ mod tests {
     }
 
     #[test]
+    fn a_receive_target_after_a_statement_belongs_to_the_event() {
+        let body = "for _ in 0..9 { a.sort_by(|x, y| x.total_cmp(y)); let mut s = 0.0; \
+                    world.all_reduce_into(&a[0], &mut s, mpi::collective::SystemOperation::sum()); }";
+        let e = events(body);
+        assert_eq!(e[0].span.column as usize, body.find("let mut s").unwrap() + 2);
+    }
+
+    #[test]
     fn send_receive_through_a_use_alias_names_both_process_arguments() {
         let src = "use mpi::point_to_point as p2p;\nuse mpi::traits::*;\nfn main() {\n let u = mpi::initialize().unwrap();\n \
                    let world = u.world();\n let rank = world.rank();\n let size = world.size();\n let mut a = vec![0.0f64; 10];\n \
