@@ -58,6 +58,12 @@ pub fn communicating_functions(program: &Program) -> Vec<bool> {
         let mut b = Builder::new(program, f, &none, &mut facts, vec![i], None);
         let nodes = b.block(&f.block);
         callees[i] = b.called.clone();
+        // Calls inside larger expressions (`dot(&w, &w).sqrt()`) are callees too.
+        callees[i].extend(
+            user_calls(&f.block)
+                .into_iter()
+                .filter_map(|c| b.resolve(c)),
+        );
         direct[i] = nodes.iter().any(Node::has_comm)
             || is_comm_attr(f)
             || program.config.is_comm_function(&f.path);
@@ -75,6 +81,25 @@ pub fn communicating_functions(program: &Program) -> Vec<bool> {
             return comm;
         }
     }
+}
+
+/// Every call and method call in a block, nested ones included.
+fn user_calls(block: &syn::Block) -> Vec<UserCall<'_>> {
+    use syn::visit::Visit;
+    struct Calls<'a>(Vec<UserCall<'a>>);
+    impl<'a> Visit<'a> for Calls<'a> {
+        fn visit_expr_call(&mut self, c: &'a syn::ExprCall) {
+            self.0.push(UserCall::Call(c));
+            syn::visit::visit_expr_call(self, c);
+        }
+        fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
+            self.0.push(UserCall::Method(m));
+            syn::visit::visit_expr_method_call(self, m);
+        }
+    }
+    let mut calls = Calls(Vec::new());
+    calls.visit_block(block);
+    calls.0
 }
 
 /// Builds the body of function `index` with full interprocedural expansion.
@@ -354,6 +379,8 @@ impl<'p, 'f> Builder<'p, 'f> {
                 } else if let Some(nodes) = self.closure_bodies(e) {
                     out.extend(nodes);
                 } else if let Some(nodes) = self.user_call(e, bound, loc) {
+                    out.extend(nodes);
+                } else if let Some(nodes) = self.nested_inline(e, bound, loc) {
                     out.extend(nodes);
                 } else {
                     self.note_request_push(e);

@@ -639,7 +639,10 @@ mod tests {
         let body = "for _ in 0..9 { a.sort_by(|x, y| x.total_cmp(y)); let mut s = 0.0; \
                     world.all_reduce_into(&a[0], &mut s, mpi::collective::SystemOperation::sum()); }";
         let e = events(body);
-        assert_eq!(e[0].span.column as usize, body.find("let mut s").unwrap() + 2);
+        assert_eq!(
+            e[0].span.column as usize,
+            body.find("let mut s").unwrap() + 2
+        );
     }
 
     #[test]
@@ -820,6 +823,39 @@ mod tests {
                 &["rank - 1".to_string(), "rank + 1".to_string()][..]
             )
         );
+    }
+
+    #[test]
+    fn a_mixed_callee_inside_an_expression_is_inlined_at_that_call() {
+        let src = "use mpi::traits::*;\nuse mpi::collective::SystemOperation;\n\
+                   fn dot(world: &mpi::topology::SimpleCommunicator, a: &[f64], b: &[f64]) -> f64 {\n \
+                   let local: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();\n let mut sum = 0.0;\n \
+                   world.all_reduce_into(&local, &mut sum, SystemOperation::sum());\n sum\n}\n\
+                   fn main() {\n let u = mpi::initialize().unwrap();\n let world = u.world();\n \
+                   let mut a = vec![1.0f64; 10];\n let mut norm = 0.0;\n \
+                   for _ in 0..9 {\n  for i in 1..9 { a[i] = 0.5 * (a[i - 1] + a[i + 1]); }\n  \
+                   norm = dot(&world, &a, &a).sqrt();\n  let scale = 2.0 / dot(&world, &a, &a);\n  \
+                   for i in 0..10 { a[i] *= scale; }\n }\n}\n";
+        let analysis = crate::analyze_source("t.rs", src, &crate::Options::default());
+        assert!(!analysis.has_errors(), "{}", analysis.render_diagnostics());
+        let solver = &analysis.structure.solvers[0];
+        let events: Vec<_> = solver
+            .sections
+            .iter()
+            .filter_map(|s| s.comm.as_ref())
+            .collect();
+        assert_eq!(events.len(), 2, "one reduction per call");
+        // From the receive target `let mut sum` (line 5) to the reduction (line 6).
+        assert!(events
+            .iter()
+            .all(|e| e.span.line == 5 && e.calls[0].api == "mpi::all_reduce_into"));
+        // Each call's local dot product is a loop stage of the section its reduction closes.
+        for s in &solver.sections[..2] {
+            assert!(s
+                .items
+                .iter()
+                .any(|item| matches!(item, SectionItem::Stage(st) if st.span.line == 4)));
+        }
     }
 
     #[test]

@@ -100,6 +100,62 @@ impl Builder<'_, '_> {
         }
     }
 
+    /// A call of a user function that mixes communication and computation inside a larger
+    /// expression (`let alpha = rtrans / ddot(&world, &p, &ap);`, `dot(&w, &w).sqrt()`): the
+    /// callee inlined, then the expression with the call's value in its place. `None` unless
+    /// exactly one such call is nested (not the expression itself, not inside a closure).
+    pub(super) fn nested_inline(
+        &mut self,
+        e: &syn::Expr,
+        bound: &[String],
+        loc: Loc,
+    ) -> Option<Vec<Node>> {
+        use syn::visit::Visit;
+        struct Calls<'e>(Vec<&'e syn::Expr>);
+        impl<'e> Visit<'e> for Calls<'e> {
+            fn visit_expr(&mut self, e: &'e syn::Expr) {
+                match e {
+                    syn::Expr::Closure(_) => {}
+                    syn::Expr::Call(_) | syn::Expr::MethodCall(_) => {
+                        self.0.push(e);
+                        syn::visit::visit_expr(self, e);
+                    }
+                    _ => syn::visit::visit_expr(self, e),
+                }
+            }
+        }
+        let mut calls = Calls(Vec::new());
+        syn::visit::visit_expr(&mut calls, e);
+        let mixed: Vec<&syn::Expr> = calls
+            .0
+            .into_iter()
+            .filter(|c| !std::ptr::eq(*c, peel(e)))
+            .filter(|c| {
+                let Some(index) = UserCall::of(c).and_then(|u| self.resolve(u)) else {
+                    return false;
+                };
+                let f = &self.program.functions[index];
+                self.comm_fns.get(index).copied().unwrap_or(false)
+                    && !self.stack.contains(&index)
+                    && !is_comm_attr(f)
+                    && !self.program.config.is_comm_function(&f.path)
+            })
+            .collect();
+        let [call] = mixed.as_slice() else {
+            return None;
+        };
+        let mut nodes = self.user_call(call, &[], loc)?;
+        // A communication-only callee is one event per call: the statement keeps it.
+        if matches!(nodes.as_slice(), [Node::Stmt(s)] if s.function.is_some()) {
+            return None;
+        }
+        let rest = replace_expr(e, call, &syn::parse_quote!(__mheta_call_value));
+        let mut s = self.scan(Some(&rest), bound, loc);
+        s.reads.retain(|r| r != "__mheta_call_value");
+        nodes.push(Node::Stmt(s));
+        Some(nodes)
+    }
+
     /// Communication calls of a user function called inside a larger expression.
     pub(super) fn nested_user_comm(&self, call: UserCall<'_>) -> Option<Vec<CallSite>> {
         let index = self.resolve(call)?;
@@ -251,5 +307,44 @@ fn collect_calls(
         }
         c.api = path.to_string();
     }
+    out
+}
+
+/// `e` with the subexpression `target` (found by its source position) replaced.
+fn replace_expr(e: &syn::Expr, target: &syn::Expr, with: &syn::Expr) -> syn::Expr {
+    use syn::spanned::Spanned;
+    use syn::visit_mut::VisitMut;
+    let place = |x: &syn::Expr| {
+        let s = x.span();
+        let (a, b) = (s.start(), s.end());
+        (a.line, a.column, b.line, b.column)
+    };
+    struct Replace<'w> {
+        at: (usize, usize, usize, usize),
+        place: &'w dyn Fn(&syn::Expr) -> (usize, usize, usize, usize),
+        with: &'w syn::Expr,
+        done: bool,
+    }
+    impl VisitMut for Replace<'_> {
+        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+            if self.done {
+                return;
+            }
+            if (self.place)(e) == self.at {
+                *e = self.with.clone();
+                self.done = true;
+                return;
+            }
+            syn::visit_mut::visit_expr_mut(self, e);
+        }
+    }
+    let mut out = e.clone();
+    Replace {
+        at: place(target),
+        place: &place,
+        with,
+        done: false,
+    }
+    .visit_expr_mut(&mut out);
     out
 }
