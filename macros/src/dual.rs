@@ -66,7 +66,7 @@ pub fn plain_body(original: &Block, plan: &Plan) -> Block {
             .filter(|l| l.kind == LoopKind::Iteration)
             .cloned()
             .collect(),
-        elsewhere: Vec::new(),
+        ..Plan::default()
     };
     let mut block = original.clone();
     place::place(&mut block, &iterations);

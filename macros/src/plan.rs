@@ -97,8 +97,11 @@ pub struct LoopHook {
 pub struct Plan {
     pub regions: Vec<Region>,
     pub loops: Vec<LoopHook>,
-    /// Regions in other files than the solver (inlined callees): not guarded by this macro.
+    /// Regions outside the solver's main loop (in inlined callees, in this file or another):
+    /// not guarded by this macro.
     pub elsewhere: Vec<String>,
+    /// The main loop's extent: regions inside it are this function's.
+    pub own: Option<Extent>,
 }
 
 /// The plan for one solver. A solver without a main loop (an analysis error) has an empty plan.
@@ -108,6 +111,7 @@ pub fn plan(solver: &Solver) -> Plan {
     if solver.main_loop.kind == "none" {
         return plan;
     }
+    plan.own = Some(from_span(&solver.main_loop.span));
     plan.loops.push(LoopHook {
         kind: LoopKind::Iteration,
         start: from_span(&solver.main_loop.span).start,
@@ -132,7 +136,7 @@ pub fn plan(solver: &Solver) -> Plan {
         for item in &section.items {
             match item {
                 SectionItem::Stage(stage) => {
-                    if stage.span.file == file {
+                    if plan.is_own(file, &stage.span) {
                         cover(from_span(&stage.span));
                     }
                     push_stage(&mut plan, file, section.id, None, stage);
@@ -156,7 +160,7 @@ pub fn plan(solver: &Solver) -> Plan {
             }
         }
         if let Some(event) = &section.comm {
-            if event.span.file == file {
+            if plan.is_own(file, &event.span) {
                 cover(from_span(&event.span));
             }
             plan.push(file, RegionKind::Event(event.id), &event.span);
@@ -199,9 +203,18 @@ fn push_stage(plan: &mut Plan, file: &str, section: u32, tile: Option<u32>, stag
 }
 
 impl Plan {
-    /// Adds a region if it lies in the solver's file.
+    /// Whether a span lies in the solver's own main loop (not in an inlined callee).
+    fn is_own(&self, file: &str, span: &Span) -> bool {
+        let e = from_span(span);
+        span.file == file
+            && self
+                .own
+                .map_or(true, |own| own.start <= e.start && e.end <= own.end)
+    }
+
+    /// Adds a region if it lies in the solver's main loop.
     fn push(&mut self, file: &str, kind: RegionKind, span: &Span) {
-        if span.file == file {
+        if self.is_own(file, span) {
             self.regions.push(Region {
                 kind,
                 extent: from_span(span),

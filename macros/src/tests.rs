@@ -1,5 +1,5 @@
 //! Placement against every analysis fixture: each solver the analyzer finds in
-//! `fixtures/analysis/*.rs` is parsed from the same text, planned and placed, and every region
+//! `fixtures/analysis/*.rs` and `fixtures/analysis/idioms/*.rs` is parsed from the same text, planned and placed, and every region
 //! and loop hook must find its statements (outside a proc macro, proc-macro2 gives the parsed
 //! tokens their positions in the text, as the compiler does inside one).
 
@@ -13,14 +13,19 @@ use crate::place;
 use crate::plan;
 
 fn fixtures() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/analysis");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-                .collect()
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/analysis");
+    let mut files: Vec<PathBuf> = [root.clone(), root.join("idioms")]
+        .iter()
+        .flat_map(|dir| {
+            std::fs::read_dir(dir)
+                .map(|d| {
+                    d.filter_map(|e| e.ok().map(|e| e.path()))
+                        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
         })
-        .unwrap_or_default();
+        .collect();
     files.sort();
     files
 }
