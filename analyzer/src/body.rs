@@ -303,7 +303,17 @@ impl<'p, 'f> Builder<'p, 'f> {
                         );
                     }
                 }
-                let header = self.scan(Some(&f.expr), bound, self.loc(f.expr.span()));
+                let mut header = self.scan(Some(&f.expr), bound, self.loc(f.expr.span()));
+                // Iterating over a list of ranks built by glue (`for (k, &nb) in
+                // nbrs.iter().enumerate()`) is envelope work like iterating over a range.
+                if !header.glue && header.calls.is_empty() {
+                    let mut base = &*f.expr;
+                    while let Expr::MethodCall(m) = peel(base) {
+                        base = &m.receiver;
+                    }
+                    header.glue =
+                        base_var(base).is_some_and(|v| self.facts.glue_defs.contains_key(&v));
+                }
                 let body = self.block(&f.body);
                 out.push(Node::Loop(Loop {
                     loc: self.loc(e.span()),

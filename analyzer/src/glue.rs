@@ -131,10 +131,23 @@ impl Glue<'_> {
             }
             _ => false,
         };
+        // A copy's source is a whole row or slice (`u[..].copy_from_slice(&ghosts[k])`), never
+        // one element's arithmetic.
+        let copies = matches!(
+            name.as_str(),
+            "copy_from_slice" | "clone_from_slice" | "swap_with_slice" | "extend_from_slice"
+        );
+        let arg = |a: &syn::Expr| match a {
+            syn::Expr::Reference(r) if copies => match strip_parens(&r.expr) {
+                syn::Expr::Index(i) => self.expr(&i.expr) && self.expr(&i.index),
+                other => self.expr(other),
+            },
+            other => self.expr(other),
+        };
         GLUE_METHODS.contains(&name.as_str())
             && (!iterates || over_range)
             && self.expr(&m.receiver)
-            && m.args.iter().all(|a| self.expr(a))
+            && m.args.iter().all(arg)
     }
 
     pub fn call(&self, c: &syn::ExprCall) -> bool {
@@ -250,6 +263,10 @@ mod tests {
         assert!(
             with_data.expr(&syn::parse_str("offsets[k]").unwrap()),
             "an index table"
+        );
+        assert!(
+            with_data.expr(&syn::parse_str("u[..n].copy_from_slice(&v[k])").unwrap()),
+            "a row copied out of a buffer of rows"
         );
         assert!(!glue("a.iter().map(|x| 2.0 * x).collect::<Vec<_>>()"));
     }

@@ -252,7 +252,7 @@ impl Node {
                 }
                 fn moves(n: &Node) -> bool {
                     match n {
-                        Node::Stmt(s) => s.moves_elements(),
+                        Node::Stmt(s) => s.moves_elements() || n.unpacks(),
                         Node::Branch(b) => b.arms.iter().flatten().any(moves),
                         Node::Loop(_) => false,
                     }
