@@ -40,8 +40,10 @@ pub struct Facts {
     pub glue_defs: HashMap<String, String>,
     /// Local closures whose bodies are glue (`let lo = |k| k * n;`).
     pub glue_closures: BTreeSet<String>,
-    /// Names of the data arrays declared so far.
+    /// Names of the arrays declared so far.
     pub arrays: BTreeSet<String>,
+    /// The arrays among them that hold the program's data (not index tables: `Vec<usize>`).
+    pub data_arrays: BTreeSet<String>,
     /// Slice aliases bound so far (`let up = &cur[(i - 1) * cols..]`).
     pub aliases: crate::alias::Aliases,
     pub diags: Diagnostics,
@@ -210,7 +212,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             config: &self.program.config,
             user_comm: &user_comm,
             glue_closures: &self.facts.glue_closures,
-            data: &self.facts.arrays,
+            data: &self.facts.data_arrays,
             aliases: &self.facts.aliases,
         };
         scanner.scan(e, bound, loc)

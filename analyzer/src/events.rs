@@ -306,7 +306,7 @@ pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
                 .iter()
                 .any(|s| resolved.contains(s.as_str()))
                 || resolved.contains("size"));
-        let words = idents(&resolved);
+        let words = crate::scan::idents_of(&resolved);
         let literal =
             words.is_empty() && resolved.chars().all(|ch| ch.is_ascii_digit() || ch == '_');
         let rank_relative = !from_range
@@ -416,7 +416,7 @@ fn neighbour_list(name: &str, facts: &Facts) -> Option<Vec<String>> {
     };
     let relative = |e: &syn::Expr| {
         let text = quote::quote!(#e).to_string();
-        idents(&text)
+        crate::scan::idents_of(&text)
             .iter()
             .any(|w| w == "rank" || facts.rank_vars.contains(w))
             && text.contains(['+', '-'])
@@ -457,7 +457,7 @@ fn fold_edge_cases(peer: &str, facts: &Facts) -> String {
             }
             syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Add(_) | syn::BinOp::Sub(_)) => {
                 let text = quote::quote!(#e).to_string();
-                let words = idents(&text);
+                let words = crate::scan::idents_of(&text);
                 words
                     .iter()
                     .any(|w| w == "rank" || facts.rank_vars.contains(w))
@@ -502,13 +502,6 @@ fn collection_of(range: &str) -> String {
         r = r[1..r.len() - 1].to_string();
     }
     r
-}
-
-fn idents(s: &str) -> Vec<String> {
-    s.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty() && !w.starts_with(|c: char| c.is_ascii_digit()))
-        .map(str::to_string)
-        .collect()
 }
 
 #[cfg(test)]

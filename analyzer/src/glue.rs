@@ -144,9 +144,15 @@ impl Glue<'_> {
             },
             other => self.expr(other),
         };
+        // Only a slice has these methods, so an indexed receiver is a slice whatever its index
+        // (`u[recv].copy_from_slice(&ghost)` with `recv` a range).
+        let receiver = match strip_parens(&m.receiver) {
+            syn::Expr::Index(i) if copies => self.expr(&i.expr) && self.expr(&i.index),
+            other => self.expr(other),
+        };
         GLUE_METHODS.contains(&name.as_str())
             && (!iterates || over_range)
-            && self.expr(&m.receiver)
+            && receiver
             && m.args.iter().all(arg)
     }
 
@@ -267,6 +273,10 @@ mod tests {
         assert!(
             with_data.expr(&syn::parse_str("u[..n].copy_from_slice(&v[k])").unwrap()),
             "a row copied out of a buffer of rows"
+        );
+        assert!(
+            with_data.expr(&syn::parse_str("v[recv].copy_from_slice(&ghost)").unwrap()),
+            "a slice by a range variable"
         );
         assert!(!glue("a.iter().map(|x| 2.0 * x).collect::<Vec<_>>()"));
     }

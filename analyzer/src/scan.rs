@@ -134,6 +134,15 @@ pub fn base_var(e: &syn::Expr) -> Option<String> {
     }
 }
 
+/// The identifiers in a piece of source text (`recv_list[i] as i32` → `[recv_list, i, as,
+/// i32]`).
+pub fn idents_of(s: &str) -> Vec<String> {
+    s.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty() && !w.starts_with(|c: char| c.is_ascii_digit()))
+        .map(str::to_string)
+        .collect()
+}
+
 /// The identifiers of a path's segments (`mpi::point_to_point::send` → `[mpi, point_to_point,
 /// send]`).
 pub fn path_idents(path: &syn::Path) -> Vec<String> {

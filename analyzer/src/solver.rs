@@ -107,19 +107,46 @@ fn holds_foreign_solver_loop(n: &Node, body: Loc) -> bool {
     }
 }
 
+/// Whether a loop visits peers rather than iterating: every point-to-point call names its peer
+/// by the loop's variable (`for i in 0..num_neighbors { send to recv_list[i] }`), or receives
+/// from any rank (collecting messages until all have come), or the loop only polls requests
+/// (`while coll.incomplete() > 0 { coll.test_some(..) }`); no collective is inside.
+fn over_peers(l: &Loop) -> bool {
+    use crate::catalogue::CallKind;
+    let node = Node::Loop(l.clone());
+    let all = node.calls();
+    let calls: Vec<_> = all.iter().filter(|c| c.kind != CallKind::Complete).collect();
+    if all.is_empty() || all.iter().any(|c| matches!(c.kind, CallKind::Collective(_))) {
+        return false;
+    }
+    let by_loop_var = |p: &String| {
+        crate::scan::idents_of(p)
+            .iter()
+            .any(|w| l.vars.iter().any(|v| v == w))
+    };
+    let from_any = |c: &&&crate::ir::CallSite| c.kind == CallKind::Receive && c.peers == ["any"];
+    calls.is_empty()
+        || calls.iter().all(from_any)
+        || calls
+            .iter()
+            .all(|c| !c.peers.is_empty() && c.peers.iter().all(by_loop_var))
+}
+
 /// The main iterative loop among the function's own loops (inside `body`): the one marked
 /// `#[mheta::iterate]`, else the outermost loop that mixes communication with computation,
 /// else (not for the heuristic) the communication-only loop with most calls.
 pub fn main_loop<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) -> Option<&'n Loop> {
     // A loop over the ranks (`for src in 1..size { receive; unpack }`) visits peers once: in a
     // program without a marked solver it is set-up or collection, not an iteration.
+    // Likewise a loop that visits peers (see `over_peers`).
     let over_ranks = |l: &Loop| {
         heuristic.is_some_and(|f| {
-            l.kind == crate::ir::LoopKind::For
+            let by_size = l.kind == crate::ir::LoopKind::For
                 && l.header_text.contains("..")
                 && l.bound_reads
                     .iter()
-                    .any(|r| r == "size" || f.size_vars.contains(r))
+                    .any(|r| r == "size" || f.size_vars.contains(r));
+            by_size || over_peers(l)
         })
     };
     fn loops<'a>(

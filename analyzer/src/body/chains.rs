@@ -37,7 +37,7 @@ impl Builder<'_, '_> {
         // A chain over ranks (`[rank - 1, rank + 1].into_iter().filter(..).collect()`) is glue.
         let glue = crate::glue::Glue {
             closures: &self.facts.glue_closures,
-            data: &self.facts.arrays,
+            data: &self.facts.data_arrays,
         };
         if glue.expr(e) {
             return None;

@@ -102,6 +102,13 @@ impl Builder<'_, '_> {
             }
             .or(m.elem_type.clone())
             .or(copied_elem);
+            // Arrays of indices and counts (`Vec<usize>`) are index tables: reading one of their
+            // elements is envelope work, not a read of the program's data.
+            if matches!(elem_type.as_deref(), Some("usize" | "isize")) {
+                self.facts.data_arrays.remove(name);
+            } else {
+                self.facts.data_arrays.insert(name.to_string());
+            }
             // mheta.toml's lists override the attribute, which overrides inference.
             let inferred = marked.unwrap_or_else(|| self.array_is_distributed(e));
             let distributed = (inferred || forced_dist) && !forced_repl;
@@ -120,7 +127,7 @@ impl Builder<'_, '_> {
         if let syn::Expr::Closure(c) = e {
             let glue = crate::scan::Glue {
                 closures: &self.facts.glue_closures,
-                data: &self.facts.arrays,
+                data: &self.facts.data_arrays,
             };
             if glue.expr(&c.body) {
                 self.facts.glue_closures.insert(name.to_string());
