@@ -115,8 +115,15 @@ fn over_peers(l: &Loop) -> bool {
     use crate::catalogue::CallKind;
     let node = Node::Loop(l.clone());
     let all = node.calls();
-    let calls: Vec<_> = all.iter().filter(|c| c.kind != CallKind::Complete).collect();
-    if all.is_empty() || all.iter().any(|c| matches!(c.kind, CallKind::Collective(_))) {
+    let calls: Vec<_> = all
+        .iter()
+        .filter(|c| c.kind != CallKind::Complete)
+        .collect();
+    if all.is_empty()
+        || all
+            .iter()
+            .any(|c| matches!(c.kind, CallKind::Collective(_)))
+    {
         return false;
     }
     let by_loop_var = |p: &String| {
