@@ -390,9 +390,35 @@ fn resolve_peer(peer: &str, ranges: &[(String, String)], facts: &Facts) -> (Stri
         return (collection_of(range), true);
     }
     if let Some(def) = facts.glue_defs.get(name) {
-        return (fold_edge_cases(def, facts), false);
+        return (without_casts(&fold_edge_cases(def, facts)), false);
     }
-    (fold_edge_cases(name, facts), false)
+    (without_casts(&fold_edge_cases(name, facts)), false)
+}
+
+/// A peer without its integer conversions: `rank as i32 - 1` is `rank - 1`.
+fn without_casts(peer: &str) -> String {
+    use syn::visit_mut::VisitMut;
+    struct Strip;
+    impl VisitMut for Strip {
+        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
+            if let syn::Expr::Cast(c) = e {
+                *e = (*c.expr).clone();
+                self.visit_expr_mut(e);
+            } else {
+                syn::visit_mut::visit_expr_mut(self, e);
+            }
+        }
+    }
+    if !peer.contains(" as ") {
+        return peer.to_string();
+    }
+    match syn::parse_str::<syn::Expr>(peer) {
+        Ok(mut e) => {
+            Strip.visit_expr_mut(&mut e);
+            quote::quote!(#e).to_string()
+        }
+        Err(_) => peer.to_string(),
+    }
 }
 
 /// The rank-relative elements a neighbour list is built from: `[rank - 1, rank + 1]` or

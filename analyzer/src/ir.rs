@@ -291,6 +291,25 @@ impl Node {
         }
     }
 
+    /// Widens the node's location to begin no later than `start` and end no earlier than `end`,
+    /// where given (a request scope's call around the exchange inside it).
+    pub fn widen(&mut self, start: Option<(u32, u32)>, end: Option<(u32, u32)>) {
+        let loc = match self {
+            Node::Stmt(s) => match s.loc.as_mut() {
+                Some(l) => l,
+                None => return,
+            },
+            Node::Loop(l) => &mut l.loc,
+            Node::Branch(b) => &mut b.loc,
+        };
+        if let Some(start) = start {
+            loc.start = loc.start.min(start);
+        }
+        if let Some(end) = end {
+            loc.end = loc.end.max(end);
+        }
+    }
+
     pub fn loc(&self) -> Option<Loc> {
         match self {
             Node::Stmt(s) => s.loc,

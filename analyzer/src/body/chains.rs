@@ -125,6 +125,17 @@ impl Builder<'_, '_> {
                 out.extend(self.block(&b.block));
             }
         }
+        // A request scope that holds only its exchange is that exchange, call and all.
+        let scope = matches!(name.as_str(), "scope" | "multiple_scope");
+        if scope && !out.is_empty() && out.iter().all(Node::only_comm_and_glue) {
+            let whole = self.text.loc(syn::spanned::Spanned::span(e));
+            if let Some(first) = out.first_mut() {
+                first.widen(Some(whole.start), None);
+            }
+            if let Some(last) = out.last_mut() {
+                last.widen(None, Some(whole.end));
+            }
+        }
         Some(out)
     }
 }
