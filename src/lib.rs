@@ -7,6 +7,29 @@
 pub use mheta_macros::{comm, distributed, iterate, replicated, solver};
 pub use mheta_runtime::*;
 
+/// Attaching to a program written against rsmpi (feature `mpi`): measurement and distributions
+/// switched on through the environment, with no other change to the program.
+///
+/// ```ignore
+/// // (Not compiled as a doctest: it needs the system MPI.)
+/// # fn main() -> Result<(), mheta::Error> {
+/// let universe = mpi::initialize().unwrap();
+/// let world = universe.world();
+/// let session = mheta::mpi::attach(&world)?; // reads MHETA_*; does nothing when none is set
+/// let mine = session.rows(1000); // this rank's rows of 1000: Block unless MHETA_DISTRIBUTION
+/// // ... allocate the local block, call the #[mheta::solver] function ...
+/// session.finish()?; // rank 0 writes what was asked for
+/// # let _ = mine;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// See [`mheta_runtime::attach`] for the variables.
+#[cfg(feature = "mpi")]
+pub mod mpi {
+    pub use mheta_runtime::comm::mpi::{attach, Session};
+}
+
 /// Paths used by macro-generated code. Not public API: names here may change without notice.
 ///
 /// Generated code reaches the runtime only through this module, so user programs depend on the
@@ -20,6 +43,14 @@ pub mod __private {
     pub use mheta_runtime::hooks::{event, group, iteration, section, tile, Guard, IoGuard};
 
     use mheta_runtime::hooks;
+
+    /// Recording calls made through rsmpi directly (`hooks::foreign`).
+    pub mod rsmpi {
+        pub use mheta_runtime::hooks::foreign::{
+            begin, end, AnyBytes, AnyPeer, BufferBytes, Message, Peer, ProcessPeer,
+        };
+        pub use mheta_runtime::hooks::CallKind;
+    }
 
     /// Stage `stage` of section `section` (outside any tile loop).
     #[inline(always)]

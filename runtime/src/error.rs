@@ -34,6 +34,12 @@ pub enum Error {
     Measurements(String),
     #[error(transparent)]
     Comm(#[from] CommError),
+    /// An `MHETA_*` variable an attached program cannot use (see [`crate::attach`]).
+    #[error("{var}{message}")]
+    Env { var: &'static str, message: String },
+    /// An attached program used its session wrongly (`session.rows` disagreeing across ranks).
+    #[error("mheta session: {0}")]
+    Session(String),
 }
 
 impl Error {

@@ -17,6 +17,7 @@
 //! branch. On a wall clock, a stage guard of a node with CPU power below 1 also spins to emulate
 //! the slower CPU ([`crate::clock::ComputeMark`]), instrumented or not.
 
+pub mod foreign;
 mod guards;
 mod record;
 
@@ -357,18 +358,30 @@ fn push_var(kind: RecordKind, var: VarId, aux: u32, bytes: u64, begin_s: f64, en
     });
 }
 
-/// The start of a communication call: its begin time when recording.
+/// The start of a communication call: its begin time when recording, and whether the call's
+/// whole duration counts as blocked time.
 #[derive(Debug, Clone, Copy)]
-pub struct CommStart(Option<(f64, u32)>);
+pub struct CommStart(Option<(f64, u32)>, bool);
+
+impl CommStart {
+    /// The same start, for a call whose whole duration is blocked time (a wrapped rsmpi call
+    /// that waits for other ranks).
+    pub fn blocking(self, blocks: bool) -> CommStart {
+        CommStart(self.0, blocks)
+    }
+}
 
 /// Note the start of a communication call.
 #[inline]
 pub fn comm_begin() -> CommStart {
     if !active() {
-        return CommStart(None);
+        return CommStart(None, false);
     }
     bookkeeping(|| {
-        CommStart(with_recorder(|r| r.recording.then(|| (clock::now(), r.next_seq()))).flatten())
+        CommStart(
+            with_recorder(|r| r.recording.then(|| (clock::now(), r.next_seq()))).flatten(),
+            false,
+        )
     })
 }
 
@@ -378,11 +391,23 @@ pub fn comm_end(start: CommStart, call: CallKind, peer: Option<usize>, traffic: 
     let Some((begin_s, open)) = start.0 else {
         return;
     };
-    bookkeeping(|| push_comm(begin_s, open, call, peer, traffic));
+    let blocks = start.1;
+    bookkeeping(|| push_comm(begin_s, open, call, peer, traffic, blocks));
 }
 
-fn push_comm(begin_s: f64, open: u32, call: CallKind, peer: Option<usize>, traffic: &Traffic) {
+fn push_comm(
+    begin_s: f64,
+    open: u32,
+    call: CallKind,
+    peer: Option<usize>,
+    traffic: &Traffic,
+    blocks: bool,
+) {
     let end_s = clock::now();
+    let mut traffic = *traffic;
+    if blocks {
+        traffic.blocked_s = end_s - begin_s;
+    }
     with_recorder(|r| {
         let (key, in_stage) = r.context_key();
         let close = r.next_seq();
@@ -394,7 +419,7 @@ fn push_comm(begin_s: f64, open: u32, call: CallKind, peer: Option<usize>, traff
             in_stage,
             event: r.event,
             peer: peer.map_or(NONE, |p| p as u32),
-            traffic: *traffic,
+            traffic,
             bytes: 0,
             begin_s,
             end_s,

@@ -10,6 +10,7 @@
 //! `mheta-measurements/1`.
 
 pub mod args;
+pub mod attach;
 pub mod clock;
 pub mod cluster;
 pub mod comm;

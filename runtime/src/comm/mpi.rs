@@ -11,6 +11,7 @@
 //! - A failing rank ends the whole job with `MPI_Abort` after printing which rank failed and
 //!   why ([`abort`]); no rank is left waiting.
 
+mod attach;
 mod collective;
 mod run;
 mod transport;
@@ -21,6 +22,7 @@ use std::sync::OnceLock;
 use mpi::topology::Communicator;
 use mpi::Threading;
 
+pub use attach::{attach, Session};
 pub use run::estimate_offset;
 pub(crate) use run::run;
 pub use transport::MpiComm;

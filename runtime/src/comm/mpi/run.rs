@@ -91,7 +91,7 @@ pub fn estimate_offset(comm: &MpiComm) -> Result<f64, CommError> {
 
 /// Pack this rank's records and gather every rank's to rank 0, where they are unpacked in rank
 /// order; other ranks get an empty list.
-fn gather_records(
+pub(crate) fn gather_records(
     comm: &MpiComm,
     records: &RankRecords,
     offset_s: f64,

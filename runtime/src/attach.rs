@@ -1,0 +1,269 @@
+//! What an attached program is asked to do, read from the environment (`MHETA_*`), the way
+//! Caliper reads `CALI_CONFIG` and Score-P its `SCOREP_*` variables: measurement is switched on
+//! at run time, without touching the program's own command line.
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `MHETA_INSTRUMENT` | `1`/`true` records regions and calls (`0`/`false`: not) |
+//! | `MHETA_MEASUREMENTS` | where rank 0 writes `mheta-measurements/1` (implies instrumenting) |
+//! | `MHETA_TRACE` | a Chrome trace of the records (implies instrumenting) |
+//! | `MHETA_TIMINGS` | `mheta-timings/1`: the main loop's iteration times |
+//! | `MHETA_DISTRIBUTION` | `block`, `balanced`, `in-core`, `in-core-balanced`, a file, or `r0,r1,..` |
+//! | `MHETA_CLUSTER` | a `cluster.toml`: each rank emulates its node's CPU power |
+//! | `MHETA_CLOCK` | `wall` (the only clock of a real MPI job) |
+//!
+//! Every value is checked when the program attaches, before any work: a bad one is an
+//! [`Error::Env`] naming the variable. With none of them set, attaching does nothing.
+
+use std::path::PathBuf;
+
+use crate::args::DistributionSpec;
+use crate::clock::ClockMode;
+use crate::error::Error;
+
+/// Every variable an attached program reads.
+pub const VARIABLES: [&str; 7] = [
+    "MHETA_INSTRUMENT",
+    "MHETA_MEASUREMENTS",
+    "MHETA_TRACE",
+    "MHETA_TIMINGS",
+    "MHETA_DISTRIBUTION",
+    "MHETA_CLUSTER",
+    "MHETA_CLOCK",
+];
+
+/// The default measurements file of an instrumented run without `MHETA_MEASUREMENTS`.
+pub const DEFAULT_MEASUREMENTS: &str = "mheta-measurements.json";
+
+/// The settings the environment asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvSettings {
+    pub instrument: bool,
+    pub measurements: Option<PathBuf>,
+    pub trace: Option<PathBuf>,
+    pub timings: Option<PathBuf>,
+    pub distribution: DistributionSpec,
+    pub cluster: Option<PathBuf>,
+    pub clock: ClockMode,
+}
+
+impl EnvSettings {
+    /// Reads the process's environment.
+    pub fn from_env() -> Result<EnvSettings, Error> {
+        EnvSettings::parse(|name| std::env::var_os(name))
+    }
+
+    /// Reads the variables through `get` (the environment, or a table in tests).
+    pub fn parse(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<EnvSettings, Error> {
+        let text = |var: &'static str| -> Result<Option<String>, Error> {
+            match get(var) {
+                None => Ok(None),
+                Some(v) => match v.into_string() {
+                    Ok(s) if s.trim().is_empty() => Err(env_error(var, " is empty")),
+                    Ok(s) => Ok(Some(s.trim().to_string())),
+                    Err(_) => Err(env_error(var, " is not valid UTF-8")),
+                },
+            }
+        };
+        let path = |var: &'static str| -> Result<Option<PathBuf>, Error> {
+            Ok(text(var)?.map(PathBuf::from))
+        };
+        let instrument_flag = match text("MHETA_INSTRUMENT")?.as_deref() {
+            None => None,
+            Some("1" | "true" | "yes" | "on") => Some(true),
+            Some("0" | "false" | "no" | "off") => Some(false),
+            Some(other) => {
+                return Err(env_error(
+                    "MHETA_INSTRUMENT",
+                    &format!(" is `{other}`; expected 1 or 0 (true/false, yes/no, on/off)"),
+                ))
+            }
+        };
+        let measurements = path("MHETA_MEASUREMENTS")?;
+        let trace = path("MHETA_TRACE")?;
+        if instrument_flag == Some(false) {
+            for (var, set) in [
+                ("MHETA_MEASUREMENTS", measurements.is_some()),
+                ("MHETA_TRACE", trace.is_some()),
+            ] {
+                if set {
+                    return Err(env_error(
+                        var,
+                        " is set but MHETA_INSTRUMENT=0: measurements need an instrumented run",
+                    ));
+                }
+            }
+        }
+        let instrument =
+            instrument_flag.unwrap_or(false) || measurements.is_some() || trace.is_some();
+        let distribution = match text("MHETA_DISTRIBUTION")? {
+            None => DistributionSpec::Block,
+            Some(t) => t
+                .parse::<DistributionSpec>()
+                .map_err(|e| env_error("MHETA_DISTRIBUTION", &format!(": `{t}`: {e}")))?,
+        };
+        if let DistributionSpec::File(p) = &distribution {
+            if !p.is_file() {
+                return Err(env_error(
+                    "MHETA_DISTRIBUTION",
+                    &format!(
+                        ": `{}` is not block, balanced, in-core, in-core-balanced, row counts \
+                         `r0,r1,..` or a readable file",
+                        p.display()
+                    ),
+                ));
+            }
+        }
+        let cluster = path("MHETA_CLUSTER")?;
+        if let Some(p) = &cluster {
+            if !p.is_file() {
+                return Err(env_error(
+                    "MHETA_CLUSTER",
+                    &format!(": `{}` is not a readable file", p.display()),
+                ));
+            }
+        }
+        let clock = match text("MHETA_CLOCK")?.as_deref() {
+            None | Some("wall") => ClockMode::Wall,
+            Some(other @ ("virtual" | "charged")) => {
+                return Err(env_error(
+                    "MHETA_CLOCK",
+                    &format!(
+                        " is `{other}`, which needs ranks that are threads of one process \
+                         (`--backend threads`); an MPI job runs on the wall clock"
+                    ),
+                ))
+            }
+            Some(other) => {
+                return Err(env_error(
+                    "MHETA_CLOCK",
+                    &format!(" is `{other}`; the only clock of an MPI job is `wall`"),
+                ))
+            }
+        };
+        Ok(EnvSettings {
+            instrument,
+            measurements,
+            trace,
+            timings: path("MHETA_TIMINGS")?,
+            distribution,
+            cluster,
+            clock,
+        })
+    }
+
+    /// Nothing asked: no hooks, no files, Block rows.
+    pub fn is_idle(&self) -> bool {
+        !self.instrument
+            && self.timings.is_none()
+            && self.cluster.is_none()
+            && self.distribution == DistributionSpec::Block
+    }
+
+    /// Where rank 0 writes the measurements of an instrumented run.
+    pub fn measurements_path(&self) -> PathBuf {
+        self.measurements
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_MEASUREMENTS))
+    }
+}
+
+fn env_error(var: &'static str, message: &str) -> Error {
+    Error::Env {
+        var,
+        message: message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(vars: &[(&str, &str)]) -> Result<EnvSettings, Error> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        EnvSettings::parse(|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.into()))
+    }
+
+    fn message(vars: &[(&str, &str)]) -> String {
+        parse(vars).expect_err("a misuse").to_string()
+    }
+
+    #[test]
+    fn nothing_set_is_idle_block() {
+        let s = parse(&[]).unwrap();
+        assert!(s.is_idle());
+        assert_eq!(s.distribution, DistributionSpec::Block);
+        assert_eq!(s.measurements_path(), PathBuf::from(DEFAULT_MEASUREMENTS));
+    }
+
+    #[test]
+    fn measurements_or_a_trace_imply_instrumenting() {
+        assert!(parse(&[("MHETA_INSTRUMENT", "1")]).unwrap().instrument);
+        assert!(
+            parse(&[("MHETA_MEASUREMENTS", "m.json")])
+                .unwrap()
+                .instrument
+        );
+        assert!(parse(&[("MHETA_TRACE", "t.json")]).unwrap().instrument);
+        let timed = parse(&[("MHETA_TIMINGS", "t.json")]).unwrap();
+        assert!(!timed.instrument && !timed.is_idle());
+        let rows = parse(&[("MHETA_DISTRIBUTION", "3, 5")]).unwrap();
+        assert_eq!(rows.distribution, DistributionSpec::Rows(vec![3, 5]));
+        assert!(!rows.is_idle());
+    }
+
+    #[test]
+    fn every_misuse_names_its_variable() {
+        let cases: &[(&[(&str, &str)], &str)] = &[
+            (
+                &[("MHETA_INSTRUMENT", "maybe")],
+                "MHETA_INSTRUMENT is `maybe`; expected 1 or 0",
+            ),
+            (&[("MHETA_INSTRUMENT", " ")], "MHETA_INSTRUMENT is empty"),
+            (
+                &[("MHETA_INSTRUMENT", "0"), ("MHETA_MEASUREMENTS", "m.json")],
+                "MHETA_MEASUREMENTS is set but MHETA_INSTRUMENT=0",
+            ),
+            (
+                &[("MHETA_INSTRUMENT", "off"), ("MHETA_TRACE", "t.json")],
+                "MHETA_TRACE is set but MHETA_INSTRUMENT=0",
+            ),
+            (
+                &[("MHETA_DISTRIBUTION", "no/such/file")],
+                "MHETA_DISTRIBUTION: `no/such/file` is not block, balanced",
+            ),
+            (
+                &[("MHETA_DISTRIBUTION", "3,,x")],
+                "MHETA_DISTRIBUTION: `3,,x` is not block",
+            ),
+            (
+                &[("MHETA_CLUSTER", "no/such/cluster.toml")],
+                "MHETA_CLUSTER: `no/such/cluster.toml` is not a readable file",
+            ),
+            (
+                &[("MHETA_CLOCK", "virtual")],
+                "MHETA_CLOCK is `virtual`, which needs ranks that are threads",
+            ),
+            (
+                &[("MHETA_CLOCK", "cpu")],
+                "MHETA_CLOCK is `cpu`; the only clock of an MPI job is `wall`",
+            ),
+        ];
+        for (vars, expected) in cases {
+            let got = message(vars);
+            assert!(
+                got.contains(expected),
+                "{vars:?}: `{got}` does not say `{expected}`"
+            );
+        }
+    }
+
+    #[test]
+    fn row_counts_that_do_not_parse_name_the_variable() {
+        let got = message(&[("MHETA_DISTRIBUTION", "10,0x5")]);
+        assert!(got.starts_with("MHETA_DISTRIBUTION"), "{got}");
+    }
+}

@@ -1,0 +1,299 @@
+//! Attaching to an rsmpi program (`mheta::mpi::attach(&world)`): the program keeps its own MPI
+//! set-up and communication; the session installs this rank's clock and hooks as `launch` would,
+//! according to the `MHETA_*` environment ([`crate::attach`]), hands out this rank's rows, and
+//! when it ends gathers every rank's records to rank 0, which writes what was asked for.
+//!
+//! The session talks over its own duplicate of `MPI_COMM_WORLD`, so its messages never match the
+//! program's. Its collective steps (`attach`, [`Session::rows`], [`Session::finish`]) must be
+//! reached by every rank, like any MPI collective.
+
+use std::cell::RefCell;
+use std::ops::Range;
+
+use mpi::topology::Communicator;
+
+use super::{run, MpiComm};
+use crate::args::{read_distribution_file, DistributionSpec};
+use crate::attach::EnvSettings;
+use crate::clock::{self, ClockMode};
+use crate::comm::{Comm, CommExt, ReduceOp};
+use crate::context::RunSettings;
+use crate::distribution::Distribution;
+use crate::error::Error;
+use crate::format::{ClusterSpec, Microbenchmarks, StructureId};
+use crate::hooks::{self, HookConfig};
+use crate::measure::{self, write_atomic};
+
+/// One rank's attachment; see the module documentation. Dropping it finishes it (errors are
+/// then printed, as a destructor cannot return them); call [`Session::finish`] to see them.
+pub struct Session {
+    env: EnvSettings,
+    comm: Option<MpiComm>,
+    rank: usize,
+    size: usize,
+    cluster: ClusterSpec,
+    rows: RefCell<Option<(u64, Vec<u64>)>>,
+    offset_s: f64,
+    micro: Microbenchmarks,
+    hooks: bool,
+    finished: bool,
+}
+
+/// Reads `MHETA_*`, checks it, and attaches this rank. Every rank of `world` must call it.
+/// `world` must span all MPI processes (`universe.world()`).
+pub fn attach<C: Communicator>(world: &C) -> Result<Session, Error> {
+    let env = EnvSettings::from_env()?;
+    let w = super::world()?;
+    if world.size() as usize != w.size {
+        return Err(Error::Session(format!(
+            "attach needs the world communicator (all {} processes); this one has {}",
+            w.size,
+            world.size()
+        )));
+    }
+    let cluster = match &env.cluster {
+        Some(path) => {
+            let c = ClusterSpec::load(path)?;
+            if c.nodes.len() != w.size {
+                return Err(Error::Env {
+                    var: "MHETA_CLUSTER",
+                    message: format!(
+                        ": {} describes {} nodes but the MPI job has {} processes (one per node)",
+                        path.display(),
+                        c.nodes.len(),
+                        w.size
+                    ),
+                });
+            }
+            c
+        }
+        None => ClusterSpec::this_machine(w.size),
+    };
+    let mut session = Session {
+        env,
+        comm: None,
+        rank: w.rank,
+        size: w.size,
+        cluster,
+        rows: RefCell::new(None),
+        offset_s: 0.0,
+        micro: Microbenchmarks::default(),
+        hooks: false,
+        finished: false,
+    };
+    if session.env.is_idle() {
+        return Ok(session);
+    }
+    let comm = MpiComm::duplicate_world()?;
+    session.offset_s = run::estimate_offset(&comm)?;
+    let node = session.cluster.nodes[session.rank];
+    let instrument = session.env.instrument;
+    clock::install(ClockMode::Wall, node.cpu);
+    hooks::install(HookConfig {
+        instrument,
+        slowdown: node.cpu < 1.0,
+        timing: session.env.timings.is_some(),
+    });
+    session.hooks = true;
+    if instrument {
+        session.micro = crate::micro::network(&comm, &session.cluster.network)?;
+    }
+    session.comm = Some(comm);
+    Ok(session)
+}
+
+impl Session {
+    /// Whether the environment asked for nothing (no hooks, no files, Block rows).
+    pub fn is_idle(&self) -> bool {
+        self.env.is_idle()
+    }
+
+    /// This rank's rows of `total` (the problem size S), by `MHETA_DISTRIBUTION` (Block when
+    /// unset). A collective call: every rank must pass the same `total`. Measuring starts here.
+    ///
+    /// # Panics
+    /// When the ranks disagree on `total`, the distribution does not fit `total` and the
+    /// processes, or rows were already handed out; [`Session::try_rows`] returns these as errors.
+    pub fn rows(&self, total: usize) -> Range<usize> {
+        self.try_rows(total)
+            .unwrap_or_else(|e| panic!("mheta (rank {}): {e}", self.rank))
+    }
+
+    /// [`Session::rows`], with its misuses as errors.
+    pub fn try_rows(&self, total: usize) -> Result<Range<usize>, Error> {
+        let counts = self.distribute(total as u64, None)?;
+        Ok(self.start(total as u64, counts))
+    }
+
+    /// [`Session::try_rows`] for `MHETA_DISTRIBUTION=in-core` and `in-core-balanced`, which
+    /// need the bytes one row of the distributed arrays takes in total.
+    pub fn try_rows_sized(&self, total: usize, bytes_per_row: u64) -> Result<Range<usize>, Error> {
+        let counts = self.distribute(total as u64, Some(bytes_per_row))?;
+        Ok(self.start(total as u64, counts))
+    }
+
+    fn distribute(&self, total: u64, bytes_per_row: Option<u64>) -> Result<Vec<u64>, Error> {
+        if self.rows.borrow().is_some() {
+            return Err(Error::Session("rows were already handed out".into()));
+        }
+        // Every rank must ask for the same total: compare the smallest and the largest.
+        let comm = self.comm.as_ref();
+        let (least, most) = match comm {
+            Some(c) => (
+                all_reduce(c, total, ReduceOp::Min)?,
+                all_reduce(c, total, ReduceOp::Max)?,
+            ),
+            None => {
+                let c = MpiComm::duplicate_world()?;
+                (
+                    all_reduce(&c, total, ReduceOp::Min)?,
+                    all_reduce(&c, total, ReduceOp::Max)?,
+                )
+            }
+        };
+        if least != most {
+            return Err(Error::Session(format!(
+                "rows(total): the ranks disagree on the total ({least} to {most}; rank {} \
+                 passed {total})",
+                self.rank
+            )));
+        }
+        let p = self.size;
+        let needs_bytes = |name: &str| {
+            bytes_per_row.ok_or_else(|| Error::Env {
+                var: "MHETA_DISTRIBUTION",
+                message: format!(
+                    "={name} needs the bytes per row: call session.try_rows_sized(total, bytes_per_row)"
+                ),
+            })
+        };
+        let dist = match &self.env.distribution {
+            DistributionSpec::Block => Distribution::block(total, p)?,
+            DistributionSpec::Balanced => Distribution::balanced(total, &self.cluster)?,
+            DistributionSpec::InCore => {
+                Distribution::in_core(total, needs_bytes("in-core")?, &self.cluster)?
+            }
+            DistributionSpec::InCoreBalanced => Distribution::in_core_balanced(
+                total,
+                needs_bytes("in-core-balanced")?,
+                &self.cluster,
+            )?,
+            DistributionSpec::Rows(r) => Distribution::new(r.clone()),
+            DistributionSpec::File(path) => Distribution::new(read_distribution_file(path)?),
+        };
+        dist.validate(total, p).map_err(|e| Error::Env {
+            var: "MHETA_DISTRIBUTION",
+            message: format!(": {e}"),
+        })?;
+        Ok(dist.rows)
+    }
+
+    /// Records the rows and starts measuring: every rank's first timed iteration begins together.
+    fn start(&self, total: u64, counts: Vec<u64>) -> Range<usize> {
+        let first: u64 = counts[..self.rank].iter().sum();
+        let mine = first as usize..(first + counts[self.rank]) as usize;
+        *self.rows.borrow_mut() = Some((total, counts));
+        if let Some(comm) = &self.comm {
+            if comm.barrier_bytes().is_ok() {
+                clock::reset();
+                hooks::set_recording(true);
+            }
+        }
+        mine
+    }
+
+    /// Stops measuring; on rank 0 writes the measurements, trace and timings that were asked
+    /// for. Every rank must call it (or drop the session).
+    pub fn finish(mut self) -> Result<(), Error> {
+        self.end()
+    }
+
+    fn end(&mut self) -> Result<(), Error> {
+        if std::mem::replace(&mut self.finished, true) || self.is_idle() {
+            return Ok(());
+        }
+        let records = if self.hooks {
+            hooks::set_recording(false);
+            let r = hooks::uninstall();
+            clock::uninstall();
+            self.hooks = false;
+            r
+        } else {
+            Default::default()
+        };
+        let Some(comm) = self.comm.take() else {
+            return Ok(());
+        };
+        let all = run::gather_records(&comm, &records, self.offset_s)?;
+        comm.finish()?;
+        if self.rank != 0 {
+            return Ok(());
+        }
+        let Some((total, counts)) = self.rows.borrow().clone() else {
+            return Err(Error::Session(
+                "session.rows(total) was never called, so the problem size is unknown and \
+                 nothing was written"
+                    .into(),
+            ));
+        };
+        let settings = RunSettings {
+            size: self.size,
+            rows: total,
+            distribution_name: Distribution::new(counts.clone()).to_string(),
+            distribution: counts,
+            cluster: self.cluster.clone(),
+            iterations: 0,
+            instrument: self.env.instrument,
+            keep_in_core: false,
+            timing: self.env.timings.is_some(),
+            clock: ClockMode::Wall,
+            scratch: Default::default(),
+        };
+        if let Some(path) = &self.env.timings {
+            let timings = measure::timings(&settings, &all)?;
+            let json = serde_json::to_vec_pretty(&timings)
+                .map_err(|e| Error::Measurements(e.to_string()))?;
+            write_atomic(path, &json)?;
+        }
+        if self.env.instrument {
+            let id = crate::embedded::first()
+                .and_then(|e| e.structure().ok().map(|s| (s, e.solver)))
+                .map_or(
+                    StructureId {
+                        crate_name: String::new(),
+                        solver: String::new(),
+                        digest: String::new(),
+                    },
+                    |(s, solver)| StructureId {
+                        crate_name: s.crate_name.clone(),
+                        solver: solver.to_string(),
+                        digest: s.digest(),
+                    },
+                );
+            let m = measure::aggregate(&settings, id, self.micro.clone(), &all)?;
+            let json =
+                serde_json::to_vec_pretty(&m).map_err(|e| Error::Measurements(e.to_string()))?;
+            write_atomic(&self.env.measurements_path(), &json)?;
+            if let Some(path) = &self.env.trace {
+                let json = serde_json::to_vec(&measure::chrome_trace(&all))
+                    .map_err(|e| Error::Measurements(e.to_string()))?;
+                write_atomic(path, &json)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Err(e) = self.end() {
+            eprintln!("mheta (rank {}): {e}", self.rank);
+        }
+    }
+}
+
+fn all_reduce(comm: &MpiComm, value: u64, op: ReduceOp) -> Result<u64, Error> {
+    let mut out = [0u64];
+    comm.all_reduce(&[value], &mut out, op)?;
+    Ok(out[0])
+}

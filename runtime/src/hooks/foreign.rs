@@ -1,0 +1,105 @@
+//! Recording communication calls the program makes through rsmpi directly (an attached
+//! program): `#[mheta::solver]` wraps each catalogued call site in [`begin`] and [`end`], with
+//! the call's peer and message size read by [`Peer`] and [`Message`].
+//!
+//! Both readers work on any type, so a wrapped call site always compiles: a `Process` gives its
+//! rank and a buffer rsmpi can send gives its size in bytes (feature `mpi`); anything else gives
+//! no peer and 0 bytes ("not known"). They use autoref specialisation: the call site writes
+//! `(&Peer(&x)).peer()`, which takes the `ProcessPeer` method when `x` is a `Process` and the
+//! `AnyPeer` method (one more auto-reference away) otherwise.
+
+use super::{comm_begin, comm_end, CallKind, CommStart};
+use crate::comm::Traffic;
+
+/// The start of a wrapped call.
+#[inline]
+pub fn begin() -> CommStart {
+    comm_begin()
+}
+
+/// Records a wrapped call that began at `start`. A call that waits for other ranks (`blocks`:
+/// blocking receives, exchanges, collectives, request completion) counts its whole duration as
+/// blocked time; a send counts it as overhead.
+#[inline]
+pub fn end(
+    start: CommStart,
+    call: CallKind,
+    peer: Option<usize>,
+    sent: u64,
+    received: u64,
+    blocks: bool,
+) {
+    let traffic = Traffic {
+        messages_sent: u32::from(sent > 0),
+        messages_received: u32::from(received > 0),
+        bytes_sent: sent,
+        bytes_received: received,
+        blocked_s: 0.0,
+    };
+    comm_end(start.blocking(blocks), call, peer, &traffic);
+}
+
+/// Reads a call's peer: see the module documentation.
+pub struct Peer<'a, T: ?Sized>(pub &'a T);
+
+/// The peer of an rsmpi `Process` (feature `mpi`).
+pub trait ProcessPeer {
+    fn peer(&self) -> Option<usize>;
+}
+
+/// No peer known.
+pub trait AnyPeer {
+    fn peer(&self) -> Option<usize>;
+}
+
+impl<T: ?Sized> AnyPeer for &Peer<'_, T> {
+    fn peer(&self) -> Option<usize> {
+        None
+    }
+}
+
+#[cfg(feature = "mpi")]
+impl ProcessPeer for Peer<'_, mpi::topology::Process<'_>> {
+    fn peer(&self) -> Option<usize> {
+        usize::try_from(self.0.rank()).ok()
+    }
+}
+
+#[cfg(feature = "mpi")]
+impl ProcessPeer for Peer<'_, &mpi::topology::Process<'_>> {
+    fn peer(&self) -> Option<usize> {
+        usize::try_from(self.0.rank()).ok()
+    }
+}
+
+/// Reads a message's size: see the module documentation.
+pub struct Message<'a, T: ?Sized>(pub &'a T);
+
+/// The size of a buffer rsmpi can send (feature `mpi`).
+pub trait BufferBytes {
+    fn bytes(&self) -> u64;
+}
+
+/// Size not known.
+pub trait AnyBytes {
+    fn bytes(&self) -> u64;
+}
+
+impl<T: ?Sized> AnyBytes for &Message<'_, T> {
+    fn bytes(&self) -> u64 {
+        0
+    }
+}
+
+#[cfg(feature = "mpi")]
+impl<T: ?Sized + mpi::datatype::Buffer> BufferBytes for Message<'_, T> {
+    fn bytes(&self) -> u64 {
+        use mpi::raw::AsRaw;
+        let datatype = self.0.as_datatype();
+        let mut size: std::os::raw::c_int = 0;
+        // SAFETY: `datatype` is a committed datatype handle that lives for this call, and
+        // `size` is a valid place for MPI to write to.
+        unsafe { mpi::ffi::MPI_Type_size(datatype.as_raw(), &mut size) };
+        u64::try_from(self.0.count()).unwrap_or(0) * u64::try_from(size).unwrap_or(0)
+    }
+}
