@@ -15,6 +15,7 @@
 
 mod analysis;
 mod attrs;
+mod calls;
 mod comm;
 mod ctxt;
 mod dual;

@@ -102,6 +102,8 @@ pub struct Plan {
     pub elsewhere: Vec<String>,
     /// The main loop's extent: regions inside it are this function's.
     pub own: Option<Extent>,
+    /// The rsmpi calls of the solver's own events, to be recorded ([`crate::calls`]).
+    pub calls: Vec<crate::calls::ForeignCall>,
 }
 
 /// The plan for one solver. A solver without a main loop (an analysis error) has an empty plan.
@@ -155,6 +157,7 @@ pub fn plan(solver: &Solver) -> Plan {
                     }
                     for event in tiles.recv.iter().chain(tiles.send.iter()) {
                         plan.push(file, RegionKind::Event(event.id), &event.span);
+                        plan.foreign_calls(file, event);
                     }
                 }
             }
@@ -164,6 +167,7 @@ pub fn plan(solver: &Solver) -> Plan {
                 cover(from_span(&event.span));
             }
             plan.push(file, RegionKind::Event(event.id), &event.span);
+            plan.foreign_calls(file, event);
             // The same event in another arm (alternating arms, rank-guarded arms).
             for alt in &event.alternates {
                 plan.push(file, RegionKind::Event(event.id), alt);
@@ -203,6 +207,18 @@ fn push_stage(plan: &mut Plan, file: &str, section: u32, tile: Option<u32>, stag
 }
 
 impl Plan {
+    /// Notes the rsmpi calls of an event that lie in the solver's main loop.
+    fn foreign_calls(&mut self, file: &str, event: &mheta_runtime::format::CommEvent) {
+        for call in &event.calls {
+            if call.api.starts_with("mpi::") && self.is_own(file, &call.span) {
+                self.calls.push(crate::calls::ForeignCall {
+                    api: call.api.clone(),
+                    start: from_span(&call.span).start,
+                });
+            }
+        }
+    }
+
     /// Whether a span lies in the solver's own main loop (not in an inlined callee).
     fn is_own(&self, file: &str, span: &Span) -> bool {
         let e = from_span(span);

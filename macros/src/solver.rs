@@ -130,6 +130,8 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
     let plan = plan::plan(solver);
     let mut block = (*item.block).clone();
     let placement = place::place(&mut block, &plan);
+    // After placement, which matches statements by their source positions.
+    let unwrapped = crate::calls::wrap(&mut block, &plan.calls);
     attrs::strip(&mut block);
 
     // Analysis errors are warnings here: what the analysis could read is instrumented (a
@@ -154,6 +156,13 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
             u.what, u.extent.start.0
         );
         messages.push((message, span_at(u.extent.start)));
+    }
+    for c in &unwrapped {
+        let message = format!(
+            "the call `{}` (line {}) is not recorded as a call: it is not one call expression here, so its time only counts towards its event",
+            c.api, c.start.0
+        );
+        messages.push((message, span_at(c.start)));
     }
     if !plan.elsewhere.is_empty() {
         let message = format!(

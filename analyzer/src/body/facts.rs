@@ -148,12 +148,15 @@ impl Builder<'_, '_> {
                 .iter()
                 .any(|v| v.distributed && v.name == *i)
         };
-        m.methods
+        m.methods.iter().any(|x| {
+            matches!(
+                x.as_str(),
+                "local_rows" | "partition" | "array" | "rows_of" | "session_rows"
+            )
+        }) || m
+            .idents
             .iter()
-            .any(|x| matches!(x.as_str(), "local_rows" | "partition" | "array" | "rows_of"))
-            || m.idents
-                .iter()
-                .any(|i| self.facts.dist_sizes.contains(i) || i == "DistArray" || distributed(i))
+            .any(|i| self.facts.dist_sizes.contains(i) || i == "DistArray" || distributed(i))
             || m.divisors
                 .iter()
                 .any(|d| self.facts.size_vars.contains(d) || d == "size")
@@ -387,6 +390,13 @@ pub(super) fn mentions(e: &syn::Expr) -> Mentions {
                     self.0.elem_type = Some(type_text(t));
                 }
             }
+            // An attached rsmpi program's rows: `session.rows(total)` (one argument; ndarray's
+            // `rows()` has none).
+            if matches!(name.as_str(), "rows" | "try_rows") && m.args.len() == 1
+                || name == "try_rows_sized" && m.args.len() == 2
+            {
+                self.0.methods.push("session_rows".into());
+            }
             self.0.methods.push(name);
             syn::visit::visit_expr_method_call(self, m);
         }
@@ -463,6 +473,18 @@ mod tests {
         );
         assert!(c.contains(&("u".into(), VarClass::Distributed)), "{c:?}");
         assert!(c.contains(&("v".into(), VarClass::Replicated)), "{c:?}");
+    }
+
+    #[test]
+    fn rows_from_an_attached_session_size_the_local_block() {
+        let c = classes(
+            "let session = mheta::mpi::attach(&world).unwrap();\n let mine = session.rows(n);\n \
+             let rows = mine.len();\n let mut u = vec![0.0f64; (rows + 2) * 8];\n let mut s = vec![0.0f64; 8];",
+            "for i in 8..(rows + 1) * 8 { u[i] += 1.0; } \
+             world.all_reduce_into(&u[8], &mut s[0], mpi::collective::SystemOperation::sum());",
+        );
+        assert!(c.contains(&("u".into(), VarClass::Distributed)), "{c:?}");
+        assert!(c.contains(&("s".into(), VarClass::Replicated)), "{c:?}");
     }
 
     #[test]

@@ -1,0 +1,316 @@
+//! Recording the rsmpi calls of an attached program: every catalogued call site of the solver's
+//! events (`mpi::…` in the structure) is wrapped so that the hook layer records it as it records
+//! the runtime's own `CommExt` calls — call kind, peer, bytes, begin and end, inside its event.
+//!
+//! `world.process_at_rank(p).send(&x)` becomes
+//!
+//! ```text
+//! {
+//!     let __mheta_recv = world.process_at_rank(p);   // a temporary receiver, evaluated once
+//!     let __mheta_a0 = &x;                            // the arguments, in order
+//!     let __mheta_peer = (&Peer(&__mheta_recv)).peer();
+//!     let __mheta_sent = (&Message(&*__mheta_a0)).bytes();
+//!     let __mheta_start = begin();
+//!     let __mheta_out = __mheta_recv.send(__mheta_a0);
+//!     end(__mheta_start, CallKind::Send, __mheta_peer, __mheta_sent, 0, false);
+//!     __mheta_out
+//! }
+//! ```
+//!
+//! A receiver that is a place (`world`, `self.comm`, `reqs[i]`) is used as written, so methods
+//! taking `&self`, `&mut self` or `self` keep their meaning. Wrapping happens after placement
+//! (which matches statements by their source positions) and only in the instrumented body.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, ToTokens};
+use syn::spanned::Spanned;
+use syn::visit_mut::{self, VisitMut};
+use syn::{Block, Expr};
+
+use crate::position::Pos;
+
+/// One rsmpi call site of the structure: its catalogue name and where the call expression
+/// starts (a method call's receiver).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignCall {
+    pub api: String,
+    pub start: Pos,
+}
+
+/// How the hook layer records a call.
+struct Kind {
+    call: TokenStream,
+    /// Waits for other ranks: its whole duration is blocked time.
+    blocks: bool,
+    /// Also receives into its first `&mut` argument (an exchange).
+    receives_too: bool,
+    /// A free function whose second argument is the peer (`send_receive_into(&x, &p, ..)`).
+    peer_argument: bool,
+    /// Completes requests (`wait`, `wait_all`, `test_any`): no message of its own, and its
+    /// arguments are result lists, not buffers.
+    completes: bool,
+}
+
+fn kind(api: &str) -> Kind {
+    let name = api.rsplit("::").next().unwrap_or(api);
+    let k = |call: &str, blocks: bool| Kind {
+        call: {
+            let ident = format_ident!("{}", call);
+            quote!(::mheta::__private::rsmpi::CallKind::#ident)
+        },
+        blocks,
+        receives_too: false,
+        peer_argument: false,
+        completes: false,
+    };
+    if name.starts_with("send_receive") {
+        return Kind {
+            receives_too: true,
+            peer_argument: true,
+            ..k("Receive", true)
+        };
+    }
+    match name {
+        n if n.starts_with("immediate_") && n.contains("send") => k("ImmediateSend", false),
+        n if n.starts_with("immediate_") => k("Receive", false),
+        n if n.contains("barrier") => k("Barrier", true),
+        n if n.contains("broadcast") => k("Broadcast", true),
+        n if n.starts_with("all_reduce") => k("AllReduce", true),
+        n if n.contains("reduce") => k("Reduce", true),
+        n if n.starts_with("all_gather") => k("AllGather", true),
+        n if n.contains("gather") => k("Gather", true),
+        n if n.contains("scatter") => k("Scatter", true),
+        n if n.contains("all_to_all") => k("AllToAll", true),
+        n if n.starts_with("wait") || n.starts_with("test") => Kind {
+            completes: true,
+            ..k("Receive", true)
+        },
+        n if n.contains("send") => k("Send", false),
+        // Receives, probes and request completion (`wait`, `wait_all`, `test_any`, ..).
+        _ => k("Receive", true),
+    }
+}
+
+/// Wraps the calls of `calls` found in `block`; returns the calls not found.
+pub fn wrap(block: &mut Block, calls: &[ForeignCall]) -> Vec<ForeignCall> {
+    let mut w = Wrapper {
+        calls,
+        done: vec![false; calls.len()],
+    };
+    w.visit_block_mut(block);
+    calls
+        .iter()
+        .zip(&w.done)
+        .filter(|(_, done)| !**done)
+        .map(|(c, _)| c.clone())
+        .collect()
+}
+
+struct Wrapper<'a> {
+    calls: &'a [ForeignCall],
+    done: Vec<bool>,
+}
+
+impl Wrapper<'_> {
+    /// The listed call that starts at `start` and calls `name` (a chain's calls all start at
+    /// its receiver: `world.process_at_rank(p).send(&x)`).
+    fn find(&mut self, start: proc_macro2::LineColumn, name: &str) -> Option<&ForeignCall> {
+        let pos = (start.line as u32, start.column as u32);
+        let i = self
+            .calls
+            .iter()
+            .position(|c| c.start == pos && c.api.rsplit("::").next() == Some(name))?;
+        if std::mem::replace(&mut self.done[i], true) {
+            return None;
+        }
+        Some(&self.calls[i])
+    }
+}
+
+impl VisitMut for Wrapper<'_> {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        // Inner calls first (`coll.add(p.immediate_send(..))`), then this one.
+        visit_mut::visit_expr_mut(self, e);
+        let found = match e {
+            Expr::MethodCall(m) => {
+                let (start, name) = (m.span().start(), m.method.to_string());
+                self.find(start, &name).cloned()
+            }
+            Expr::Call(c) => match &*c.func {
+                Expr::Path(p) => {
+                    let name = p.path.segments.last().map(|s| s.ident.to_string());
+                    let start = c.span().start();
+                    name.and_then(|n| self.find(start, &n).cloned())
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(call) = found {
+            *e = wrapped(e, &kind(&call.api));
+        }
+    }
+}
+
+/// Whether evaluating `e` twice is the same as once and moves nothing (a place expression).
+fn is_place(e: &Expr) -> bool {
+    match e {
+        Expr::Path(_) => true,
+        Expr::Field(f) => is_place(&f.base),
+        Expr::Paren(p) => is_place(&p.expr),
+        Expr::Index(i) => is_place(&i.expr) && matches!(&*i.index, Expr::Path(_) | Expr::Lit(_)),
+        _ => false,
+    }
+}
+
+fn wrapped(e: &Expr, kind: &Kind) -> Expr {
+    let rsmpi = quote!(::mheta::__private::rsmpi);
+    let (args, receiver): (Vec<&Expr>, Option<&Expr>) = match e {
+        Expr::MethodCall(m) => (m.args.iter().collect(), Some(&*m.receiver)),
+        Expr::Call(c) => (c.args.iter().collect(), None),
+        _ => return e.clone(),
+    };
+    let names: Vec<_> = (0..args.len())
+        .map(|i| format_ident!("__mheta_a{}", i))
+        .collect();
+    let mut lets = Vec::new();
+    // The receiver: as written when it is a place, else evaluated once into a local.
+    let recv_tokens = match receiver {
+        Some(r) if is_place(r) => Some(r.to_token_stream()),
+        Some(r) => {
+            lets.push(quote! {
+                #[allow(unused_mut)]
+                let mut __mheta_recv = #r;
+            });
+            Some(quote!(__mheta_recv))
+        }
+        None => None,
+    };
+    for (name, arg) in names.iter().zip(&args) {
+        lets.push(quote!(let #name = #arg;));
+    }
+    let is_ref = |a: &&Expr| matches!(a, Expr::Reference(_));
+    let message = args.iter().position(|a| is_ref(a)).map(|i| &names[i]);
+    let received = args
+        .iter()
+        .position(|a| matches!(a, Expr::Reference(r) if r.mutability.is_some()))
+        .map(|i| &names[i]);
+    let bytes = |name: Option<&proc_macro2::Ident>| match name {
+        Some(n) if !kind.completes => quote!((&#rsmpi::Message(&*#n)).bytes()),
+        _ => quote!(0u64),
+    };
+    let sent = if kind.call.to_string().contains("Receive") && !kind.receives_too {
+        quote!(0u64)
+    } else {
+        bytes(message)
+    };
+    let got = if kind.receives_too || kind.call.to_string().contains("Receive") {
+        bytes(received)
+    } else {
+        quote!(0u64)
+    };
+    let peer = match (&recv_tokens, kind.peer_argument, names.get(1)) {
+        (_, true, Some(p)) => quote!((&#rsmpi::Peer(&*#p)).peer()),
+        (Some(r), false, _) => quote!((&#rsmpi::Peer(&#r)).peer()),
+        _ => quote!(::core::option::Option::None),
+    };
+    let call = match e {
+        Expr::MethodCall(m) => {
+            let (method, turbofish) = (&m.method, &m.turbofish);
+            let r = recv_tokens.expect("a method call has a receiver");
+            quote!(#r.#method #turbofish(#(#names),*))
+        }
+        Expr::Call(c) => {
+            let func = &c.func;
+            quote!(#func(#(#names),*))
+        }
+        _ => unreachable!("only calls are wrapped"),
+    };
+    let (call_kind, blocks) = (&kind.call, kind.blocks);
+    let out = quote! {{
+        #[allow(unused_imports)]
+        use #rsmpi::{AnyBytes as _, AnyPeer as _, BufferBytes as _, ProcessPeer as _};
+        #(#lets)*
+        let __mheta_peer = #peer;
+        let __mheta_sent: u64 = #sent;
+        let __mheta_received: u64 = #got;
+        let __mheta_start = #rsmpi::begin();
+        let __mheta_out = #call;
+        #rsmpi::end(__mheta_start, #call_kind, __mheta_peer, __mheta_sent, __mheta_received, #blocks);
+        __mheta_out
+    }};
+    syn::parse2(out).expect("the wrapper is an expression")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wrap_src(src: &str, calls: &[ForeignCall]) -> (String, usize) {
+        let mut block: Block = syn::parse_str(src).unwrap();
+        let left = wrap(&mut block, calls);
+        (block.to_token_stream().to_string(), left.len())
+    }
+
+    #[test]
+    fn a_send_on_a_temporary_process_evaluates_it_once_and_records_its_peer_and_bytes() {
+        let src = "{\n    world.process_at_rank(p).send(&x);\n}";
+        // The chain starts at line 2, column 4 (0-based), as does `process_at_rank`.
+        let calls = [ForeignCall {
+            api: "mpi::send".into(),
+            start: (2, 4),
+        }];
+        let (out, left) = wrap_src(src, &calls);
+        assert_eq!(left, 0, "{out}");
+        assert!(
+            out.contains("let mut __mheta_recv = world . process_at_rank (p)"),
+            "{out}"
+        );
+        assert!(out.contains("__mheta_recv . send (__mheta_a0)"), "{out}");
+        assert!(out.contains("CallKind :: Send"), "{out}");
+        assert!(out.contains("Peer (& __mheta_recv)"), "{out}");
+        assert!(out.contains("Message (& * __mheta_a0)"), "{out}");
+    }
+
+    #[test]
+    fn a_place_receiver_is_used_as_written() {
+        let src = "{\n    world.all_reduce_into(&a, &mut b, op);\n}";
+        let calls = [ForeignCall {
+            api: "mpi::all_reduce_into".into(),
+            start: (2, 4),
+        }];
+        let (out, left) = wrap_src(src, &calls);
+        assert_eq!(left, 0, "{out}");
+        assert!(
+            out.contains("world . all_reduce_into (__mheta_a0 , __mheta_a1 , __mheta_a2)"),
+            "{out}"
+        );
+        assert!(!out.contains("__mheta_recv"), "{out}");
+        assert!(out.contains("CallKind :: AllReduce"), "{out}");
+    }
+
+    #[test]
+    fn a_free_exchange_takes_its_peer_from_the_second_argument() {
+        let src = "{\n    send_receive_into(&a, &right, &mut b, &left);\n}";
+        let calls = [ForeignCall {
+            api: "mpi::send_receive_into".into(),
+            start: (2, 4),
+        }];
+        let (out, left) = wrap_src(src, &calls);
+        assert_eq!(left, 0, "{out}");
+        assert!(out.contains("Peer (& * __mheta_a1)"), "{out}");
+        assert!(out.contains("Message (& * __mheta_a2)"), "{out}");
+    }
+
+    #[test]
+    fn a_call_not_at_a_listed_position_is_left_and_reported() {
+        let src = "{\n    world.barrier();\n}";
+        let calls = [ForeignCall {
+            api: "mpi::barrier".into(),
+            start: (3, 4),
+        }];
+        let (out, left) = wrap_src(src, &calls);
+        assert_eq!(left, 1);
+        assert_eq!(out, "{ world . barrier () ; }");
+    }
+}
