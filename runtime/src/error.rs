@@ -7,7 +7,11 @@ use crate::comm::CommError;
 use crate::distribution::DistributionError;
 
 /// Why a run could not start, failed, or could not write its outputs.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` prints the message, as `Display` does: a program whose `main`
+/// returns `Result<(), Box<dyn Error>>` and fails with `?` shows the user the message, not the
+/// variant's fields.
+#[derive(thiserror::Error)]
 pub enum Error {
     /// A rank returned an error or panicked; the whole run was stopped.
     #[error("rank {rank} failed: {message}")]
@@ -40,6 +44,13 @@ pub enum Error {
     /// An attached program used its session wrongly (`session.rows` disagreeing across ranks).
     #[error("mheta session: {0}")]
     Session(String),
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The messages already name their sources (`{path}: {source}`).
+        write!(f, "{self}")
+    }
 }
 
 impl Error {
