@@ -17,7 +17,7 @@ const GLUE_METHODS: &[&str] = &[
     "expect", "saturating_sub", "saturating_add", "wrapping_add", "wrapping_sub", "checked_add", "checked_sub",
     "rem_euclid", "div_ceil", "start", "end", "is_some", "is_none", "is_ok", "is_err", "ok", "into", "try_into",
     "get", "first", "last", "iter", "into_iter", "filter", "map", "rev", "step_by", "collect", "count", "chain",
-    "take", "skip", "enumerate", "contains", "global_rows", "local_rows", "iterations", "partition", "rows_of",
+    "take", "skip", "enumerate", "contains", "find", "global_rows", "local_rows", "iterations", "partition", "rows_of",
     "blocks", "source_rank", "tag", "split_at", "split_at_mut", "to_string", "is_finite", "is_nan", "eq", "ne",
     "lt", "gt", "process_at_rank", "any_process", "this_process", "world", "comm", "cloned", "copied",
     // Copying between a data array and a message buffer (packing and unpacking).
