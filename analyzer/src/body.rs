@@ -26,6 +26,8 @@ pub struct VarDecl {
     pub distributed: bool,
     pub elem_type: Option<String>,
     pub loc: Loc,
+    /// A parameter of the solver (its class is inferred from how the main loop walks it).
+    pub param: bool,
 }
 
 /// Facts gathered while building, shared across inlined functions.

@@ -17,23 +17,81 @@ use crate::ir::IndexAccess;
 use crate::load::SourceMap;
 use crate::lower::{Lowered, Token};
 
-/// The class of every variable the solver declares, after mheta.toml overrides.
+/// The class of every variable the solver declares, after mheta.toml overrides. A slice or
+/// vector parameter is distributed when the main loop writes it and walks it by a loop bounded by
+/// this node's partition (`for i in 1..=rows { u[i * n + j] .. }` with `rows = counts[rank]`):
+/// its caller allocated the local block.
 pub fn variable_classes(
     facts: &Facts,
     config: &crate::config::Config,
+    lowered: &Lowered,
 ) -> BTreeMap<String, VarClass> {
+    let walked = walked_by_partition(facts, lowered);
     let mut out = BTreeMap::new();
     for v in &facts.variables {
         let forced_dist = config.variables.distributed.contains(&v.name);
         let forced_repl = config.variables.replicated.contains(&v.name);
         let class = if forced_repl {
             VarClass::Replicated
-        } else if v.distributed || forced_dist {
+        } else if v.distributed || forced_dist || (v.param && walked.contains(&v.name)) {
             VarClass::Distributed
         } else {
             VarClass::Replicated
         };
         out.insert(v.name.clone(), class);
+    }
+    out
+}
+
+/// Arrays the main loop writes and indexes by the variable of a loop whose bounds read a
+/// partition size. (A read-only array indexed so is the whole input read at global positions:
+/// `sequence[rows.start + i - 1]`.)
+fn walked_by_partition(facts: &Facts, lowered: &Lowered) -> BTreeSet<String> {
+    let written: BTreeSet<&String> = lowered.stmts.iter().flat_map(|s| &s.writes).collect();
+    let mut out = BTreeSet::new();
+    // The variables of the open loops bounded by the partition.
+    let mut open: Vec<(usize, Vec<String>)> = Vec::new();
+    let mut defs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for &t in &lowered.tokens {
+        match t {
+            Token::LoopStart(i) => {
+                if let Some(l) = lowered.loops.get(i) {
+                    if l.bound_reads.iter().any(|r| facts.dist_sizes.contains(r)) {
+                        open.push((i, l.vars.clone()));
+                    }
+                }
+            }
+            Token::LoopEnd(i) => {
+                if open.last().is_some_and(|(o, _)| *o == i) {
+                    open.pop();
+                }
+            }
+            Token::Stmt(i) if !open.is_empty() => {
+                let Some(s) = lowered.stmts.get(i) else {
+                    continue;
+                };
+                // Index aliases (`let c = i * n + j; u[c - n]`) stand for their definitions.
+                for (name, def) in &s.defs {
+                    defs.insert(
+                        name.clone(),
+                        crate::scan::idents_of(&quote::quote!(#def).to_string()),
+                    );
+                }
+                let walks = |w: &String| open.iter().any(|(_, vars)| vars.contains(w));
+                for a in &s.accesses {
+                    let first = a.dims.first().map(|d| quote::quote!(#d).to_string());
+                    let by_loop = first.is_some_and(|d| {
+                        crate::scan::idents_of(&d)
+                            .iter()
+                            .any(|w| walks(w) || defs.get(w).is_some_and(|ws| ws.iter().any(walks)))
+                    });
+                    if by_loop && written.contains(&a.var) {
+                        out.insert(a.var.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
     }
     out
 }

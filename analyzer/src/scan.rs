@@ -315,6 +315,17 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
                     loc: self.s.text.loc(syn::spanned::Spanned::span(c)),
                 });
             }
+            // `std::mem::swap(u, &mut next)` with `u: &mut Vec<_>` writes `u` (a `&mut`
+            // argument is a write wherever it appears).
+            if matches!(name.as_str(), "swap" | "replace" | "take") {
+                for arg in &c.args {
+                    if let syn::Expr::Path(p) = arg {
+                        if let Some(v) = p.path.get_ident() {
+                            push_unique(&mut self.out.writes, &v.to_string());
+                        }
+                    }
+                }
+            }
         }
         // The callee's path is not a variable read.
         c.args.iter().for_each(|a| self.visit_expr(a));

@@ -282,7 +282,7 @@ fn assemble(
     diags: &[Diagnostic],
 ) -> format::Solver {
     let sources = &program.sources;
-    let classes = classify::variable_classes(facts, &program.config);
+    let classes = classify::variable_classes(facts, &program.config, lowered);
     let event = |id: usize, pipeline: bool| -> Option<CommEvent> {
         let e = lowered.events.get(id)?;
         Some(CommEvent {

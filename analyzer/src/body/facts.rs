@@ -27,6 +27,7 @@ impl Builder<'_, '_> {
                             distributed,
                             elem_type,
                             loc: self.loc(pt.span()),
+                            param: true,
                         });
                     }
                 }
@@ -118,9 +119,11 @@ impl Builder<'_, '_> {
                 distributed,
                 elem_type,
                 loc,
+                param: false,
             });
         } else if (partition_marker && !m.methods.iter().any(|x| x == "rank"))
             || self.partition_bounds(e)
+            || self.rank_entry(e)
         {
             self.facts.dist_sizes.insert(name.to_string());
         }
@@ -190,6 +193,20 @@ impl Builder<'_, '_> {
         let mentions_size = m.methods.iter().any(|x| x == "size")
             || m.idents.iter().any(|i| self.facts.size_vars.contains(i));
         user_fn && mentions_rank && mentions_size
+    }
+
+    /// `counts[rank as usize]`: this rank's entry of a table with one entry per rank (its rows).
+    fn rank_entry(&self, e: &syn::Expr) -> bool {
+        match strip_casts(peel(e)) {
+            syn::Expr::Index(i) => {
+                let m = mentions(&i.index);
+                m.idents
+                    .iter()
+                    .any(|x| self.facts.rank_vars.contains(x) || x == "rank")
+                    || m.methods.iter().any(|x| x == "rank")
+            }
+            _ => false,
+        }
     }
 
     /// A length with the number of ranks as a factor (`per_rank * size`) covers every rank:
@@ -485,6 +502,37 @@ mod tests {
         );
         assert!(c.contains(&("u".into(), VarClass::Distributed)), "{c:?}");
         assert!(c.contains(&("s".into(), VarClass::Replicated)), "{c:?}");
+    }
+
+    #[test]
+    fn a_parameter_the_main_loop_writes_by_this_ranks_rows_is_distributed() {
+        let src = "use mpi::traits::*;\n\
+                   #[mheta::solver]\n\
+                   fn solve(world: &mpi::topology::SimpleCommunicator, u: &mut Vec<f64>, input: &[f64], counts: &[u64]) {\n \
+                   let rank = world.rank();\n let rows = counts[rank as usize] as usize;\n \
+                   let first: u64 = counts[..rank as usize].iter().sum();\n let mut next = u.clone();\n \
+                   for _ in 0..9 {\n  for i in 1..=rows {\n   let c = i * 8;\n   \
+                   next[c] = u[c - 8] + u[c + 8] + input[first as usize + i];\n  }\n  \
+                   std::mem::swap(u, &mut next);\n  world.barrier();\n }\n}\n";
+        let analysis = crate::analyze_source("t.rs", src, &crate::Options::default());
+        assert!(!analysis.has_errors(), "{}", analysis.render_diagnostics());
+        let class = |name: &str| {
+            analysis.structure.solvers[0]
+                .variables
+                .iter()
+                .find(|v| v.name == name)
+                .map(|v| v.class)
+        };
+        assert_eq!(
+            class("u"),
+            Some(VarClass::Distributed),
+            "written, walked by `rows`"
+        );
+        assert_eq!(
+            class("input"),
+            Some(VarClass::Replicated),
+            "read at global positions only"
+        );
     }
 
     #[test]

@@ -40,7 +40,7 @@ use document::{
     rows_list, Best, DistributionResult, NodeBreakdown, SearchSummary, TracePoint, TuneDocument,
 };
 use launch::Launcher;
-use program::{Program, RunSpec};
+use program::{Interface, Program, RunSpec};
 use progress::Progress;
 
 #[derive(Debug, clap::Args)]
@@ -177,6 +177,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     )?;
     progress.step("analyzing the crate");
     let analyzed = analyze(&args.crate_dir).context("step 1 (analyze) failed")?;
+    let interface = interface(args, method)?;
 
     progress.step("building the program (cargo build --release)");
     let binary = program::build(&args.crate_dir, launcher.cargo_features())
@@ -184,7 +185,11 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     let program = Program {
         binary,
         launcher,
-        common: common_args(args),
+        common: match interface {
+            Interface::Flags => common_args(args),
+            Interface::Environment(_) => args.program_args.clone(),
+        },
+        interface,
     };
 
     progress.step("one instrumented run under block");
@@ -225,6 +230,10 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         kept_runs.push(("in-core", rows_of("in-core")));
     }
     sample_in_core(&program, &kept_runs, args.repeat, work, &mut measured)?;
+    if let Interface::Environment(_) = program.interface {
+        // An attached program does not write its structure: it is the crate's.
+        super::write_atomic(&structure_path, &serde_json::to_string_pretty(&analyzed)?)?;
+    }
     let structure_json: serde_json::Value =
         super::read_json(&structure_path).context("step 3: the structure the program wrote")?;
     let structure: Structure = serde_json::from_value(structure_json.clone())
@@ -443,6 +452,51 @@ fn analyze(dir: &Path) -> anyhow::Result<Structure> {
     Ok(analysis.structure)
 }
 
+/// How the runs reach the program: `MHETA_*` variables when the crate attaches to rsmpi
+/// (`mheta::mpi::attach` in its sources), else the shared flags.
+fn interface(args: &TuneArgs, method: ActualMethod) -> anyhow::Result<Interface> {
+    if !attaches(&args.crate_dir.join("src")) {
+        return Ok(Interface::Flags);
+    }
+    let name = args.crate_dir.display();
+    if args.backend != Backend::Mpi {
+        bail!("`{name}` attaches to rsmpi (mheta::mpi::attach): its ranks are MPI processes, tune it with --backend mpi");
+    }
+    if args.rows.is_some() {
+        bail!("--rows: `{name}` attaches to rsmpi and takes its rows from session.rows(..); give the program's own arguments after `--`");
+    }
+    if method == ActualMethod::Timed {
+        bail!("--actual timed: `{name}` attaches to rsmpi and runs its own iteration count, so runs of different lengths cannot be compared; use --actual timings");
+    }
+    if args.clock != ClockMode::Wall {
+        bail!(
+            "--clock {}: `{name}` attaches to rsmpi, and an MPI job runs on the wall clock",
+            args.clock.name()
+        );
+    }
+    Ok(Interface::Environment(vec![
+        ("MHETA_CLUSTER".into(), args.cluster.display().to_string()),
+        ("MHETA_CLOCK".into(), "wall".into()),
+    ]))
+}
+
+/// Whether a source tree calls `mheta::mpi::attach` (or `mpi::attach` under a `use mheta`).
+fn attaches(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let path = e.path();
+        if path.is_dir() {
+            attaches(&path)
+        } else {
+            path.extension().is_some_and(|x| x == "rs")
+                && std::fs::read_to_string(&path)
+                    .is_ok_and(|text| text.contains("mpi::attach(") && text.contains("mheta"))
+        }
+    })
+}
+
 /// The flags every run of the program shares.
 fn common_args(args: &TuneArgs) -> Vec<String> {
     let mut common = vec![
@@ -551,7 +605,7 @@ fn measure(
         ActualMethod::Timings => {
             let path = work.join(format!("timings-{name}.json"));
             let mut command = program.command(distribution, iterations);
-            command.arg("--timings").arg(&path);
+            program.timings(&mut command, &path);
             program.execute(command, distribution).with_context(step)?;
             let timings: Timings = super::read_json(&path)
                 .context("the program's timings")

@@ -15,8 +15,22 @@ pub struct Program {
     pub binary: PathBuf,
     /// Directly (threads backend) or under `mpirun` (MPI backend).
     pub launcher: Launcher,
-    /// `--backend`, `--cluster`, `--clock`, `--rows`, `--ranks` and the pass-through arguments.
+    /// `--backend`, `--cluster`, `--clock`, `--rows`, `--ranks` and the pass-through arguments
+    /// (flags); the pass-through arguments alone (environment).
     pub common: Vec<String>,
+    /// How each run's settings reach the program.
+    pub interface: Interface,
+}
+
+/// How a run's settings reach the program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Interface {
+    /// The runtime's shared flags (`mheta::launch` programs: `--distribution`, `--instrument`,
+    /// `--iterations`, ..).
+    Flags,
+    /// `MHETA_*` variables (rsmpi programs that attach: `mheta::mpi::attach`): every run gets
+    /// these (`MHETA_CLUSTER`, `MHETA_CLOCK`) plus its own; the program runs its own iterations.
+    Environment(Vec<(String, String)>),
 }
 
 /// One instrumented run of the program.
@@ -37,13 +51,34 @@ impl Program {
     /// from it and appends its own flags.
     pub fn command(&self, distribution: &str, iterations: u32) -> Command {
         let mut command = self.launcher.command(&self.binary);
+        command.args(&self.common);
+        match &self.interface {
+            Interface::Flags => {
+                command
+                    .arg("--distribution")
+                    .arg(distribution)
+                    .arg("--iterations")
+                    .arg(iterations.to_string());
+            }
+            Interface::Environment(common) => {
+                // Only what this run asks for: none of the caller's own MHETA_* settings.
+                for var in mheta_runtime::attach::VARIABLES {
+                    command.env_remove(var);
+                }
+                command
+                    .envs(common.iter().map(|(k, v)| (k, v)))
+                    .env("MHETA_DISTRIBUTION", distribution);
+            }
+        }
         command
-            .args(&self.common)
-            .arg("--distribution")
-            .arg(distribution)
-            .arg("--iterations")
-            .arg(iterations.to_string());
-        command
+    }
+
+    /// Asks `command` to write `mheta-timings/1` to `path`.
+    pub fn timings(&self, command: &mut Command, path: &Path) {
+        match self.interface {
+            Interface::Flags => command.arg("--timings").arg(path),
+            Interface::Environment(_) => command.env("MHETA_TIMINGS", path),
+        };
     }
 
     /// Runs `command` (one run under `distribution`) to completion. A launcher or program that
@@ -73,18 +108,30 @@ impl Program {
     /// Runs the program instrumented and returns the measurements it wrote.
     pub fn run(&self, spec: &RunSpec<'_>) -> anyhow::Result<Measurements> {
         let mut command = self.command(spec.distribution, spec.iterations);
-        command
-            .arg("--instrument")
-            .arg("--measurements")
-            .arg(spec.measurements);
-        if let Some(path) = spec.emit_structure {
-            command.arg("--emit-structure").arg(path);
-        }
-        if let Some(path) = spec.trace {
-            command.arg("--trace").arg(path);
-        }
-        if spec.keep_in_core {
-            command.arg("--keep-in-core");
+        match self.interface {
+            Interface::Flags => {
+                command
+                    .arg("--instrument")
+                    .arg("--measurements")
+                    .arg(spec.measurements);
+                if let Some(path) = spec.emit_structure {
+                    command.arg("--emit-structure").arg(path);
+                }
+                if let Some(path) = spec.trace {
+                    command.arg("--trace").arg(path);
+                }
+                if spec.keep_in_core {
+                    command.arg("--keep-in-core");
+                }
+            }
+            // An attached program has no out-of-core arrays to keep in core, and its structure
+            // is the crate's (`tune` writes it).
+            Interface::Environment(_) => {
+                command.env("MHETA_MEASUREMENTS", spec.measurements);
+                if let Some(path) = spec.trace {
+                    command.env("MHETA_TRACE", path);
+                }
+            }
         }
         self.execute(command, spec.distribution)?;
         crate::cli::read_json(spec.measurements)
@@ -297,6 +344,7 @@ mod tests {
 
     fn program(launcher: Launcher) -> Program {
         Program {
+            interface: Interface::Flags,
             binary: PathBuf::from("/t/release/jacobi"),
             launcher,
             common: [
@@ -404,6 +452,7 @@ mod tests {
     #[test]
     fn a_failing_run_shows_its_command_line_and_stderr() {
         let p = Program {
+            interface: Interface::Flags,
             binary: PathBuf::from("/bin/sh"),
             launcher: Launcher::Direct,
             common: vec![
