@@ -17,6 +17,11 @@ impl Builder<'_, '_> {
             if let syn::FnArg::Typed(pt) = input {
                 let ty = &pt.ty;
                 let ty_text = quote::quote!(#ty).to_string();
+                // A range of rows (`mine: Range<usize>`, what `session.rows(n)` hands out) is
+                // this node's partition.
+                if ty_text.contains("Range") && !ty_text.contains('[') {
+                    self.facts.dist_sizes.extend(pattern_idents(&pt.pat));
+                }
                 if ty_text.contains('[') || ty_text.contains("Vec") || ty_text.contains("DistArray")
                 {
                     for name in pattern_idents(&pt.pat) {
