@@ -47,7 +47,7 @@ pub mod __private {
     /// Recording calls made through rsmpi directly (`hooks::foreign`).
     pub mod rsmpi {
         pub use mheta_runtime::hooks::foreign::{
-            begin, end, AnyBytes, AnyPeer, BufferBytes, Message, Peer, ProcessPeer,
+            begin, end, AnyBytes, AnyPeer, BufferBytes, Message, Peer, ProcessPeer, VecBytes,
         };
         pub use mheta_runtime::hooks::CallKind;
     }

@@ -6,20 +6,21 @@
 //!
 //! ```text
 //! {
-//!     let __mheta_recv = world.process_at_rank(p);   // a temporary receiver, evaluated once
-//!     let __mheta_a0 = &x;                            // the arguments, in order
-//!     let __mheta_peer = (&Peer(&__mheta_recv)).peer();
-//!     let __mheta_sent = (&Message(&*__mheta_a0)).bytes();
+//!     let __mheta_peer = (&Peer(&(world.process_at_rank(p)))).peer();
+//!     let __mheta_sent: u64 = (&&Message(&*(&x))).bytes();
+//!     let __mheta_received: u64 = 0u64;
 //!     let __mheta_start = begin();
-//!     let __mheta_out = __mheta_recv.send(__mheta_a0);
-//!     end(__mheta_start, CallKind::Send, __mheta_peer, __mheta_sent, 0, false);
+//!     let __mheta_out = world.process_at_rank(p).send(&x);   // the call as written
+//!     end(__mheta_start, CallKind::Send, __mheta_peer, __mheta_sent, __mheta_received, false);
 //!     __mheta_out
 //! }
 //! ```
 //!
-//! A receiver that is a place (`world`, `self.comm`, `reqs[i]`) is used as written, so methods
-//! taking `&self`, `&mut self` or `self` keep their meaning. Wrapping happens after placement
-//! (which matches statements by their source positions) and only in the instrumented body.
+//! Peer and bytes are read before the call from the same expressions, which is sound when they
+//! are pure (places, references to them, literals, `process_at_rank`: [`is_pure`]). Otherwise
+//! the receiver (a temporary) and the arguments are evaluated once, in order, into locals, and
+//! the call is made on those. Wrapping happens after placement (which matches statements by
+//! their source positions) and only in the instrumented body.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, ToTokens};
@@ -163,6 +164,40 @@ fn is_place(e: &Expr) -> bool {
     }
 }
 
+/// Whether evaluating `e` again after the call reads the same values and does nothing else:
+/// places, references to places (`&x`, `&mut u[lo..hi]`), literals, reduction operators
+/// (`SystemOperation::sum()`) and `world.process_at_rank(p)`.
+fn is_pure(e: &Expr) -> bool {
+    match e {
+        Expr::Path(_) | Expr::Lit(_) => true,
+        Expr::Paren(p) => is_pure(&p.expr),
+        Expr::Field(f) => is_pure(&f.base),
+        Expr::Reference(r) => is_pure(&r.expr),
+        // An index variable may be a range, which indexing moves: only indices built in place.
+        Expr::Index(i) => {
+            is_pure(&i.expr) && !matches!(&*i.index, Expr::Path(_)) && is_pure(&i.index)
+        }
+        Expr::Range(r) => {
+            r.start.as_deref().map_or(true, is_pure) && r.end.as_deref().map_or(true, is_pure)
+        }
+        Expr::Binary(b) => is_pure(&b.left) && is_pure(&b.right),
+        Expr::Cast(c) => is_pure(&c.expr),
+        Expr::Unary(u) => is_pure(&u.expr),
+        Expr::Call(c) => {
+            matches!(&*c.func, Expr::Path(p) if p.path.segments.iter().any(|s| s.ident == "SystemOperation"))
+                && c.args.iter().all(is_pure)
+        }
+        Expr::MethodCall(m) => {
+            matches!(
+                m.method.to_string().as_str(),
+                "process_at_rank" | "any_process" | "this_process"
+            ) && is_pure(&m.receiver)
+                && m.args.iter().all(is_pure)
+        }
+        _ => false,
+    }
+}
+
 fn wrapped(e: &Expr, kind: &Kind) -> Expr {
     let rsmpi = quote!(::mheta::__private::rsmpi);
     let (args, receiver): (Vec<&Expr>, Option<&Expr>) = match e {
@@ -170,6 +205,9 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
         Expr::Call(c) => (c.args.iter().collect(), None),
         _ => return e.clone(),
     };
+    if receiver.map_or(true, is_pure) && args.iter().all(|a| is_pure(a)) {
+        return wrapped_in_place(e, kind, receiver, &args);
+    }
     let names: Vec<_> = (0..args.len())
         .map(|i| format_ident!("__mheta_a{}", i))
         .collect();
@@ -196,7 +234,7 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
         .position(|a| matches!(a, Expr::Reference(r) if r.mutability.is_some()))
         .map(|i| &names[i]);
     let bytes = |name: Option<&proc_macro2::Ident>| match name {
-        Some(n) if !kind.completes => quote!((&#rsmpi::Message(&*#n)).bytes()),
+        Some(n) if !kind.completes => quote!((&&#rsmpi::Message(&*#n)).bytes()),
         _ => quote!(0u64),
     };
     let sent = if kind.call.to_string().contains("Receive") && !kind.receives_too {
@@ -229,13 +267,58 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
     let (call_kind, blocks) = (&kind.call, kind.blocks);
     let out = quote! {{
         #[allow(unused_imports)]
-        use #rsmpi::{AnyBytes as _, AnyPeer as _, BufferBytes as _, ProcessPeer as _};
+        use #rsmpi::{AnyBytes as _, AnyPeer as _, BufferBytes as _, ProcessPeer as _, VecBytes as _};
         #(#lets)*
         let __mheta_peer = #peer;
         let __mheta_sent: u64 = #sent;
         let __mheta_received: u64 = #got;
         let __mheta_start = #rsmpi::begin();
         let __mheta_out = #call;
+        #rsmpi::end(__mheta_start, #call_kind, __mheta_peer, __mheta_sent, __mheta_received, #blocks);
+        __mheta_out
+    }};
+    syn::parse2(out).expect("the wrapper is an expression")
+}
+
+/// The call as written, timed; its peer and bytes read just before it from the same (pure)
+/// expressions, so the call itself is untouched.
+fn wrapped_in_place(e: &Expr, kind: &Kind, receiver: Option<&Expr>, args: &[&Expr]) -> Expr {
+    let rsmpi = quote!(::mheta::__private::rsmpi);
+    let message = args.iter().find(|a| matches!(a, Expr::Reference(_)));
+    let received = args
+        .iter()
+        .find(|a| matches!(a, Expr::Reference(r) if r.mutability.is_some()));
+    let bytes = |arg: Option<&&Expr>| match arg {
+        Some(a) if !kind.completes => quote!((&&#rsmpi::Message(&*(#a))).bytes()),
+        _ => quote!(0u64),
+    };
+    let receives = kind.call.to_string().contains("Receive");
+    let sent = if receives && !kind.receives_too {
+        quote!(0u64)
+    } else {
+        bytes(message)
+    };
+    let got = if kind.receives_too || receives {
+        bytes(received)
+    } else {
+        quote!(0u64)
+    };
+    let peer = match (receiver, kind.peer_argument, args.get(1)) {
+        (_, true, Some(p)) => quote!((&#rsmpi::Peer(&*(#p))).peer()),
+        (Some(r), false, _) => quote!((&#rsmpi::Peer(&(#r))).peer()),
+        _ => quote!(::core::option::Option::None),
+    };
+    let (call_kind, blocks) = (&kind.call, kind.blocks);
+    let out = quote! {{
+        #[allow(unused_imports)]
+        use #rsmpi::{AnyBytes as _, AnyPeer as _, BufferBytes as _, ProcessPeer as _, VecBytes as _};
+        // Read before the call: it may consume its receiver (`req.wait()`) or keep its buffers
+        // borrowed (`immediate_receive_into` returns a request holding `&mut buf`).
+        let __mheta_peer = #peer;
+        let __mheta_sent: u64 = #sent;
+        let __mheta_received: u64 = #got;
+        let __mheta_start = #rsmpi::begin();
+        let __mheta_out = #e;
         #rsmpi::end(__mheta_start, #call_kind, __mheta_peer, __mheta_sent, __mheta_received, #blocks);
         __mheta_out
     }};
@@ -253,7 +336,7 @@ mod tests {
     }
 
     #[test]
-    fn a_send_on_a_temporary_process_evaluates_it_once_and_records_its_peer_and_bytes() {
+    fn a_call_with_pure_arguments_stays_as_written_between_its_records() {
         let src = "{\n    world.process_at_rank(p).send(&x);\n}";
         // The chain starts at line 2, column 4 (0-based), as does `process_at_rank`.
         let calls = [ForeignCall {
@@ -263,17 +346,19 @@ mod tests {
         let (out, left) = wrap_src(src, &calls);
         assert_eq!(left, 0, "{out}");
         assert!(
-            out.contains("let mut __mheta_recv = world . process_at_rank (p)"),
+            out.contains("let __mheta_out = world . process_at_rank (p) . send (& x)"),
             "{out}"
         );
-        assert!(out.contains("__mheta_recv . send (__mheta_a0)"), "{out}");
         assert!(out.contains("CallKind :: Send"), "{out}");
-        assert!(out.contains("Peer (& __mheta_recv)"), "{out}");
-        assert!(out.contains("Message (& * __mheta_a0)"), "{out}");
+        assert!(
+            out.contains("Peer (& (world . process_at_rank (p)))"),
+            "{out}"
+        );
+        assert!(out.contains("Message (& * (& x))"), "{out}");
     }
 
     #[test]
-    fn a_place_receiver_is_used_as_written() {
+    fn a_collective_on_a_place_keeps_its_receiver() {
         let src = "{\n    world.all_reduce_into(&a, &mut b, op);\n}";
         let calls = [ForeignCall {
             api: "mpi::all_reduce_into".into(),
@@ -282,10 +367,9 @@ mod tests {
         let (out, left) = wrap_src(src, &calls);
         assert_eq!(left, 0, "{out}");
         assert!(
-            out.contains("world . all_reduce_into (__mheta_a0 , __mheta_a1 , __mheta_a2)"),
+            out.contains("world . all_reduce_into (& a , & mut b , op)"),
             "{out}"
         );
-        assert!(!out.contains("__mheta_recv"), "{out}");
         assert!(out.contains("CallKind :: AllReduce"), "{out}");
     }
 
@@ -298,8 +382,26 @@ mod tests {
         }];
         let (out, left) = wrap_src(src, &calls);
         assert_eq!(left, 0, "{out}");
-        assert!(out.contains("Peer (& * __mheta_a1)"), "{out}");
-        assert!(out.contains("Message (& * __mheta_a2)"), "{out}");
+        assert!(out.contains("Peer (& * (& right))"), "{out}");
+        assert!(out.contains("Message (& * (& mut b))"), "{out}");
+    }
+
+    #[test]
+    fn arguments_that_cannot_be_read_twice_are_evaluated_once_in_order() {
+        // `next()` may have effects and `k` may be a range that indexing moves.
+        let src = "{\n    world.process_at_rank(next()).send(&buf[k]);\n}";
+        let calls = [ForeignCall {
+            api: "mpi::send".into(),
+            start: (2, 4),
+        }];
+        let (out, left) = wrap_src(src, &calls);
+        assert_eq!(left, 0, "{out}");
+        assert!(
+            out.contains("let mut __mheta_recv = world . process_at_rank (next ()) ; let __mheta_a0 = & buf [k] ;"),
+            "{out}"
+        );
+        assert!(out.contains("__mheta_recv . send (__mheta_a0)"), "{out}");
+        assert!(out.contains("Message (& * __mheta_a0)"), "{out}");
     }
 
     #[test]
