@@ -61,10 +61,8 @@ fn walked_by_partition(facts: &Facts, lowered: &Lowered) -> BTreeSet<String> {
                     }
                 }
             }
-            Token::LoopEnd(i) => {
-                if open.last().is_some_and(|(o, _)| *o == i) {
-                    open.pop();
-                }
+            Token::LoopEnd(i) if open.last().is_some_and(|(o, _)| *o == i) => {
+                open.pop();
             }
             Token::Stmt(i) if !open.is_empty() => {
                 let Some(s) = lowered.stmts.get(i) else {

@@ -228,7 +228,7 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
         lets.push(quote!(let #name = #arg;));
     }
     let is_ref = |a: &&Expr| matches!(a, Expr::Reference(_));
-    let message = args.iter().position(|a| is_ref(a)).map(|i| &names[i]);
+    let message = args.iter().position(is_ref).map(|i| &names[i]);
     let received = args
         .iter()
         .position(|a| matches!(a, Expr::Reference(r) if r.mutability.is_some()))
