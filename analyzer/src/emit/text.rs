@@ -43,7 +43,7 @@ pub fn render(structure: &Structure) -> String {
                 open_group = sec.group;
             }
             let indent = if sec.group.is_some() { "    " } else { "  " };
-            section(&mut out, sec, indent);
+            section(&mut out, sec, indent, &s.main_loop.span);
         }
         for d in &s.diagnostics {
             let _ = writeln!(out, "  {:?}: {}{}", d.level, d.message, at(d.span.as_ref()));
@@ -57,7 +57,7 @@ fn at(span: Option<&Span>) -> String {
         .unwrap_or_default()
 }
 
-fn section(out: &mut String, sec: &Section, indent: &str) {
+fn section(out: &mut String, sec: &Section, indent: &str, main: &Span) {
     let _ = writeln!(out, "{indent}section {}", sec.id);
     for item in &sec.items {
         match item {
@@ -65,19 +65,19 @@ fn section(out: &mut String, sec: &Section, indent: &str) {
             SectionItem::Tiles(t) => {
                 let _ = writeln!(out, "{indent}  tiles {}{}", t.id, at(Some(&t.span)));
                 if let Some(e) = &t.recv {
-                    event(out, "recv", e, &format!("{indent}    "));
+                    event(out, "recv", e, &format!("{indent}    "), main);
                 }
                 for st in &t.stages {
                     stage(out, st, &format!("{indent}    "));
                 }
                 if let Some(e) = &t.send {
-                    event(out, "send", e, &format!("{indent}    "));
+                    event(out, "send", e, &format!("{indent}    "), main);
                 }
             }
         }
     }
     match &sec.comm {
-        Some(e) => event(out, "comm", e, &format!("{indent}  ")),
+        Some(e) => event(out, "comm", e, &format!("{indent}  "), main),
         None => {
             let _ = writeln!(out, "{indent}  comm: none");
         }
@@ -118,7 +118,7 @@ fn stage(out: &mut String, st: &Stage, indent: &str) {
     }
 }
 
-fn event(out: &mut String, role: &str, e: &CommEvent, indent: &str) {
+fn event(out: &mut String, role: &str, e: &CommEvent, indent: &str, main: &Span) {
     let apis: Vec<&str> = e.calls.iter().map(|c| c.api.as_str()).collect();
     let _ = writeln!(
         out,
@@ -138,5 +138,22 @@ fn event(out: &mut String, role: &str, e: &CommEvent, indent: &str) {
     }
     for alt in &e.alternates {
         let _ = writeln!(out, "{indent}  also{}", at(Some(alt)));
+    }
+    // `#[mheta::solver]` records the rsmpi calls written in the main loop; calls inside callees
+    // count only towards their event's time.
+    let inside = |s: &Span| {
+        s.file == main.file && main.line <= s.line && s.line <= main.end_line.max(main.line)
+    };
+    for c in e
+        .calls
+        .iter()
+        .filter(|c| c.api.starts_with("mpi::") && !inside(&c.span))
+    {
+        let _ = writeln!(
+            out,
+            "{indent}  not recorded as a call (in a callee; timed with the event): {}{}",
+            c.api,
+            at(Some(&c.span))
+        );
     }
 }
