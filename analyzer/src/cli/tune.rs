@@ -377,7 +377,12 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         distributions,
         clock: measured.clock.clone(),
         total_rows: measured.rows,
-        iterations: args.iterations,
+        // An attached program runs its own iterations: those of its measured run, warm-up
+        // included.
+        iterations: match program.interface {
+            Interface::Flags => args.iterations,
+            Interface::Environment(_) => measured.iterations + steady_to_run(measured.iterations),
+        },
         actual_method: if args.repeat > 1 {
             format!(
                 "{}; the median of up to {} runs, made in rounds over the distributions (no \
@@ -450,6 +455,14 @@ fn analyze(dir: &Path) -> anyhow::Result<Structure> {
         bail!("`mheta analyze {}` reported errors (above)", dir.display());
     }
     Ok(analysis.structure)
+}
+
+/// The warm-up iterations a run of `steady` measured iterations left out
+/// (`format::warm_up_iterations` counts them from the recorded total).
+fn steady_to_run(steady: u32) -> u32 {
+    (0..=2)
+        .find(|&w| mheta_runtime::format::warm_up_iterations((steady + w) as usize) == w as usize)
+        .unwrap_or(0)
 }
 
 /// How the runs reach the program: `MHETA_*` variables when the crate attaches to rsmpi
@@ -655,4 +668,18 @@ fn summary(result: &SearchResult) -> SearchSummary {
 
 fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
     s.parse()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::steady_to_run;
+
+    #[test]
+    fn an_attached_programs_run_length_adds_back_its_warm_up() {
+        // `warm_up_iterations`: 2 of 4 or more recorded, 1 of 2–3, none of 0–1.
+        assert_eq!(98 + steady_to_run(98), 100);
+        assert_eq!(2 + steady_to_run(2), 4);
+        assert_eq!(1 + steady_to_run(1), 2);
+        assert_eq!(steady_to_run(0), 0);
+    }
 }
