@@ -43,6 +43,11 @@ fn mpirun_available() -> bool {
 /// `mpirun -np P mheta-mpi-check ARGS`, killed (and the test failed) if it hangs. Jobs run one
 /// at a time: they oversubscribe the machine already, and timing checks need it to themselves.
 fn mpirun(p: usize, args: &[&str]) -> Run {
+    mpirun_env(p, &[], args)
+}
+
+/// [`mpirun`] with `MHETA_*`-style variables exported to every process (`-x`).
+fn mpirun_env(p: usize, env: &[(&str, &str)], args: &[&str]) -> Run {
     static ONE_JOB: Mutex<()> = Mutex::new(());
     let _job = ONE_JOB.lock().unwrap_or_else(PoisonError::into_inner);
     let start = Instant::now();
@@ -54,8 +59,12 @@ fn mpirun(p: usize, args: &[&str]) -> Run {
             "--oversubscribe",
             "-np",
             &p.to_string(),
-            DRIVER,
         ])
+        .args(
+            env.iter()
+                .flat_map(|(k, v)| ["-x".to_string(), format!("{k}={v}")]),
+        )
+        .arg(DRIVER)
         .args(args)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out_path).unwrap())
@@ -279,6 +288,40 @@ fn bad_arguments_are_clear_errors() {
     assert!(
         run.stderr
             .contains("--clock virtual and charged need --backend threads"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// An attached program's collective steps fail on every rank, naming the misuse, and never hang:
+/// ranks passing different totals to `rows`, and a cluster file for another process count.
+#[test]
+fn attach_misuses_under_mpi_are_errors_on_every_rank() {
+    if !mpirun_available() {
+        return;
+    }
+    let run = mpirun_env(3, &[("MHETA_INSTRUMENT", "1")], &["attach-rows"]);
+    assert!(!run.success, "{}", run.stdout);
+    assert_eq!(
+        run.stderr
+            .matches("the ranks disagree on the total (100 to 102")
+            .count(),
+        3,
+        "{}",
+        run.stderr
+    );
+    let cluster = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/clusters/dc-2.toml");
+    let run = mpirun_env(
+        3,
+        &[("MHETA_CLUSTER", cluster.to_str().unwrap())],
+        &["attach-rows"],
+    );
+    assert!(!run.success, "{}", run.stdout);
+    assert!(
+        run.stderr.contains("MHETA_CLUSTER: ")
+            && run
+                .stderr
+                .contains("describes 2 nodes but the MPI job has 3 processes"),
         "{}",
         run.stderr
     );

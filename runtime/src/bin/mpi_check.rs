@@ -10,6 +10,8 @@
 //!   against the sequential reference and prints `heat: rank R verified`.
 //! - `fail`: the last rank fails while the others wait for it (the job must abort, naming it).
 //! - `finished-peer`: rank 0 waits for a message rank 1 never sends (rank 0 must fail).
+//! - `attach-rows`: an attached program (`comm::mpi::attach`, `MHETA_*` from the environment)
+//!   whose ranks pass different totals to `Session::try_rows`: every rank must get the error.
 
 use std::process::ExitCode;
 
@@ -30,6 +32,7 @@ enum Mode {
     Heat,
     Fail,
     FinishedPeer,
+    AttachRows,
 }
 
 #[derive(Parser)]
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         Mode::Heat => heat(&cli.mheta, cli.work),
         Mode::Fail => fail(&cli.mheta),
         Mode::FinishedPeer => finished_peer(&cli.mheta),
+        Mode::AttachRows => attach_rows(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -61,6 +65,19 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Attaches as an rsmpi program does, then asks for rows with a total that depends on the rank.
+fn attach_rows() -> Result<(), BoxError> {
+    mheta_runtime::comm::mpi::world()?;
+    let world = <mpi::topology::SimpleCommunicator as mpi::topology::Communicator>::duplicate(
+        &mpi::topology::SimpleCommunicator::world(),
+    );
+    let session = mheta_runtime::comm::mpi::attach(&world)?;
+    let rank = mheta_runtime::comm::mpi::world()?.rank;
+    session.try_rows(100 + rank)?;
+    session.finish()?;
+    Ok(())
 }
 
 const OPS: [ReduceOp; 4] = [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max, ReduceOp::Prod];
