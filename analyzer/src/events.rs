@@ -395,30 +395,21 @@ fn resolve_peer(peer: &str, ranges: &[(String, String)], facts: &Facts) -> (Stri
     (without_casts(&fold_edge_cases(name, facts)), false)
 }
 
-/// A peer without its integer conversions: `rank as i32 - 1` is `rank - 1`.
+/// A peer without its integer conversions: `rank as i32 - 1` is `rank - 1`, as written
+/// otherwise (`matrix.neighbors[i] as i32` is `matrix.neighbors[i]`).
 fn without_casts(peer: &str) -> String {
-    use syn::visit_mut::VisitMut;
-    struct Strip;
-    impl VisitMut for Strip {
-        fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
-            if let syn::Expr::Cast(c) = e {
-                *e = (*c.expr).clone();
-                self.visit_expr_mut(e);
-            } else {
-                syn::visit_mut::visit_expr_mut(self, e);
-            }
+    let mut out = peer.to_string();
+    while let Some(at) = out.find(" as ") {
+        let rest = &out[at + 4..];
+        let ty = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(rest.len());
+        if ty == 0 {
+            break;
         }
+        out.replace_range(at..at + 4 + ty, "");
     }
-    if !peer.contains(" as ") {
-        return peer.to_string();
-    }
-    match syn::parse_str::<syn::Expr>(peer) {
-        Ok(mut e) => {
-            Strip.visit_expr_mut(&mut e);
-            quote::quote!(#e).to_string()
-        }
-        Err(_) => peer.to_string(),
-    }
+    out
 }
 
 /// The rank-relative elements a neighbour list is built from: `[rank - 1, rank + 1]` or
@@ -875,6 +866,20 @@ mod tests {
                 .iter()
                 .any(|item| matches!(item, SectionItem::Stage(st) if st.span.line == 4)));
         }
+    }
+
+    #[test]
+    fn participants_lose_their_casts_and_keep_their_spelling() {
+        assert_eq!(super::without_casts("rank as i32 - 1"), "rank - 1");
+        assert_eq!(
+            super::without_casts("matrix.neighbors[i] as i32"),
+            "matrix.neighbors[i]"
+        );
+        assert_eq!(
+            super::without_casts("(r as usize + 1) % size"),
+            "(r + 1) % size"
+        );
+        assert_eq!(super::without_casts("rank + 1"), "rank + 1");
     }
 
     #[test]
