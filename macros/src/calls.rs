@@ -205,91 +205,56 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
         Expr::Call(c) => (c.args.iter().collect(), None),
         _ => return e.clone(),
     };
-    if receiver.map_or(true, is_pure) && args.iter().all(|a| is_pure(a)) {
-        return wrapped_in_place(e, kind, receiver, &args);
-    }
-    let names: Vec<_> = (0..args.len())
-        .map(|i| format_ident!("__mheta_a{}", i))
-        .collect();
     let mut lets = Vec::new();
-    // The receiver: as written when it is a place, else evaluated once into a local.
-    let recv_tokens = match receiver {
-        Some(r) if is_place(r) => Some(r.to_token_stream()),
-        Some(r) => {
-            lets.push(quote! {
-                #[allow(unused_mut)]
-                let mut __mheta_recv = #r;
+    // What the records read the receiver and the arguments from, and the call to make.
+    let (recv, operands, call): (Option<TokenStream>, Vec<TokenStream>, TokenStream) =
+        if receiver.map_or(true, is_pure) && args.iter().all(|a| is_pure(a)) {
+            // Pure: read again from the same expressions; the call stays as written.
+            (
+                receiver.map(|r| quote!((#r))),
+                args.iter().map(|a| quote!((#a))).collect(),
+                e.to_token_stream(),
+            )
+        } else {
+            // The receiver as written when it is a place, else (a temporary) evaluated once;
+            // the arguments evaluated once, in order.
+            let recv = receiver.map(|r| {
+                if is_place(r) {
+                    r.to_token_stream()
+                } else {
+                    lets.push(quote! {
+                        #[allow(unused_mut)]
+                        let mut __mheta_recv = #r;
+                    });
+                    quote!(__mheta_recv)
+                }
             });
-            Some(quote!(__mheta_recv))
-        }
-        None => None,
-    };
-    for (name, arg) in names.iter().zip(&args) {
-        lets.push(quote!(let #name = #arg;));
-    }
-    let is_ref = |a: &&Expr| matches!(a, Expr::Reference(_));
-    let message = args.iter().position(is_ref).map(|i| &names[i]);
+            let names: Vec<_> = (0..args.len())
+                .map(|i| format_ident!("__mheta_a{}", i))
+                .collect();
+            for (name, arg) in names.iter().zip(&args) {
+                lets.push(quote!(let #name = #arg;));
+            }
+            let call = match (e, &recv) {
+                (Expr::MethodCall(m), Some(r)) => {
+                    let (method, turbofish) = (&m.method, &m.turbofish);
+                    quote!(#r.#method #turbofish(#(#names),*))
+                }
+                (Expr::Call(c), _) => {
+                    let func = &c.func;
+                    quote!(#func(#(#names),*))
+                }
+                _ => unreachable!("only calls are wrapped"),
+            };
+            (recv, names.iter().map(|n| quote!(#n)).collect(), call)
+        };
+    // The message is the first `&` argument, the receive buffer the first `&mut` one.
+    let message = args.iter().position(|a| matches!(a, Expr::Reference(_)));
     let received = args
         .iter()
-        .position(|a| matches!(a, Expr::Reference(r) if r.mutability.is_some()))
-        .map(|i| &names[i]);
-    let bytes = |name: Option<&proc_macro2::Ident>| match name {
-        Some(n) if !kind.completes => quote!((&&#rsmpi::Message(&*#n)).bytes()),
-        _ => quote!(0u64),
-    };
-    let sent = if kind.call.to_string().contains("Receive") && !kind.receives_too {
-        quote!(0u64)
-    } else {
-        bytes(message)
-    };
-    let got = if kind.receives_too || kind.call.to_string().contains("Receive") {
-        bytes(received)
-    } else {
-        quote!(0u64)
-    };
-    let peer = match (&recv_tokens, kind.peer_argument, names.get(1)) {
-        (_, true, Some(p)) => quote!((&#rsmpi::Peer(&*#p)).peer()),
-        (Some(r), false, _) => quote!((&#rsmpi::Peer(&#r)).peer()),
-        _ => quote!(::core::option::Option::None),
-    };
-    let call = match e {
-        Expr::MethodCall(m) => {
-            let (method, turbofish) = (&m.method, &m.turbofish);
-            let r = recv_tokens.expect("a method call has a receiver");
-            quote!(#r.#method #turbofish(#(#names),*))
-        }
-        Expr::Call(c) => {
-            let func = &c.func;
-            quote!(#func(#(#names),*))
-        }
-        _ => unreachable!("only calls are wrapped"),
-    };
-    let (call_kind, blocks) = (&kind.call, kind.blocks);
-    let out = quote! {{
-        #[allow(unused_imports)]
-        use #rsmpi::{AnyBytes as _, AnyPeer as _, BufferBytes as _, ProcessPeer as _, VecBytes as _};
-        #(#lets)*
-        let __mheta_peer = #peer;
-        let __mheta_sent: u64 = #sent;
-        let __mheta_received: u64 = #got;
-        let __mheta_start = #rsmpi::begin();
-        let __mheta_out = #call;
-        #rsmpi::end(__mheta_start, #call_kind, __mheta_peer, __mheta_sent, __mheta_received, #blocks);
-        __mheta_out
-    }};
-    syn::parse2(out).expect("the wrapper is an expression")
-}
-
-/// The call as written, timed; its peer and bytes read just before it from the same (pure)
-/// expressions, so the call itself is untouched.
-fn wrapped_in_place(e: &Expr, kind: &Kind, receiver: Option<&Expr>, args: &[&Expr]) -> Expr {
-    let rsmpi = quote!(::mheta::__private::rsmpi);
-    let message = args.iter().find(|a| matches!(a, Expr::Reference(_)));
-    let received = args
-        .iter()
-        .find(|a| matches!(a, Expr::Reference(r) if r.mutability.is_some()));
-    let bytes = |arg: Option<&&Expr>| match arg {
-        Some(a) if !kind.completes => quote!((&&#rsmpi::Message(&*(#a))).bytes()),
+        .position(|a| matches!(a, Expr::Reference(r) if r.mutability.is_some()));
+    let bytes = |at: Option<usize>| match at.map(|i| &operands[i]) {
+        Some(o) if !kind.completes => quote!((&&#rsmpi::Message(&*#o)).bytes()),
         _ => quote!(0u64),
     };
     let receives = kind.call.to_string().contains("Receive");
@@ -298,27 +263,28 @@ fn wrapped_in_place(e: &Expr, kind: &Kind, receiver: Option<&Expr>, args: &[&Exp
     } else {
         bytes(message)
     };
-    let got = if kind.receives_too || receives {
+    let got = if receives || kind.receives_too {
         bytes(received)
     } else {
         quote!(0u64)
     };
-    let peer = match (receiver, kind.peer_argument, args.get(1)) {
-        (_, true, Some(p)) => quote!((&#rsmpi::Peer(&*(#p))).peer()),
-        (Some(r), false, _) => quote!((&#rsmpi::Peer(&(#r))).peer()),
+    let peer = match (&recv, kind.peer_argument, operands.get(1)) {
+        (_, true, Some(p)) => quote!((&#rsmpi::Peer(&*#p)).peer()),
+        (Some(r), false, _) => quote!((&#rsmpi::Peer(&#r)).peer()),
         _ => quote!(::core::option::Option::None),
     };
     let (call_kind, blocks) = (&kind.call, kind.blocks);
     let out = quote! {{
         #[allow(unused_imports)]
         use #rsmpi::{AnyBytes as _, AnyPeer as _, BufferBytes as _, ProcessPeer as _, VecBytes as _};
+        #(#lets)*
         // Read before the call: it may consume its receiver (`req.wait()`) or keep its buffers
         // borrowed (`immediate_receive_into` returns a request holding `&mut buf`).
         let __mheta_peer = #peer;
         let __mheta_sent: u64 = #sent;
         let __mheta_received: u64 = #got;
         let __mheta_start = #rsmpi::begin();
-        let __mheta_out = #e;
+        let __mheta_out = #call;
         #rsmpi::end(__mheta_start, #call_kind, __mheta_peer, __mheta_sent, __mheta_received, #blocks);
         __mheta_out
     }};
