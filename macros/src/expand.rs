@@ -53,7 +53,12 @@ pub fn loop_guard(kind: LoopKind) -> TokenStream {
 /// The statement that registers the embedded structure with the runtime on every call (a
 /// pointer comparison once registered), plus a dependency on `mheta.toml` so that editing it
 /// re-runs the macro.
-pub fn registration(solver: &str, json: &str, tracked: Option<&str>) -> TokenStream {
+pub fn registration(
+    solver: &str,
+    json: &str,
+    tracked: Option<&str>,
+    unrecorded: &[String],
+) -> TokenStream {
     let track = tracked.map(|path| {
         quote!(
             const _: &[u8] = ::core::include_bytes!(#path);
@@ -63,7 +68,11 @@ pub fn registration(solver: &str, json: &str, tracked: Option<&str>) -> TokenStr
         {
             #track
             static EMBEDDED: ::mheta::__private::Embedded =
-                ::mheta::__private::Embedded { solver: #solver, structure_json: #json };
+                ::mheta::__private::Embedded {
+                    solver: #solver,
+                    structure_json: #json,
+                    unrecorded_calls: &[#(#unrecorded),*],
+                };
             ::mheta::__private::register(&EMBEDDED);
         }
     }

@@ -104,6 +104,9 @@ pub struct Plan {
     pub own: Option<Extent>,
     /// The rsmpi calls of the solver's own events, to be recorded ([`crate::calls`]).
     pub calls: Vec<crate::calls::ForeignCall>,
+    /// The rsmpi calls of its events that lie in callees: not recorded as calls
+    /// (`api at file:line (why)`).
+    pub calls_elsewhere: Vec<String>,
 }
 
 /// The plan for one solver. A solver without a main loop (an analysis error) has an empty plan.
@@ -209,12 +212,17 @@ fn push_stage(plan: &mut Plan, file: &str, section: u32, tile: Option<u32>, stag
 impl Plan {
     /// Notes the rsmpi calls of an event that lie in the solver's main loop.
     fn foreign_calls(&mut self, file: &str, event: &mheta_runtime::format::CommEvent) {
-        for call in &event.calls {
-            if call.api.starts_with("mpi::") && self.is_own(file, &call.span) {
+        for call in event.calls.iter().filter(|c| c.api.starts_with("mpi::")) {
+            if self.is_own(file, &call.span) {
                 self.calls.push(crate::calls::ForeignCall {
                     api: call.api.clone(),
                     start: from_span(&call.span).start,
                 });
+            } else {
+                self.calls_elsewhere.push(format!(
+                    "{} at {}:{} (in a callee)",
+                    call.api, call.span.file, call.span.line
+                ));
             }
         }
     }

@@ -181,7 +181,18 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
         .map(|(i, (m, s))| warnings::warning(m, *s, i));
 
     let tracked = found.config.as_ref().map(|p| p.display().to_string());
-    let registration = expand::registration(&solver.name, &found.json, tracked.as_deref());
+    let unrecorded: Vec<String> = unwrapped
+        .iter()
+        .map(|c| {
+            format!(
+                "{} at {}:{} (not one call expression)",
+                c.api, solver.span.file, c.start.0
+            )
+        })
+        .chain(plan.calls_elsewhere.iter().cloned())
+        .collect();
+    let registration =
+        expand::registration(&solver.name, &found.json, tracked.as_deref(), &unrecorded);
     // Both copies when that is sound (see `dual`), so a disabled run executes the plain body.
     let plain = match dual::obstacle(item) {
         None => Some(dual::plain_body(&item.block, &plan)),

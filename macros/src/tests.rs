@@ -132,3 +132,29 @@ fn every_region_of_every_fixture_solver_is_placed() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// An rsmpi call in a helper the analyzer inlines cannot be wrapped by the solver's macro: the
+/// plan lists it, so the measurements can name it.
+#[test]
+fn rsmpi_calls_in_callees_are_listed_as_not_recorded() {
+    let src = "use mpi::traits::*;\nuse mpi::collective::SystemOperation;\n\
+               fn dot(world: &mpi::topology::SimpleCommunicator, a: &[f64]) -> f64 {\n \
+               let local: f64 = a.iter().map(|x| x * x).sum();\n let mut sum = 0.0;\n \
+               world.all_reduce_into(&local, &mut sum, SystemOperation::sum());\n sum\n}\n\
+               #[mheta::solver]\nfn solve(world: &mpi::topology::SimpleCommunicator, a: &mut [f64]) {\n \
+               for _ in 0..9 {\n  for x in a.iter_mut() { *x *= 0.5; }\n  let n = dot(world, a);\n  \
+               world.all_reduce_into(&n, &mut a[0], SystemOperation::max());\n }\n}\n";
+    let analysis = analyze_source("t.rs", src, &Options::default());
+    let solver = &analysis.structure.solvers[0];
+    let plan = plan::plan(solver);
+    assert_eq!(
+        plan.calls.len(),
+        1,
+        "the solver's own reduction: {:?}",
+        plan.calls
+    );
+    assert_eq!(
+        plan.calls_elsewhere,
+        ["mpi::all_reduce_into at t.rs:6 (in a callee)"]
+    );
+}

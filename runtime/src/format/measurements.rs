@@ -33,6 +33,10 @@ pub struct Measurements {
     pub micro: Microbenchmarks,
     /// One entry per rank, in rank order.
     pub nodes: Vec<NodeMeasurements>,
+    /// Communication calls of the solver's events not recorded as calls (an attached program's
+    /// rsmpi calls inside callees, `api at file:line (why)`): their time is in their event's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unrecorded_calls: Vec<String>,
 }
 
 impl Measurements {
@@ -373,6 +377,7 @@ mod tests {
             arrays: Vec::new(),
             micro: Microbenchmarks::default(),
             nodes: (0..io_on.len()).map(node).collect(),
+            unrecorded_calls: Vec::new(),
         }
     }
 

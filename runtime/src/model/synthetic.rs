@@ -319,6 +319,7 @@ impl<'a> Recorder<'a> {
             arrays,
             micro: MICRO,
             nodes: self.nodes,
+            unrecorded_calls: Vec::new(),
         }
     }
 }

@@ -77,6 +77,7 @@ impl Case {
                 per_byte_s: 0.0,
             },
             nodes,
+            unrecorded_calls: Vec::new(),
         };
         Case {
             sections: vec![],
