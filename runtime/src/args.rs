@@ -21,6 +21,7 @@ use std::str::FromStr;
 use crate::clock::ClockMode;
 use crate::distribution::Distribution;
 use crate::error::Error;
+use crate::format::ClusterSpec;
 
 /// Where ranks run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -72,6 +73,26 @@ impl FromStr for DistributionSpec {
 }
 
 impl DistributionSpec {
+    /// The rows per rank this gives for `rows` over `cluster`'s nodes, not yet validated; the
+    /// in-core generators ask `bytes_per_row` for the program's bytes per row.
+    pub fn distribution(
+        &self,
+        rows: u64,
+        cluster: &ClusterSpec,
+        bytes_per_row: impl FnOnce() -> Result<u64, Error>,
+    ) -> Result<Distribution, Error> {
+        Ok(match self {
+            DistributionSpec::Block => Distribution::block(rows, cluster.nodes.len())?,
+            DistributionSpec::Balanced => Distribution::balanced(rows, cluster)?,
+            DistributionSpec::InCore => Distribution::in_core(rows, bytes_per_row()?, cluster)?,
+            DistributionSpec::InCoreBalanced => {
+                Distribution::in_core_balanced(rows, bytes_per_row()?, cluster)?
+            }
+            DistributionSpec::Rows(r) => Distribution::new(r.clone()),
+            DistributionSpec::File(p) => Distribution::new(read_distribution_file(p)?),
+        })
+    }
+
     /// The name used in reports (`block`, `balanced`, …, or the row counts).
     pub fn name(&self) -> String {
         match self {

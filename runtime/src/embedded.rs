@@ -72,6 +72,18 @@ pub fn first() -> Option<&'static Embedded> {
     registered().into_iter().next()
 }
 
+/// What the measurements name: the first solver that ran (empty when none registered a
+/// readable structure).
+pub fn first_id() -> crate::format::StructureId {
+    first()
+        .and_then(|e| {
+            e.structure()
+                .ok()
+                .map(|s| crate::format::StructureId::of(&s, e.solver))
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -151,16 +151,10 @@ impl<'a> Launch<'a> {
                 ))
             })
         };
-        let dist = match &a.distribution {
-            DistributionSpec::Block => Distribution::block(rows, size)?,
-            DistributionSpec::Balanced => Distribution::balanced(rows, &cluster)?,
-            DistributionSpec::InCore => Distribution::in_core(rows, bytes_per_row()?, &cluster)?,
-            DistributionSpec::InCoreBalanced => {
-                Distribution::in_core_balanced(rows, bytes_per_row()?, &cluster)?
-            }
-            DistributionSpec::Rows(_) | DistributionSpec::File(_) => {
-                Distribution::new(explicit.clone().expect("explicit rows were read"))
-            }
+        // Explicit rows were read above (a file once).
+        let dist = match &explicit {
+            Some(counts) => Distribution::new(counts.clone()),
+            None => a.distribution.distribution(rows, &cluster, bytes_per_row)?,
         };
         dist.validate(rows, size)?;
         Ok(RunSettings {
@@ -205,40 +199,18 @@ impl<'a> Launch<'a> {
             })?;
             write_atomic(path, e.structure_json.as_bytes())?;
         }
-        if let (Some(path), true) = (&self.args.timings, writer) {
-            let timings = measure::timings(&settings, &records)?;
-            let json = serde_json::to_vec_pretty(&timings)
-                .map_err(|e| Error::Measurements(e.to_string()))?;
-            write_atomic(path, &json)?;
-        }
-        if settings.instrument && writer {
-            let registered = embedded.and_then(|e| e.structure().ok().map(|s| (s, e.solver)));
-            let id = match (&self.structure, registered) {
-                (Some((s, solver)), _) => StructureId {
-                    crate_name: s.crate_name.clone(),
-                    solver: solver.clone(),
-                    digest: s.digest(),
-                },
-                (None, Some((s, solver))) => StructureId {
-                    crate_name: s.crate_name.clone(),
-                    solver: solver.to_string(),
-                    digest: s.digest(),
-                },
-                (None, None) => StructureId {
-                    crate_name: String::new(),
-                    solver: String::new(),
-                    digest: String::new(),
-                },
+        if writer {
+            let id = match &self.structure {
+                Some((s, solver)) => StructureId::of(s, solver),
+                None => crate::embedded::first_id(),
             };
-            let m = measure::aggregate(&settings, id, micro, &records)?;
-            let json =
-                serde_json::to_vec_pretty(&m).map_err(|e| Error::Measurements(e.to_string()))?;
-            write_atomic(&self.args.measurements_path(), &json)?;
-            if let Some(path) = &self.args.trace {
-                let json = serde_json::to_vec(&measure::chrome_trace(&records))
-                    .map_err(|e| Error::Measurements(e.to_string()))?;
-                write_atomic(path, &json)?;
-            }
+            let measurements = self.args.measurements_path();
+            let outputs = measure::Outputs {
+                timings: self.args.timings.as_deref(),
+                measurements: settings.instrument.then_some(measurements.as_path()),
+                trace: self.args.trace.as_deref(),
+            };
+            measure::write_outputs(&settings, id, micro, &records, outputs)?;
         }
         Ok(results)
     }

@@ -94,14 +94,26 @@ impl Measurements {
     }
 }
 
-/// Which structure (and which solver in it) these measurements belong to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Which structure (and which solver in it) these measurements belong to; all empty when the
+/// program embeds none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StructureId {
     #[serde(rename = "crate")]
     pub crate_name: String,
     pub solver: String,
     /// `Structure::digest()` of the structure the program embedded.
     pub digest: String,
+}
+
+impl StructureId {
+    /// `solver` of `structure`.
+    pub fn of(structure: &super::Structure, solver: &str) -> StructureId {
+        StructureId {
+            crate_name: structure.crate_name.clone(),
+            solver: solver.to_string(),
+            digest: structure.digest(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

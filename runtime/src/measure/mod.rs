@@ -23,6 +23,48 @@ use crate::format::{
 };
 use crate::hooks::{io_kind, IoKind, RankRecords, RecordKind};
 
+/// Where a finished run's outputs go, each only when asked for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Outputs<'a> {
+    /// `mheta-timings/1`: the main loop's iteration times.
+    pub timings: Option<&'a std::path::Path>,
+    /// `mheta-measurements/1` (an instrumented run).
+    pub measurements: Option<&'a std::path::Path>,
+    /// The Chrome trace of an instrumented run (written with its measurements).
+    pub trace: Option<&'a std::path::Path>,
+}
+
+/// Writes a finished run's timings, measurements and trace from every rank's records (on the one
+/// process that writes), each atomically.
+pub fn write_outputs(
+    settings: &RunSettings,
+    structure: StructureId,
+    micro: Microbenchmarks,
+    ranks: &[RankRecords],
+    out: Outputs<'_>,
+) -> Result<(), Error> {
+    if let Some(path) = out.timings {
+        write_atomic(path, &to_json(&timings(settings, ranks)?, true)?)?;
+    }
+    if let Some(path) = out.measurements {
+        let m = aggregate(settings, structure, micro, ranks)?;
+        write_atomic(path, &to_json(&m, true)?)?;
+        if let Some(path) = out.trace {
+            write_atomic(path, &to_json(&chrome_trace(ranks), false)?)?;
+        }
+    }
+    Ok(())
+}
+
+fn to_json<T: serde::Serialize>(value: &T, pretty: bool) -> Result<Vec<u8>, Error> {
+    let bytes = if pretty {
+        serde_json::to_vec_pretty(value)
+    } else {
+        serde_json::to_vec(value)
+    };
+    bytes.map_err(|e| Error::Measurements(e.to_string()))
+}
+
 /// Build the measurements of a run from every rank's records (rank order).
 pub fn aggregate(
     settings: &RunSettings,

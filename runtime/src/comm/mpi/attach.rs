@@ -13,16 +13,15 @@ use std::ops::Range;
 use mpi::topology::Communicator;
 
 use super::{run, MpiComm};
-use crate::args::{read_distribution_file, DistributionSpec};
 use crate::attach::EnvSettings;
 use crate::clock::{self, ClockMode};
 use crate::comm::{Comm, CommExt, ReduceOp};
 use crate::context::RunSettings;
 use crate::distribution::Distribution;
 use crate::error::Error;
-use crate::format::{ClusterSpec, Microbenchmarks, StructureId};
+use crate::format::{ClusterSpec, Microbenchmarks};
 use crate::hooks::{self, HookConfig};
-use crate::measure::{self, write_atomic};
+use crate::measure;
 
 /// One rank's attachment; see the module documentation. Dropping it finishes it (errors are
 /// then printed, as a destructor cannot return them); call [`Session::finish`] to see them.
@@ -136,21 +135,18 @@ impl Session {
         if self.rows.borrow().is_some() {
             return Err(Error::Session("rows were already handed out".into()));
         }
-        // Every rank must ask for the same total: compare the smallest and the largest.
-        let comm = self.comm.as_ref();
-        let (least, most) = match comm {
-            Some(c) => (
-                all_reduce(c, total, ReduceOp::Min)?,
-                all_reduce(c, total, ReduceOp::Max)?,
-            ),
-            None => {
-                let c = MpiComm::duplicate_world()?;
-                (
-                    all_reduce(&c, total, ReduceOp::Min)?,
-                    all_reduce(&c, total, ReduceOp::Max)?,
-                )
-            }
+        // Every rank must ask for the same total: the largest total and the largest complement
+        // (the smallest total) in one reduction.
+        let spread = |c: &MpiComm| -> Result<[u64; 2], Error> {
+            let mut out = [0u64; 2];
+            c.all_reduce(&[total, u64::MAX - total], &mut out, ReduceOp::Max)?;
+            Ok(out)
         };
+        let [most, complement] = match &self.comm {
+            Some(c) => spread(c)?,
+            None => spread(&MpiComm::duplicate_world()?)?,
+        };
+        let least = u64::MAX - complement;
         if least != most {
             return Err(Error::Session(format!(
                 "rows(total): the ranks disagree on the total ({least} to {most}; rank {} \
@@ -159,28 +155,15 @@ impl Session {
             )));
         }
         let p = self.size;
-        let needs_bytes = |name: &str| {
+        let dist = self.env.distribution.distribution(total, &self.cluster, || {
+            let name = self.env.distribution.name();
             bytes_per_row.ok_or_else(|| Error::Env {
                 var: "MHETA_DISTRIBUTION",
                 message: format!(
                     "={name} needs the bytes per row: call session.try_rows_sized(total, bytes_per_row)"
                 ),
             })
-        };
-        let dist = match &self.env.distribution {
-            DistributionSpec::Block => Distribution::block(total, p)?,
-            DistributionSpec::Balanced => Distribution::balanced(total, &self.cluster)?,
-            DistributionSpec::InCore => {
-                Distribution::in_core(total, needs_bytes("in-core")?, &self.cluster)?
-            }
-            DistributionSpec::InCoreBalanced => Distribution::in_core_balanced(
-                total,
-                needs_bytes("in-core-balanced")?,
-                &self.cluster,
-            )?,
-            DistributionSpec::Rows(r) => Distribution::new(r.clone()),
-            DistributionSpec::File(path) => Distribution::new(read_distribution_file(path)?),
-        };
+        })?;
         dist.validate(total, p).map_err(|e| Error::Env {
             var: "MHETA_DISTRIBUTION",
             message: format!(": {e}"),
@@ -249,37 +232,19 @@ impl Session {
             clock: ClockMode::Wall,
             scratch: Default::default(),
         };
-        if let Some(path) = &self.env.timings {
-            let timings = measure::timings(&settings, &all)?;
-            let json = serde_json::to_vec_pretty(&timings)
-                .map_err(|e| Error::Measurements(e.to_string()))?;
-            write_atomic(path, &json)?;
-        }
-        if self.env.instrument {
-            let id = crate::embedded::first()
-                .and_then(|e| e.structure().ok().map(|s| (s, e.solver)))
-                .map_or(
-                    StructureId {
-                        crate_name: String::new(),
-                        solver: String::new(),
-                        digest: String::new(),
-                    },
-                    |(s, solver)| StructureId {
-                        crate_name: s.crate_name.clone(),
-                        solver: solver.to_string(),
-                        digest: s.digest(),
-                    },
-                );
-            let m = measure::aggregate(&settings, id, self.micro.clone(), &all)?;
-            let json =
-                serde_json::to_vec_pretty(&m).map_err(|e| Error::Measurements(e.to_string()))?;
-            write_atomic(&self.env.measurements_path(), &json)?;
-            if let Some(path) = &self.env.trace {
-                let json = serde_json::to_vec(&measure::chrome_trace(&all))
-                    .map_err(|e| Error::Measurements(e.to_string()))?;
-                write_atomic(path, &json)?;
-            }
-        }
+        let measurements = self.env.measurements_path();
+        let outputs = measure::Outputs {
+            timings: self.env.timings.as_deref(),
+            measurements: self.env.instrument.then_some(measurements.as_path()),
+            trace: self.env.trace.as_deref(),
+        };
+        measure::write_outputs(
+            &settings,
+            crate::embedded::first_id(),
+            self.micro,
+            &all,
+            outputs,
+        )?;
         Ok(())
     }
 }
@@ -290,10 +255,4 @@ impl Drop for Session {
             eprintln!("mheta (rank {}): {e}", self.rank);
         }
     }
-}
-
-fn all_reduce(comm: &MpiComm, value: u64, op: ReduceOp) -> Result<u64, Error> {
-    let mut out = [0u64];
-    comm.all_reduce(&[value], &mut out, op)?;
-    Ok(out[0])
 }
