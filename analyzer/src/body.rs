@@ -517,26 +517,24 @@ impl<'p, 'f> Builder<'p, 'f> {
 /// the message (and is glue), `let mut sum = 0.0;` binds a receive target (its unpacking, `u[0] =
 /// edge`, is glue already).
 fn stage_messages(nodes: &mut [Node]) {
-    for i in 0..nodes.len() {
-        let Node::Stmt(s) = &nodes[i] else { continue };
-        if !(s.glue || s.copies_elements) || !s.calls.is_empty() || s.declares.is_empty() {
-            continue;
-        }
-        // The communication that follows, up to the first computation.
-        let mut uses = Vec::new();
-        for n in &nodes[i + 1..] {
-            if n.has_comm() && n.only_comm_and_glue() {
-                uses.extend(n.comm_uses());
-            } else if !n.is_glue() && !matches!(n, Node::Stmt(t) if t.copies_elements) {
-                break;
-            }
-        }
-        let staged = s.declares.iter().all(|d| uses.contains(&d.as_str()));
-        if staged {
-            if let Node::Stmt(s) = &mut nodes[i] {
+    // One pass from the end: `uses` holds the names the communication after the current node
+    // uses, up to the first computation.
+    let mut uses: Vec<String> = Vec::new();
+    for node in nodes.iter_mut().rev() {
+        if let Node::Stmt(s) = node {
+            let candidate = (s.glue || s.copies_elements)
+                && s.calls.is_empty()
+                && !s.declares.is_empty()
+                && s.declares.iter().all(|d| uses.contains(d));
+            if candidate {
                 s.glue = true;
                 s.stages_message = true;
             }
+        }
+        if node.has_comm() && node.only_comm_and_glue() {
+            uses.extend(node.comm_uses().into_iter().map(str::to_string));
+        } else if !node.is_glue() && !matches!(node, Node::Stmt(s) if s.copies_elements) {
+            uses.clear();
         }
     }
 }
