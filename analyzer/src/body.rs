@@ -51,6 +51,18 @@ pub struct Facts {
     pub diags: Diagnostics,
 }
 
+impl Facts {
+    /// Whether `name` holds this process's rank (`rank`, or a variable bound from `.rank()`).
+    pub fn is_rank(&self, name: &str) -> bool {
+        name == "rank" || self.rank_vars.contains(name)
+    }
+
+    /// Whether source text names the rank (`rank as i32 - 1`, `(me + 1) % size`).
+    pub fn mentions_rank(&self, text: &str) -> bool {
+        crate::scan::idents_of(text).iter().any(|w| self.is_rank(w))
+    }
+}
+
 /// Which functions communicate, directly or through callees (the inlining worklist's filter).
 pub fn communicating_functions(program: &Program) -> Vec<bool> {
     let n = program.functions.len();
@@ -64,9 +76,9 @@ pub fn communicating_functions(program: &Program) -> Vec<bool> {
         callees[i] = b.called.clone();
         // Calls inside larger expressions (`dot(&w, &w).sqrt()`) are callees too.
         callees[i].extend(
-            user_calls(&f.block)
+            crate::scan::calls_in(true, |v| v.visit_block(&f.block))
                 .into_iter()
-                .filter_map(|c| b.resolve(c)),
+                .filter_map(|c| UserCall::of(c).and_then(|u| b.resolve(u))),
         );
         direct[i] = nodes.iter().any(Node::has_comm)
             || is_comm_attr(f)
@@ -85,25 +97,6 @@ pub fn communicating_functions(program: &Program) -> Vec<bool> {
             return comm;
         }
     }
-}
-
-/// Every call and method call in a block, nested ones included.
-fn user_calls(block: &syn::Block) -> Vec<UserCall<'_>> {
-    use syn::visit::Visit;
-    struct Calls<'a>(Vec<UserCall<'a>>);
-    impl<'a> Visit<'a> for Calls<'a> {
-        fn visit_expr_call(&mut self, c: &'a syn::ExprCall) {
-            self.0.push(UserCall::Call(c));
-            syn::visit::visit_expr_call(self, c);
-        }
-        fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
-            self.0.push(UserCall::Method(m));
-            syn::visit::visit_expr_method_call(self, m);
-        }
-    }
-    let mut calls = Calls(Vec::new());
-    calls.visit_block(block);
-    calls.0
 }
 
 /// Builds the body of function `index` with full interprocedural expansion.

@@ -310,9 +310,7 @@ pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
         let literal =
             words.is_empty() && resolved.chars().all(|ch| ch.is_ascii_digit() || ch == '_');
         let rank_relative = !from_range
-            && words
-                .iter()
-                .any(|i| facts.rank_vars.contains(i) || i == "rank")
+            && words.iter().any(|i| facts.is_rank(i))
             && resolved.chars().any(|ch| matches!(ch, '+' | '-' | '%'));
         if over_ranks {
             ranged_sends |= matches!(kind, CallKind::Send | CallKind::Exchange);
@@ -433,10 +431,7 @@ fn neighbour_list(name: &str, facts: &Facts) -> Option<Vec<String>> {
     };
     let relative = |e: &syn::Expr| {
         let text = quote::quote!(#e).to_string();
-        crate::scan::idents_of(&text)
-            .iter()
-            .any(|w| w == "rank" || facts.rank_vars.contains(w))
-            && text.contains(['+', '-'])
+        facts.mentions_rank(&text) && text.contains(['+', '-'])
     };
     (!elems.is_empty() && elems.iter().all(relative)).then(|| {
         elems
@@ -474,11 +469,7 @@ fn fold_edge_cases(peer: &str, facts: &Facts) -> String {
             }
             syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Add(_) | syn::BinOp::Sub(_)) => {
                 let text = quote::quote!(#e).to_string();
-                let words = crate::scan::idents_of(&text);
-                words
-                    .iter()
-                    .any(|w| w == "rank" || facts.rank_vars.contains(w))
-                    .then_some(text)
+                facts.mentions_rank(&text).then_some(text)
             }
             _ => None,
         }

@@ -151,60 +151,58 @@ pub enum Node {
 }
 
 impl Node {
+    /// Every statement inside, loop headers and branch conditions included, in source order.
+    fn each_stmt<'a>(&'a self, f: &mut impl FnMut(&'a Stmt)) {
+        match self {
+            Node::Stmt(s) => f(s),
+            Node::Loop(l) => {
+                f(&l.header);
+                l.body.iter().for_each(|n| n.each_stmt(f));
+            }
+            Node::Branch(b) => {
+                f(&b.cond);
+                b.arms.iter().flatten().for_each(|n| n.each_stmt(f));
+            }
+        }
+    }
+
+    /// [`Node::each_stmt`], mutably.
+    fn each_stmt_mut(&mut self, f: &mut impl FnMut(&mut Stmt)) {
+        match self {
+            Node::Stmt(s) => f(s),
+            Node::Loop(l) => {
+                f(&mut l.header);
+                l.body.iter_mut().for_each(|n| n.each_stmt_mut(f));
+            }
+            Node::Branch(b) => {
+                f(&mut b.cond);
+                b.arms.iter_mut().flatten().for_each(|n| n.each_stmt_mut(f));
+            }
+        }
+    }
+
     /// The names the communication statements inside use (buffers, peers, tags; `&mut edge`
     /// counts as a use).
     pub fn comm_uses(&self) -> Vec<&str> {
         let mut out = Vec::new();
-        self.collect_comm_uses(&mut out);
-        out
-    }
-
-    fn collect_comm_uses<'a>(&'a self, out: &mut Vec<&'a str>) {
-        let stmt = |s: &'a Stmt, out: &mut Vec<&'a str>| {
+        self.each_stmt(&mut |s| {
             if !s.calls.is_empty() {
                 out.extend(s.reads.iter().chain(&s.writes).map(String::as_str));
             }
-        };
-        match self {
-            Node::Stmt(s) => stmt(s, out),
-            Node::Loop(l) => {
-                stmt(&l.header, out);
-                l.body.iter().for_each(|n| n.collect_comm_uses(out));
-            }
-            Node::Branch(b) => {
-                stmt(&b.cond, out);
-                b.arms
-                    .iter()
-                    .flatten()
-                    .for_each(|n| n.collect_comm_uses(out));
-            }
-        }
+        });
+        out
     }
 
     /// Renames a peer of the calls inside (`p` → `up` under `if let Some(p) = up`), through
     /// `*`/`&`.
     pub fn rename_peer(&mut self, from: &str, to: &str) {
-        let rename = |s: &mut Stmt| {
+        self.each_stmt_mut(&mut |s| {
             for peer in s.calls.iter_mut().flat_map(|c| c.peers.iter_mut()) {
                 if peer.trim().trim_start_matches(['&', '*']).trim() == from {
                     *peer = to.to_string();
                 }
             }
-        };
-        match self {
-            Node::Stmt(s) => rename(s),
-            Node::Loop(l) => {
-                rename(&mut l.header);
-                l.body.iter_mut().for_each(|n| n.rename_peer(from, to));
-            }
-            Node::Branch(b) => {
-                rename(&mut b.cond);
-                b.arms
-                    .iter_mut()
-                    .flatten()
-                    .for_each(|n| n.rename_peer(from, to));
-            }
-        }
+        });
     }
 
     /// Whether any communication call is inside.
@@ -321,22 +319,8 @@ impl Node {
     /// Every communication call inside, in source order.
     pub fn calls(&self) -> Vec<&CallSite> {
         let mut out = Vec::new();
-        self.collect_calls(&mut out);
+        self.each_stmt(&mut |s| out.extend(&s.calls));
         out
-    }
-
-    fn collect_calls<'a>(&'a self, out: &mut Vec<&'a CallSite>) {
-        match self {
-            Node::Stmt(s) => out.extend(&s.calls),
-            Node::Loop(l) => {
-                out.extend(&l.header.calls);
-                l.body.iter().for_each(|n| n.collect_calls(out));
-            }
-            Node::Branch(b) => {
-                out.extend(&b.cond.calls);
-                b.arms.iter().flatten().for_each(|n| n.collect_calls(out));
-            }
-        }
     }
 
     /// Whether a loop that communicates is inside (or this is one).

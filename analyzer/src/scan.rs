@@ -134,6 +134,45 @@ pub fn base_var(e: &syn::Expr) -> Option<String> {
     }
 }
 
+/// `e` without parentheses and casts (`(rank as usize)` is `rank`).
+pub fn strip_casts(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Cast(c) => strip_casts(&c.expr),
+        syn::Expr::Paren(p) => strip_casts(&p.expr),
+        other => other,
+    }
+}
+
+/// Every call and method-call expression in `visit`'s scope, outer before inner, including
+/// those inside closures or not (`closures`). `visit` walks a block or an expression.
+pub fn calls_in<'a>(
+    closures: bool,
+    visit: impl FnOnce(&mut dyn syn::visit::Visit<'a>),
+) -> Vec<&'a syn::Expr> {
+    struct Calls<'a> {
+        found: Vec<&'a syn::Expr>,
+        closures: bool,
+    }
+    impl<'a> syn::visit::Visit<'a> for Calls<'a> {
+        fn visit_expr(&mut self, e: &'a syn::Expr) {
+            match e {
+                syn::Expr::Closure(_) if !self.closures => {}
+                syn::Expr::Call(_) | syn::Expr::MethodCall(_) => {
+                    self.found.push(e);
+                    syn::visit::visit_expr(self, e);
+                }
+                _ => syn::visit::visit_expr(self, e),
+            }
+        }
+    }
+    let mut calls = Calls {
+        found: Vec::new(),
+        closures,
+    };
+    visit(&mut calls);
+    calls.found
+}
+
 /// The identifiers in a piece of source text (`recv_list[i] as i32` → `[recv_list, i, as,
 /// i32]`).
 pub fn idents_of(s: &str) -> Vec<String> {

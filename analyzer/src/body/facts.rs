@@ -8,7 +8,7 @@ use super::chains::{chain_parts, find_chain};
 use super::{peel, Builder, VarDecl};
 use crate::binding::pattern_idents;
 use crate::diagnostics::Loc;
-use crate::scan::{base_var, is_glue};
+use crate::scan::{base_var, is_glue, strip_casts};
 
 impl Builder<'_, '_> {
     /// Records slice and vector parameters as variables of the solver.
@@ -205,9 +205,7 @@ impl Builder<'_, '_> {
         match strip_casts(peel(e)) {
             syn::Expr::Index(i) => {
                 let m = mentions(&i.index);
-                m.idents
-                    .iter()
-                    .any(|x| self.facts.rank_vars.contains(x) || x == "rank")
+                m.idents.iter().any(|x| self.facts.is_rank(x))
                     || m.methods.iter().any(|x| x == "rank")
             }
             _ => false,
@@ -304,14 +302,6 @@ impl Builder<'_, '_> {
             }
         }
         self.partition_marker(&mentions(index))
-    }
-}
-
-fn strip_casts(e: &syn::Expr) -> &syn::Expr {
-    match e {
-        syn::Expr::Cast(c) => strip_casts(&c.expr),
-        syn::Expr::Paren(p) => strip_casts(&p.expr),
-        other => other,
     }
 }
 

@@ -110,26 +110,11 @@ impl Builder<'_, '_> {
         bound: &[String],
         loc: Loc,
     ) -> Option<Vec<Node>> {
-        use syn::visit::Visit;
-        struct Calls<'e>(Vec<&'e syn::Expr>);
-        impl<'e> Visit<'e> for Calls<'e> {
-            fn visit_expr(&mut self, e: &'e syn::Expr) {
-                match e {
-                    syn::Expr::Closure(_) => {}
-                    syn::Expr::Call(_) | syn::Expr::MethodCall(_) => {
-                        self.0.push(e);
-                        syn::visit::visit_expr(self, e);
-                    }
-                    _ => syn::visit::visit_expr(self, e),
-                }
-            }
-        }
-        let mut calls = Calls(Vec::new());
-        syn::visit::visit_expr(&mut calls, e);
+        // Not the calls in closures: those run when the closure is called.
+        let calls = crate::scan::calls_in(false, |v| v.visit_expr(e));
         let mixed: Vec<&syn::Expr> = calls
-            .0
             .into_iter()
-            .filter(|c| !std::ptr::eq(*c, peel(e)))
+            .filter(|c| !std::ptr::eq(*c, e) && !std::ptr::eq(*c, peel(e)))
             .filter(|c| {
                 let Some(index) = UserCall::of(c).and_then(|u| self.resolve(u)) else {
                     return false;

@@ -20,15 +20,12 @@ use crate::body::Facts;
 use crate::diagnostics::{Diagnostic, Loc};
 use crate::events::{self, Item};
 use crate::ir::{Branch, Node};
+use crate::scan::strip_casts;
 
 impl Lowered {
     pub(super) fn comm_branch(&mut self, b: Branch, ctx: Context, facts: &Facts) {
         let reads_counter = b.cond.reads.iter().any(|r| self.counters.contains(r));
-        let reads_rank = b
-            .cond
-            .reads
-            .iter()
-            .any(|r| r == "rank" || facts.rank_vars.contains(r));
+        let reads_rank = b.cond.reads.iter().any(|r| facts.is_rank(r));
         if reads_counter {
             self.counter_branch(b, ctx, facts);
             return;
@@ -308,8 +305,8 @@ fn share(cond: &syn::Expr, counters: &[String]) -> Option<f64> {
             }
             // Only a literal bound says the arm runs in the first iterations alone: a named one
             // may be the loop's own bound (`if step < steps - 1`), true in all iterations.
-            let literal = matches!(strip(k), Expr::Lit(_));
-            if !matches!(strip(c), Expr::Path(_)) || !literal {
+            let literal = matches!(strip_casts(k), Expr::Lit(_));
+            if !matches!(strip_casts(c), Expr::Path(_)) || !literal {
                 return None;
             }
             // `counter OP constant`, with OP mirrored when the counter is on the right.
@@ -329,10 +326,10 @@ fn share(cond: &syn::Expr, counters: &[String]) -> Option<f64> {
 /// `counter == bound` (either way round) with a bound that does not read the counter: true in
 /// one iteration.
 fn one_iteration(e: &syn::Expr, counters: &[String]) -> bool {
-    let syn::Expr::Binary(b) = strip(e) else {
+    let syn::Expr::Binary(b) = strip_casts(e) else {
         return false;
     };
-    let is_counter = |e: &syn::Expr| matches!(strip(e), syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| counters.iter().any(|c| i == c)));
+    let is_counter = |e: &syn::Expr| matches!(strip_casts(e), syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| counters.iter().any(|c| i == c)));
     let reads = |e: &syn::Expr| crate::scan::mentions_any(e, counters);
     matches!(b.op, syn::BinOp::Eq(_))
         && ((is_counter(&b.left) && !reads(&b.right)) || (is_counter(&b.right) && !reads(&b.left)))
@@ -340,8 +337,8 @@ fn one_iteration(e: &syn::Expr, counters: &[String]) -> bool {
 
 /// `N` of `expr % N` with an integer literal `N` (at least 1).
 fn modulus(e: &syn::Expr) -> Option<f64> {
-    match strip(e) {
-        syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Rem(_)) => match strip(&b.right) {
+    match strip_casts(e) {
+        syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Rem(_)) => match strip_casts(&b.right) {
             syn::Expr::Lit(syn::ExprLit {
                 lit: syn::Lit::Int(i),
                 ..
@@ -353,14 +350,6 @@ fn modulus(e: &syn::Expr) -> Option<f64> {
             _ => None,
         },
         _ => None,
-    }
-}
-
-fn strip(e: &syn::Expr) -> &syn::Expr {
-    match e {
-        syn::Expr::Paren(p) => strip(&p.expr),
-        syn::Expr::Cast(c) => strip(&c.expr),
-        other => other,
     }
 }
 
