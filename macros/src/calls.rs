@@ -295,22 +295,23 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
 mod tests {
     use super::*;
 
-    fn wrap_src(src: &str, calls: &[ForeignCall]) -> (String, usize) {
-        let mut block: Block = syn::parse_str(src).unwrap();
-        let left = wrap(&mut block, calls);
-        (block.to_token_stream().to_string(), left.len())
+    /// `statement` (one line, in a block, at line 2 column 4) with its call `api` wrapped.
+    fn wrapped_statement(statement: &str, api: &str) -> String {
+        let mut block: Block = syn::parse_str(&format!("{{\n    {statement}\n}}")).unwrap();
+        let calls = [ForeignCall {
+            api: api.into(),
+            start: (2, 4),
+        }];
+        let left = wrap(&mut block, &calls);
+        let out = block.to_token_stream().to_string();
+        assert!(left.is_empty(), "{api} was not wrapped: {out}");
+        out
     }
 
     #[test]
     fn a_call_with_pure_arguments_stays_as_written_between_its_records() {
-        let src = "{\n    world.process_at_rank(p).send(&x);\n}";
-        // The chain starts at line 2, column 4 (0-based), as does `process_at_rank`.
-        let calls = [ForeignCall {
-            api: "mpi::send".into(),
-            start: (2, 4),
-        }];
-        let (out, left) = wrap_src(src, &calls);
-        assert_eq!(left, 0, "{out}");
+        // The chain and its `process_at_rank` both start at the listed position.
+        let out = wrapped_statement("world.process_at_rank(p).send(&x);", "mpi::send");
         assert!(
             out.contains("let __mheta_out = world . process_at_rank (p) . send (& x)"),
             "{out}"
@@ -325,13 +326,10 @@ mod tests {
 
     #[test]
     fn a_collective_on_a_place_keeps_its_receiver() {
-        let src = "{\n    world.all_reduce_into(&a, &mut b, op);\n}";
-        let calls = [ForeignCall {
-            api: "mpi::all_reduce_into".into(),
-            start: (2, 4),
-        }];
-        let (out, left) = wrap_src(src, &calls);
-        assert_eq!(left, 0, "{out}");
+        let out = wrapped_statement(
+            "world.all_reduce_into(&a, &mut b, op);",
+            "mpi::all_reduce_into",
+        );
         assert!(
             out.contains("world . all_reduce_into (& a , & mut b , op)"),
             "{out}"
@@ -341,13 +339,10 @@ mod tests {
 
     #[test]
     fn a_free_exchange_takes_its_peer_from_the_second_argument() {
-        let src = "{\n    send_receive_into(&a, &right, &mut b, &left);\n}";
-        let calls = [ForeignCall {
-            api: "mpi::send_receive_into".into(),
-            start: (2, 4),
-        }];
-        let (out, left) = wrap_src(src, &calls);
-        assert_eq!(left, 0, "{out}");
+        let out = wrapped_statement(
+            "send_receive_into(&a, &right, &mut b, &left);",
+            "mpi::send_receive_into",
+        );
         assert!(out.contains("Peer (& * (& right))"), "{out}");
         assert!(out.contains("Message (& * (& mut b))"), "{out}");
     }
@@ -355,13 +350,7 @@ mod tests {
     #[test]
     fn arguments_that_cannot_be_read_twice_are_evaluated_once_in_order() {
         // `next()` may have effects and `k` may be a range that indexing moves.
-        let src = "{\n    world.process_at_rank(next()).send(&buf[k]);\n}";
-        let calls = [ForeignCall {
-            api: "mpi::send".into(),
-            start: (2, 4),
-        }];
-        let (out, left) = wrap_src(src, &calls);
-        assert_eq!(left, 0, "{out}");
+        let out = wrapped_statement("world.process_at_rank(next()).send(&buf[k]);", "mpi::send");
         assert!(
             out.contains("let mut __mheta_recv = world . process_at_rank (next ()) ; let __mheta_a0 = & buf [k] ;"),
             "{out}"
@@ -372,13 +361,16 @@ mod tests {
 
     #[test]
     fn a_call_not_at_a_listed_position_is_left_and_reported() {
-        let src = "{\n    world.barrier();\n}";
+        let mut block: Block = syn::parse_str("{\n    world.barrier();\n}").unwrap();
         let calls = [ForeignCall {
             api: "mpi::barrier".into(),
             start: (3, 4),
         }];
-        let (out, left) = wrap_src(src, &calls);
-        assert_eq!(left, 1);
-        assert_eq!(out, "{ world . barrier () ; }");
+        let left = wrap(&mut block, &calls);
+        assert_eq!(left, calls);
+        assert_eq!(
+            block.to_token_stream().to_string(),
+            "{ world . barrier () ; }"
+        );
     }
 }
