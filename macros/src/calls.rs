@@ -43,52 +43,50 @@ struct Kind {
     call: TokenStream,
     /// Waits for other ranks: its whole duration is blocked time.
     blocks: bool,
-    /// Also receives into its first `&mut` argument (an exchange).
-    receives_too: bool,
+    /// Sends its first `&` argument.
+    sends: bool,
+    /// Receives into its first `&mut` argument.
+    receives: bool,
     /// A free function whose second argument is the peer (`send_receive_into(&x, &p, ..)`).
     peer_argument: bool,
-    /// Completes requests (`wait`, `wait_all`, `test_any`): no message of its own, and its
-    /// arguments are result lists, not buffers.
-    completes: bool,
 }
 
 fn kind(api: &str) -> Kind {
     let name = api.rsplit("::").next().unwrap_or(api);
-    let k = |call: &str, blocks: bool| Kind {
+    let k = |call: &str, blocks: bool, sends: bool, receives: bool| Kind {
         call: {
             let ident = format_ident!("{}", call);
             quote!(::mheta::__private::rsmpi::CallKind::#ident)
         },
         blocks,
-        receives_too: false,
+        sends,
+        receives,
         peer_argument: false,
-        completes: false,
     };
-    if name.starts_with("send_receive") {
-        return Kind {
-            receives_too: true,
-            peer_argument: true,
-            ..k("Receive", true)
-        };
-    }
     match name {
-        n if n.starts_with("immediate_") && n.contains("send") => k("ImmediateSend", false),
-        n if n.starts_with("immediate_") => k("Receive", false),
-        n if n.contains("barrier") => k("Barrier", true),
-        n if n.contains("broadcast") => k("Broadcast", true),
-        n if n.starts_with("all_reduce") => k("AllReduce", true),
-        n if n.contains("reduce") => k("Reduce", true),
-        n if n.starts_with("all_gather") => k("AllGather", true),
-        n if n.contains("gather") => k("Gather", true),
-        n if n.contains("scatter") => k("Scatter", true),
-        n if n.contains("all_to_all") => k("AllToAll", true),
-        n if n.starts_with("wait") || n.starts_with("test") => Kind {
-            completes: true,
-            ..k("Receive", true)
+        n if n.starts_with("send_receive") => Kind {
+            peer_argument: true,
+            ..k("Receive", true, true, true)
         },
-        n if n.contains("send") => k("Send", false),
-        // Receives, probes and request completion (`wait`, `wait_all`, `test_any`, ..).
-        _ => k("Receive", true),
+        n if n.starts_with("immediate_") && n.contains("send") => {
+            k("ImmediateSend", false, true, false)
+        }
+        n if n.starts_with("immediate_") => k("Receive", false, false, true),
+        // Collectives: this rank's contribution is the message.
+        n if n.contains("barrier") => k("Barrier", true, true, false),
+        n if n.contains("broadcast") => k("Broadcast", true, true, false),
+        n if n.starts_with("all_reduce") => k("AllReduce", true, true, false),
+        n if n.contains("reduce") => k("Reduce", true, true, false),
+        n if n.starts_with("all_gather") => k("AllGather", true, true, false),
+        n if n.contains("gather") => k("Gather", true, true, false),
+        n if n.contains("scatter") => k("Scatter", true, true, false),
+        n if n.contains("all_to_all") => k("AllToAll", true, true, false),
+        // Request completion (`wait`, `wait_all`, `test_any`): no message of its own, and its
+        // arguments are result lists, not buffers.
+        n if n.starts_with("wait") || n.starts_with("test") => k("Receive", true, false, false),
+        n if n.contains("send") => k("Send", false, true, false),
+        // Receives and probes.
+        _ => k("Receive", true, false, true),
     }
 }
 
@@ -253,21 +251,11 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
     let received = args
         .iter()
         .position(|a| matches!(a, Expr::Reference(r) if r.mutability.is_some()));
-    let bytes = |at: Option<usize>| match at.map(|i| &operands[i]) {
-        Some(o) if !kind.completes => quote!((&&#rsmpi::Message(&*#o)).bytes()),
+    let bytes = |wanted: bool, at: Option<usize>| match at.map(|i| &operands[i]) {
+        Some(o) if wanted => quote!((&&#rsmpi::Message(&*#o)).bytes()),
         _ => quote!(0u64),
     };
-    let receives = kind.call.to_string().contains("Receive");
-    let sent = if receives && !kind.receives_too {
-        quote!(0u64)
-    } else {
-        bytes(message)
-    };
-    let got = if receives || kind.receives_too {
-        bytes(received)
-    } else {
-        quote!(0u64)
-    };
+    let (sent, got) = (bytes(kind.sends, message), bytes(kind.receives, received));
     let peer = match (&recv, kind.peer_argument, operands.get(1)) {
         (_, true, Some(p)) => quote!((&#rsmpi::Peer(&*#p)).peer()),
         (Some(r), false, _) => quote!((&#rsmpi::Peer(&#r)).peer()),
