@@ -432,11 +432,13 @@ pub fn pattern_idents(pat: &syn::Pat) -> Vec<String> {
 pub struct Text<'a> {
     pub sources: &'a SourceMap,
     pub file: FileId,
+    /// The inline site this text was reached through (0: not inlined).
+    pub via: u32,
 }
 
 impl Text<'_> {
     pub fn loc(&self, span: proc_macro2::Span) -> Loc {
-        Loc::of(self.file, span)
+        Loc::of(self.file, span).via(self.via)
     }
 
     /// The source text of a node as written (whitespace collapsed), or its tokens.
@@ -465,6 +467,7 @@ mod tests {
         let text = Text {
             sources: &map,
             file: 0,
+            via: 0,
         };
         let syn::Item::Fn(f) = &file.items[0] else {
             panic!()

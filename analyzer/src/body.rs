@@ -162,6 +162,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             text: Text {
                 sources: &program.sources,
                 file: f.file,
+                via: 0,
             },
             env,
             comm_fns,

@@ -20,6 +20,10 @@ pub struct Loc {
     pub file: FileId,
     pub start: (u32, u32),
     pub end: (u32, u32),
+    /// Where the analysis reached this code through inlined calls: 0 in the function itself,
+    /// else an inline site of the [`SourceMap`] ([`SourceMap::inline_site`]), so two inlined
+    /// copies of one callee have different locations.
+    pub via: u32,
 }
 
 impl Loc {
@@ -30,7 +34,13 @@ impl Loc {
             file,
             start: (s.line as u32, s.column as u32),
             end: (e.line as u32, e.column as u32),
+            via: 0,
         }
+    }
+
+    /// The same location reached through inline site `via`.
+    pub fn via(self, via: u32) -> Loc {
+        Loc { via, ..self }
     }
 
     /// The smallest location covering both (the start of `self` to the end of `other` when they
@@ -43,6 +53,7 @@ impl Loc {
             file: self.file,
             start: self.start.min(other.start),
             end: self.end.max(other.end),
+            via: self.via,
         }
     }
 }

@@ -101,6 +101,7 @@ fn draft(node: &Node, computes: Option<Stmt>) -> EventDraft {
             file: 0,
             start: (0, 0),
             end: (0, 0),
+            via: 0,
         });
     EventDraft {
         rule,

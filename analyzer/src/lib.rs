@@ -122,6 +122,7 @@ fn analyze_program(
             file: 0,
             start: (1, 0),
             end: (1, 0),
+            via: 0,
         });
         let d = Diagnostic::error("no solver found: no iterative loop that communicates", loc)
             .with_note("mark the solver function with #[mheta::solver], name it in mheta.toml ([solver] functions = [..]), or give it a loop that communicates through a catalogued API");

@@ -52,6 +52,9 @@ pub struct Function {
 #[derive(Debug, Default, Clone)]
 pub struct SourceMap {
     files: Vec<SourceFile>,
+    /// Inline sites: the call expression each inlined copy of a callee was reached through
+    /// (itself inside a callee when its `via` is not 0). Site `k` is entry `k - 1`.
+    inline_sites: std::cell::RefCell<Vec<Loc>>,
 }
 
 #[derive(Debug, Clone)]
@@ -78,8 +81,34 @@ impl SourceMap {
         &self.files
     }
 
-    /// The structure-file span of a location (1-based columns).
+    /// The inline site of a call expression (`call.via` is the site the call itself was reached
+    /// through): the same call always gets the same site.
+    pub fn inline_site(&self, call: Loc) -> u32 {
+        let mut sites = self.inline_sites.borrow_mut();
+        let index = match sites.iter().position(|s| *s == call) {
+            Some(i) => i,
+            None => {
+                sites.push(call);
+                sites.len() - 1
+            }
+        };
+        index as u32 + 1
+    }
+
+    /// The structure-file span of a location (1-based columns), with the call sites it was
+    /// reached through (`via`, outermost first).
     pub fn span(&self, loc: Loc) -> Span {
+        let mut span = self.plain_span(loc);
+        let sites = self.inline_sites.borrow();
+        let mut at = loc.via;
+        while let Some(call) = at.checked_sub(1).and_then(|i| sites.get(i as usize)) {
+            span.via.insert(0, self.plain_span(*call));
+            at = call.via;
+        }
+        span
+    }
+
+    fn plain_span(&self, loc: Loc) -> Span {
         let name = self
             .files
             .get(loc.file)
@@ -604,6 +633,7 @@ mod tests {
             file: f,
             start: (1, 8),
             end: (2, 13),
+            via: 0,
         };
         assert_eq!(map.snippet(loc).as_deref(), Some("rank - 1"));
     }

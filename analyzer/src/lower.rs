@@ -293,6 +293,7 @@ fn unreachable_event(header: &Stmt) -> EventDraft {
             file: 0,
             start: (0, 0),
             end: (0, 0),
+            via: 0,
         }),
         ranges: vec![],
         computes: None,

@@ -44,6 +44,15 @@ impl<'a> UserCall<'a> {
         }
     }
 
+    /// The whole call expression's span (a method call's starts at its receiver).
+    pub fn span(self) -> proc_macro2::Span {
+        use syn::spanned::Spanned;
+        match self {
+            UserCall::Call(c) => c.span(),
+            UserCall::Method(m) => m.span(),
+        }
+    }
+
     pub fn args(self) -> Vec<&'a syn::Expr> {
         match self {
             UserCall::Call(c) => c.args.iter().collect(),

@@ -126,7 +126,7 @@ fn matches(solver: &Solver, site: &FnSite, scope: Scope) -> bool {
 }
 
 /// Runs an analysis with proc-macro2's fallback forced, turning a panic into an error.
-fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     let _fallback = ForcedFallback::new();
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
         let message = payload

@@ -51,9 +51,7 @@ pub fn obstacle(item: &ItemFn) -> Option<Single> {
             return Some(Single::OpaqueReturn);
         }
     }
-    let mut finder = ItemFinder(false);
-    finder.visit_block(&item.block);
-    finder.0.then_some(Single::Item)
+    holds_item(&item.block).then_some(Single::Item)
 }
 
 /// The plain copy of `original`: only the main loop's iteration guard, markers stripped.
@@ -122,6 +120,13 @@ impl<'ast> Visit<'ast> for ItemFinder {
             self.0 = true;
         }
     }
+}
+
+/// Whether a block holds an item a copy would duplicate (as [`obstacle`] judges them).
+pub fn holds_item(block: &Block) -> bool {
+    let mut finder = ItemFinder(false);
+    finder.visit_block(block);
+    finder.0
 }
 
 /// Finds `impl Trait` in a type.

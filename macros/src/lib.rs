@@ -21,6 +21,7 @@ mod ctxt;
 mod dual;
 mod expand;
 mod fallback;
+mod inline;
 mod marker;
 mod place;
 mod plan;

@@ -6,6 +6,11 @@
 //! (one `tile` per tile) and nested iterations (one `group` trip each), so trip counts are
 //! measured. Positions come from the structure's spans, so placement never depends on how the
 //! analyzer represents its internals.
+//!
+//! What the analyzer reached by inlining a callee called from the main loop (a span with `via`)
+//! is planned per inline site chain ([`Inlined`]) and placed in an instrumented copy of the
+//! callee ([`crate::inline`]); the section it belongs to is anchored at the call in the main
+//! loop.
 
 use mheta_runtime::format::{IoKind, SectionItem, Solver, Span, Stage};
 
@@ -104,9 +109,30 @@ pub struct Plan {
     pub own: Option<Extent>,
     /// The rsmpi calls of the solver's own events, to be recorded ([`crate::calls`]).
     pub calls: Vec<crate::calls::ForeignCall>,
-    /// The rsmpi calls of its events that lie in callees: not recorded as calls
-    /// (`api at file:line (why)`).
+    /// The rsmpi calls of its events that lie in callees not reached from the main loop: not
+    /// recorded as calls (`api at file:line (why)`).
     pub calls_elsewhere: Vec<String>,
+    /// What lies in callees inlined from the main loop, by chain of call sites.
+    pub inlined: Vec<Inlined>,
+}
+
+/// The regions, loop hooks and rsmpi calls of one inlined copy of a callee.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Inlined {
+    /// The call expressions the analysis went through, outermost (in the main loop) first.
+    pub chain: Vec<Span>,
+    pub regions: Vec<Region>,
+    pub loops: Vec<LoopHook>,
+    pub calls: Vec<crate::calls::ForeignCall>,
+    /// Some of it lies in another file than the solver's.
+    pub elsewhere_file: bool,
+}
+
+/// Where a span's region goes.
+enum Target {
+    Own,
+    Inlined(usize),
+    Elsewhere,
 }
 
 /// The plan for one solver. A solver without a main loop (an analysis error) has an empty plan.
@@ -141,20 +167,32 @@ pub fn plan(solver: &Solver) -> Plan {
         for item in &section.items {
             match item {
                 SectionItem::Stage(stage) => {
-                    if plan.is_own(file, &stage.span) {
-                        cover(from_span(&stage.span));
+                    if let Some(anchor) = plan.anchor(file, &stage.span) {
+                        cover(anchor);
                     }
                     push_stage(&mut plan, file, section.id, None, stage);
                 }
                 SectionItem::Tiles(tiles) => {
-                    cover(from_span(&tiles.span));
-                    plan.loops.push(LoopHook {
+                    if let Some(anchor) = plan.anchor(file, &tiles.span) {
+                        cover(anchor);
+                    }
+                    let hook = LoopHook {
                         kind: LoopKind::Tile {
                             section: section.id,
                             tile: tiles.id,
                         },
                         start: from_span(&tiles.span).start,
-                    });
+                    };
+                    match plan.target(file, &tiles.span) {
+                        Target::Own => plan.loops.push(hook),
+                        Target::Inlined(i) => plan.inlined[i].loops.push(hook),
+                        Target::Elsewhere => plan.elsewhere.push(format!(
+                            "{} ({}:{})",
+                            hook.kind.describe(),
+                            tiles.span.file,
+                            tiles.span.line
+                        )),
+                    }
                     for stage in &tiles.stages {
                         push_stage(&mut plan, file, section.id, Some(tiles.id), stage);
                     }
@@ -166,8 +204,8 @@ pub fn plan(solver: &Solver) -> Plan {
             }
         }
         if let Some(event) = &section.comm {
-            if plan.is_own(file, &event.span) {
-                cover(from_span(&event.span));
+            if let Some(anchor) = plan.anchor(file, &event.span) {
+                cover(anchor);
             }
             plan.push(file, RegionKind::Event(event.id), &event.span);
             plan.foreign_calls(file, event);
@@ -175,6 +213,24 @@ pub fn plan(solver: &Solver) -> Plan {
             for alt in &event.alternates {
                 plan.push(file, RegionKind::Event(event.id), alt);
             }
+        }
+        // A section that begins inside an inlined callee (`let alpha = rho / dot(..)`, after
+        // `dot`'s reduction) has no statement of the main loop to begin at; nothing measured
+        // depends on its guard but the counting of its tile trips, so without tiles it has none.
+        let first = section
+            .items
+            .first()
+            .map(|item| match item {
+                SectionItem::Stage(stage) => &stage.span,
+                SectionItem::Tiles(tiles) => &tiles.span,
+            })
+            .or(section.comm.as_ref().map(|e| &e.span));
+        let has_tiles = section
+            .items
+            .iter()
+            .any(|i| matches!(i, SectionItem::Tiles(_)));
+        if first.is_some_and(|s| !s.via.is_empty()) && !has_tiles {
+            covered = None;
         }
         if let Some(extent) = covered {
             plan.regions.push(Region {
@@ -210,19 +266,20 @@ fn push_stage(plan: &mut Plan, file: &str, section: u32, tile: Option<u32>, stag
 }
 
 impl Plan {
-    /// Notes the rsmpi calls of an event that lie in the solver's main loop.
+    /// Notes the rsmpi calls of an event: the main loop's and inlined callees' are recorded.
     fn foreign_calls(&mut self, file: &str, event: &mheta_runtime::format::CommEvent) {
         for call in event.calls.iter().filter(|c| c.api.starts_with("mpi::")) {
-            if self.is_own(file, &call.span) {
-                self.calls.push(crate::calls::ForeignCall {
-                    api: call.api.clone(),
-                    start: from_span(&call.span).start,
-                });
-            } else {
-                self.calls_elsewhere.push(format!(
+            let foreign = crate::calls::ForeignCall {
+                api: call.api.clone(),
+                start: from_span(&call.span).start,
+            };
+            match self.target(file, &call.span) {
+                Target::Own => self.calls.push(foreign),
+                Target::Inlined(i) => self.inlined[i].calls.push(foreign),
+                Target::Elsewhere => self.calls_elsewhere.push(format!(
                     "{} at {}:{} (in a callee)",
                     call.api, call.span.file, call.span.line
-                ));
+                )),
             }
         }
     }
@@ -230,22 +287,59 @@ impl Plan {
     /// Whether a span lies in the solver's own main loop (not in an inlined callee).
     fn is_own(&self, file: &str, span: &Span) -> bool {
         let e = from_span(span);
-        span.file == file
+        span.via.is_empty()
+            && span.file == file
             && self
                 .own
                 .map_or(true, |own| own.start <= e.start && e.end <= own.end)
     }
 
-    /// Adds a region if it lies in the solver's main loop.
+    /// Where a span's region goes: the main loop, a callee inlined from it, or elsewhere.
+    fn target(&mut self, file: &str, span: &Span) -> Target {
+        match span.via.first() {
+            None if self.is_own(file, span) => Target::Own,
+            Some(root) if self.is_own(file, root) => {
+                let i = match self.inlined.iter().position(|c| c.chain == span.via) {
+                    Some(i) => i,
+                    None => {
+                        self.inlined.push(Inlined {
+                            chain: span.via.clone(),
+                            ..Inlined::default()
+                        });
+                        self.inlined.len() - 1
+                    }
+                };
+                self.inlined[i].elsewhere_file |= span.file != file;
+                Target::Inlined(i)
+            }
+            _ => Target::Elsewhere,
+        }
+    }
+
+    /// What a section covers for a span in the main loop: the span itself, or the call that
+    /// reaches it in an inlined callee.
+    fn anchor(&self, file: &str, span: &Span) -> Option<Extent> {
+        match span.via.first() {
+            None => self.is_own(file, span).then(|| from_span(span)),
+            Some(root) => self.is_own(file, root).then(|| from_span(root)),
+        }
+    }
+
+    /// Adds a region where its span lies.
     fn push(&mut self, file: &str, kind: RegionKind, span: &Span) {
-        if self.is_own(file, span) {
-            self.regions.push(Region {
-                kind,
-                extent: from_span(span),
-            });
-        } else {
-            self.elsewhere
-                .push(format!("{} ({}:{})", kind.describe(), span.file, span.line));
+        let region = Region {
+            kind,
+            extent: from_span(span),
+        };
+        match self.target(file, span) {
+            Target::Own => self.regions.push(region),
+            Target::Inlined(i) => self.inlined[i].regions.push(region),
+            Target::Elsewhere => self.elsewhere.push(format!(
+                "{} ({}:{})",
+                region.kind.describe(),
+                span.file,
+                span.line
+            )),
         }
     }
 }

@@ -21,6 +21,7 @@ use crate::ctxt::Ctxt;
 use crate::dual;
 use crate::expand;
 use crate::fallback;
+use crate::inline;
 use crate::place;
 use crate::plan;
 use crate::position::{self, from_span, Pos};
@@ -130,9 +131,13 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
     let plan = plan::plan(solver);
     let mut block = (*item.block).clone();
     let placement = place::place(&mut block, &plan);
+    // Instrumented copies of the callees inlined from the main loop, and the calls sent to them.
+    let copies = inline::copies(&plan, &solver.span.file, site.file.as_deref(), site.ident);
     // After placement, which matches statements by their source positions.
+    inline::rename(&mut block, &copies.renames);
     let unwrapped = crate::calls::wrap(&mut block, &plan.calls);
     attrs::strip(&mut block);
+    block.stmts.splice(0..0, copies.items.iter().cloned());
 
     // Analysis errors are warnings here: what the analysis could read is instrumented (a
     // solver without a main loop keeps its iteration-free body), the rest counts towards the
@@ -164,10 +169,21 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
         );
         messages.push((message, span_at(c.start)));
     }
-    if !plan.elsewhere.is_empty() {
+    for u in &copies.unplaced {
         let message = format!(
-            "regions of inlined callees are timed as part of the call that reaches them: {}",
-            plan.elsewhere.join(", ")
+            "no hook for {u}: it is not a run of statements or one expression there, so its time counts towards the enclosing region"
+        );
+        messages.push((message, ident.span()));
+    }
+    let elsewhere: Vec<&String> = plan.elsewhere.iter().chain(&copies.not_copied).collect();
+    if !elsewhere.is_empty() {
+        let message = format!(
+            "regions of callees are timed as part of the call that reaches them: {}",
+            elsewhere
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         messages.push((message, ident.span()));
     }
@@ -190,6 +206,7 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
             )
         })
         .chain(plan.calls_elsewhere.iter().cloned())
+        .chain(copies.unrecorded.iter().cloned())
         .collect();
     let registration =
         expand::registration(&solver.name, &found.json, tracked.as_deref(), &unrecorded);

@@ -9,6 +9,7 @@ use mheta_analyzer::{analyze_source, Options};
 use quote::ToTokens;
 
 use crate::dual;
+use crate::inline;
 use crate::place;
 use crate::plan;
 
@@ -121,6 +122,13 @@ fn every_region_of_every_fixture_solver_is_placed() {
                     u.what, u.extent.start
                 ));
             }
+            // What lies in callees inlined from the main loop is placed in their copies.
+            let solver_at = (solver.span.line, solver.span.column - 1);
+            let copies = inline::copies(&plan, &name, Some(&path), solver_at);
+            for u in copies.unplaced.iter().chain(&copies.not_copied) {
+                failures.push(format!("{name}: {u}"));
+            }
+            inline::rename(&mut f.block, &copies.renames);
             // The output still parses as a function.
             syn::parse_str::<syn::ItemFn>(&f.to_token_stream().to_string()).unwrap();
             placed_solvers += 1;
@@ -133,28 +141,131 @@ fn every_region_of_every_fixture_solver_is_placed() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// An rsmpi call in a helper the analyzer inlines cannot be wrapped by the solver's macro: the
-/// plan lists it, so the measurements can name it.
-#[test]
-fn rsmpi_calls_in_callees_are_listed_as_not_recorded() {
-    let src = "use mpi::traits::*;\nuse mpi::collective::SystemOperation;\n\
-               fn dot(world: &mpi::topology::SimpleCommunicator, a: &[f64]) -> f64 {\n \
-               let local: f64 = a.iter().map(|x| x * x).sum();\n let mut sum = 0.0;\n \
-               world.all_reduce_into(&local, &mut sum, SystemOperation::sum());\n sum\n}\n\
-               #[mheta::solver]\nfn solve(world: &mpi::topology::SimpleCommunicator, a: &mut [f64]) {\n \
-               for _ in 0..9 {\n  for x in a.iter_mut() { *x *= 0.5; }\n  let n = dot(world, a);\n  \
-               world.all_reduce_into(&n, &mut a[0], SystemOperation::max());\n }\n}\n";
-    let analysis = analyze_source("t.rs", src, &Options::default());
+/// A helper the analyzer inlines from the main loop (`dot`), and its own helper (`norm`,
+/// called from `dot`), in `module` of a file: the solver's tokens, the plan and the copies.
+fn helper_program(module: &str) -> (String, syn::ItemFn, plan::Plan, crate::inline::Copies) {
+    let helpers = "fn norm(world: &mpi::topology::SimpleCommunicator, a: &[f64]) -> f64 {\n\
+                   let local: f64 = a.iter().map(|x| x * x).sum();\n\
+                   let mut sum = 0.0;\n\
+                   world.all_reduce_into(&local, &mut sum, SystemOperation::sum());\n\
+                   sum\n}\n\
+                   fn dot(world: &mpi::topology::SimpleCommunicator, a: &[f64]) -> f64 {\n\
+                   let local: f64 = a.iter().map(|x| x * 2.0).sum();\n\
+                   let mut sum = 0.0;\n\
+                   world.all_reduce_into(&local, &mut sum, SystemOperation::sum());\n\
+                   sum + norm(world, a)\n}\n";
+    let helpers = if module.is_empty() {
+        helpers.to_string()
+    } else {
+        format!("mod {module} {{\nuse super::*;\n{helpers}}}\nuse {module}::dot;\n")
+    };
+    let src = format!(
+        "use mpi::traits::*;\nuse mpi::collective::SystemOperation;\n{helpers}\
+         #[mheta::solver]\nfn solve(world: &mpi::topology::SimpleCommunicator, a: &mut [f64]) {{\n\
+         for _ in 0..9 {{\n\
+         for x in a.iter_mut() {{ *x *= 0.5; }}\n\
+         let n = 1.0 / dot(world, a);\n\
+         world.all_reduce_into(&n, &mut a[0], SystemOperation::max());\n\
+         }}\n}}\n"
+    );
+    let dir = std::env::temp_dir().join(format!("mheta-inline-{}-{module}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.rs");
+    std::fs::write(&path, &src).unwrap();
+    let analysis = analyze_source("t.rs", &src, &Options::default());
     let solver = &analysis.structure.solvers[0];
     let plan = plan::plan(solver);
+    let file = syn::parse_file(&src).unwrap();
+    let f = functions(&file)
+        .into_iter()
+        .find(|f| f.sig.ident == "solve")
+        .unwrap();
+    let at = (solver.span.line, solver.span.column - 1);
+    let copies = inline::copies(&plan, "t.rs", Some(&path), at);
+    std::fs::remove_dir_all(&dir).unwrap();
+    (src, f, plan, copies)
+}
+
+/// The calls and regions of a helper inlined from the main loop go to an instrumented copy of
+/// it (one per inline site, nested helpers too), and the loop's call goes to the copy.
+#[test]
+fn an_inlined_helper_is_instrumented_in_a_copy_that_the_main_loop_calls() {
+    let (_, mut f, plan, copies) = helper_program("");
     assert_eq!(
         plan.calls.len(),
         1,
         "the solver's own reduction: {:?}",
         plan.calls
     );
-    assert_eq!(
-        plan.calls_elsewhere,
-        ["mpi::all_reduce_into at t.rs:6 (in a callee)"]
+    assert!(
+        plan.calls_elsewhere.is_empty(),
+        "{:?}",
+        plan.calls_elsewhere
     );
+    assert_eq!(
+        plan.inlined.len(),
+        2,
+        "dot, and norm through dot: {:?}",
+        plan.inlined
+    );
+    assert!(copies.not_copied.is_empty(), "{:?}", copies.not_copied);
+    assert!(copies.unplaced.is_empty(), "{:?}", copies.unplaced);
+    assert!(copies.unrecorded.is_empty(), "{:?}", copies.unrecorded);
+    let copied: Vec<String> = copies
+        .items
+        .iter()
+        .map(|i| i.to_token_stream().to_string())
+        .collect();
+    assert_eq!(copied.len(), 2, "{copied:#?}");
+    // `dot`'s copy: its stage and event guarded, its reduction recorded, `norm` sent to the
+    // second copy.
+    let dot = &copied[0];
+    assert!(
+        dot.starts_with("# [allow (warnings , clippy :: all)] fn __mheta_inlined_0 (world"),
+        "{dot}"
+    );
+    assert!(dot.contains("CallKind :: AllReduce"), "{dot}");
+    assert!(dot.contains("__private :: stage"), "{dot}");
+    assert!(dot.contains("__private :: event"), "{dot}");
+    assert!(dot.contains("sum + __mheta_inlined_1 (world , a)"), "{dot}");
+    let norm = &copied[1];
+    assert!(norm.contains("fn __mheta_inlined_1 (world"), "{norm}");
+    assert!(norm.contains("CallKind :: AllReduce"), "{norm}");
+    inline::rename(&mut f.block, &copies.renames);
+    let body = f.block.to_token_stream().to_string();
+    assert!(
+        body.contains("let n = 1.0 / __mheta_inlined_0 (world , a)"),
+        "{body}"
+    );
+}
+
+/// A helper outside the solver's module cannot be copied (names in it would resolve
+/// differently): its regions stay timed with the call and its calls are listed as not
+/// recorded, so the measurements can name them.
+#[test]
+fn a_helper_in_another_module_is_reported_not_copied() {
+    let (_, mut f, _, copies) = helper_program("linalg");
+    assert!(copies.items.is_empty());
+    assert!(copies.renames.is_empty());
+    let why = [
+        "is not a function of the solver's module",
+        "its caller is not copied",
+    ];
+    assert!(
+        copies
+            .not_copied
+            .iter()
+            .all(|n| why.iter().any(|w| n.contains(w))),
+        "{:?}",
+        copies.not_copied
+    );
+    assert_eq!(copies.unrecorded.len(), 2, "{:?}", copies.unrecorded);
+    assert!(
+        copies.unrecorded[0].starts_with("mpi::all_reduce_into at line "),
+        "{:?}",
+        copies.unrecorded
+    );
+    let before = f.block.to_token_stream().to_string();
+    inline::rename(&mut f.block, &copies.renames);
+    assert_eq!(f.block.to_token_stream().to_string(), before);
 }

@@ -15,6 +15,7 @@ fn loc() -> Loc {
         file: 0,
         start: (1, 0),
         end: (1, 1),
+        via: 0,
     }
 }
 

@@ -157,6 +157,7 @@ impl Builder<'_, '_> {
             self.stack.iter().copied().chain([index]).collect(),
             None,
         );
+        b.text.via = self.program.sources.inline_site(self.loc(call.span()));
         if b.stack.len() > MAX_INLINE_DEPTH {
             return None;
         }
@@ -215,7 +216,9 @@ impl Builder<'_, '_> {
         let stack: Vec<usize> = self.stack.iter().copied().chain([index]).collect();
         let comm_fns = self.comm_fns;
         let program = self.program;
+        let site = program.sources.inline_site(self.loc(call.span()));
         let mut child = Builder::new(program, f, comm_fns, self.facts, stack, Some(env));
+        child.text.via = site;
         let nodes = child.block(&f.block);
         let path = f.path.clone();
         let rule2 = is_comm_attr(f) || program.config.is_comm_function(&path);

@@ -52,9 +52,17 @@ pub fn render(structure: &Structure) -> String {
     out
 }
 
+/// ` @ file:line:column`, and for inlined code the calls that reach it (` via line:column`,
+/// outermost first).
 fn at(span: Option<&Span>) -> String {
-    span.map(|s| format!(" @ {}:{}:{}", s.file, s.line, s.column))
-        .unwrap_or_default()
+    let Some(s) = span else {
+        return String::new();
+    };
+    let mut out = format!(" @ {}:{}:{}", s.file, s.line, s.column);
+    for call in &s.via {
+        let _ = write!(out, " via {}:{}", call.line, call.column);
+    }
+    out
 }
 
 fn section(out: &mut String, sec: &Section, indent: &str, main: &Span) {
@@ -139,15 +147,23 @@ fn event(out: &mut String, role: &str, e: &CommEvent, indent: &str, main: &Span)
     for alt in &e.alternates {
         let _ = writeln!(out, "{indent}  also{}", at(Some(alt)));
     }
-    // `#[mheta::solver]` records the rsmpi calls written in the main loop; calls inside callees
-    // count only towards their event's time.
+    // `#[mheta::solver]` records the rsmpi calls written in the main loop and those in callees
+    // the analysis inlined from it, when they are the solver's file's (an instrumented copy of
+    // the callee records them: `macros/src/inline.rs`); other calls count only towards their
+    // event's time.
     let inside = |s: &Span| {
         s.file == main.file && main.line <= s.line && s.line <= main.end_line.max(main.line)
+    };
+    let recorded = |s: &Span| match s.via.first() {
+        None => inside(s),
+        Some(root) => {
+            inside(root) && s.file == main.file && s.via.iter().all(|v| v.file == main.file)
+        }
     };
     for c in e
         .calls
         .iter()
-        .filter(|c| c.api.starts_with("mpi::") && !inside(&c.span))
+        .filter(|c| c.api.starts_with("mpi::") && !recorded(&c.span))
     {
         let _ = writeln!(
             out,

@@ -38,6 +38,10 @@ pub struct Span {
     pub end_line: u32,
     #[serde(default)]
     pub end_column: u32,
+    /// Code the analysis reached by inlining a callee: the call expressions it went through,
+    /// outermost (in the solver) first. Empty in the solver itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub via: Vec<Span>,
 }
 
 impl Span {
@@ -49,6 +53,7 @@ impl Span {
             column,
             end_line: 0,
             end_column: 0,
+            via: Vec::new(),
         }
     }
 
@@ -60,6 +65,7 @@ impl Span {
             column: start.1,
             end_line: end.0,
             end_column: end.1,
+            via: Vec::new(),
         }
     }
 }
