@@ -43,16 +43,29 @@ struct Kind {
     call: TokenStream,
     /// Waits for other ranks: its whole duration is blocked time.
     blocks: bool,
-    /// Sends its first `&` argument.
+    /// Sends its message argument.
     sends: bool,
-    /// Receives into its first `&mut` argument.
+    /// Receives into its buffer argument.
     receives: bool,
+    /// Which argument is the message: rsmpi's buffers come first (`send(&x)`,
+    /// `all_reduce_into(&mine, &mut all, op)`, `receive_into(&mut x)`), after the scope in the
+    /// immediate forms (`immediate_send(scope, &x)`). Positional, so a buffer passed on as a
+    /// reference-typed variable (`fn dot(.., a: &[f64])`, in a helper's copy) is counted too.
+    message: usize,
+    /// Which argument is the receive buffer (`send_receive_into(&x, &p, &mut y, &q)`: the third).
+    received: usize,
     /// A free function whose second argument is the peer (`send_receive_into(&x, &p, ..)`).
     peer_argument: bool,
 }
 
 fn kind(api: &str) -> Kind {
     let name = api.rsplit("::").next().unwrap_or(api);
+    let message = usize::from(name.starts_with("immediate_"));
+    let received = if name.starts_with("send_receive_into") {
+        2
+    } else {
+        message
+    };
     let k = |call: &str, blocks: bool, sends: bool, receives: bool| Kind {
         call: {
             let ident = format_ident!("{}", call);
@@ -62,6 +75,8 @@ fn kind(api: &str) -> Kind {
         sends,
         receives,
         peer_argument: false,
+        message,
+        received,
     };
     match name {
         n if n.starts_with("send_receive") => Kind {
@@ -246,11 +261,8 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
             };
             (recv, names.iter().map(|n| quote!(#n)).collect(), call)
         };
-    // The message is the first `&` argument, the receive buffer the first `&mut` one.
-    let message = args.iter().position(|a| matches!(a, Expr::Reference(_)));
-    let received = args
-        .iter()
-        .position(|a| matches!(a, Expr::Reference(r) if r.mutability.is_some()));
+    let message = (kind.message < args.len()).then_some(kind.message);
+    let received = (kind.received < args.len()).then_some(kind.received);
     let bytes = |wanted: bool, at: Option<usize>| match at.map(|i| &operands[i]) {
         Some(o) if wanted => quote!((&&#rsmpi::Message(&*#o)).bytes()),
         _ => quote!(0u64),
