@@ -12,9 +12,26 @@ fn root() -> PathBuf {
 fn mheta(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_mheta"))
         .current_dir(root())
-        .args(args)
+        .args(test_protocol(args))
         .output()
         .expect("the binary runs")
+}
+
+/// `args` with the measurement protocol of a test: a `tune` does not wait for a quiet machine
+/// (tests run beside each other) and runs each distribution once unless `--repeat` is given.
+/// The protocol's defaults have their own test.
+fn test_protocol<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let mut args = args.to_vec();
+    if args.first() != Some(&"tune") {
+        return args;
+    }
+    let at = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+    let mut extra = vec!["--wait-quiet", "0s"];
+    if !args.contains(&"--repeat") {
+        extra.extend(["--repeat", "1"]);
+    }
+    args.splice(at..at, extra);
+    args
 }
 
 /// `mheta tune` of the Jacobi fixture (300 rows, 200 columns) on the two nodes of `cluster`
@@ -150,7 +167,7 @@ fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts_and_th
         serde_json::from_str(&std::fs::read_to_string(report.join("tune.json")).unwrap()).unwrap();
     let method = doc["actual_method"].as_str().unwrap();
     assert!(
-        method.contains("median of up to 2 runs, made in rounds"),
+        method.contains("median of 2 runs, each a separate process, made in rounds"),
         "{method}"
     );
     // Each distribution keeps its runs: two here (these runs are far under the 2 s budget), whose
@@ -166,7 +183,30 @@ fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts_and_th
         let (fast, slow) = (runs[0].min(runs[1]), runs[0].max(runs[1]));
         let agreement = d["repeatability"].as_f64().unwrap();
         assert!((agreement - accuracy(fast, slow)).abs() < 1e-12, "{d}");
+        // Their spread: the extremes are the two runs, and the prediction's distance outside
+        // them is relative to the end it passed.
+        let spread = &d["spread"];
+        assert_eq!(spread["min_s"].as_f64(), Some(fast), "{d}");
+        assert_eq!(spread["max_s"].as_f64(), Some(slow), "{d}");
+        let predicted = d["predicted_s"].as_f64().unwrap();
+        let outside = if predicted > slow {
+            (predicted - slow) / slow
+        } else if predicted < fast {
+            (fast - predicted) / fast
+        } else {
+            0.0
+        };
+        assert!(
+            (spread["outside"].as_f64().unwrap() - outside).abs() < 1e-12,
+            "{d}"
+        );
     }
+    // What the machine was doing is recorded.
+    assert!(
+        doc["load"]["cores"].as_u64().unwrap() >= 1,
+        "{}",
+        doc["load"]
+    );
     // Names with the same rows share their runs, in the order they ran.
     let distributions = doc["distributions"].as_array().unwrap();
     for a in distributions {
@@ -311,4 +351,52 @@ fn failures_name_the_step() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("tune.json"), "{stderr}");
+}
+
+/// Without `--repeat` and `--iterations`, tune follows its measurement protocol: every
+/// compared distribution runs in 5 separate processes, each for enough iterations that its
+/// steady state lasts 0.2 s (a first run that fell short is made again, longer).
+#[test]
+fn the_default_protocol_runs_five_processes_of_a_fifth_of_a_second_each() {
+    // Not through `mheta`, which asks tests' tunes for one run.
+    let out = Command::new(env!("CARGO_BIN_EXE_mheta"))
+        .current_dir(root())
+        .args([
+            "tune",
+            "fixtures/jacobi",
+            "--cluster",
+            "fixtures/clusters/hy1-2.toml",
+            "--ranks",
+            "2",
+            "--rows",
+            "300",
+            "--clock",
+            "charged",
+            "--budget",
+            "20ms",
+            "--json",
+            "--wait-quiet",
+            "0s",
+            "--",
+            "--cols",
+            "200",
+        ])
+        .output()
+        .expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    for d in doc["distributions"].as_array().unwrap() {
+        let runs: Vec<f64> = serde_json::from_value(d["runs_s"].clone()).unwrap();
+        assert_eq!(runs.len(), 5, "{d}");
+        let k = d["iterations"].as_u64().expect("tune chose the iterations") as f64;
+        // Two warm-up iterations are left out of every run of 4 or more.
+        let steady = k - 2.0;
+        assert!(steady >= 3.0, "{d}");
+        let mut sorted = runs.clone();
+        sorted.sort_by(f64::total_cmp);
+        // The median run's steady state: 0.2 s, less what the machine's noise takes off a run
+        // after the one that chose the iterations.
+        assert!(sorted[2] * steady >= 0.15, "{d}");
+    }
 }

@@ -60,6 +60,23 @@ struct Run {
     stderr: String,
 }
 
+/// `args` with the measurement protocol of a test: a `tune` does not wait for a quiet machine
+/// (tests run beside each other) and runs each distribution once unless `--repeat` is given.
+/// The protocol's defaults have their own test.
+fn test_protocol<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let mut args = args.to_vec();
+    if args.first() != Some(&"tune") {
+        return args;
+    }
+    let at = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+    let mut extra = vec!["--wait-quiet", "0s"];
+    if !args.contains(&"--repeat") {
+        extra.extend(["--repeat", "1"]);
+    }
+    args.splice(at..at, extra);
+    args
+}
+
 /// `mheta ARGS` in the workspace root, killed (and the test failed) if it hangs. mpirun may run
 /// as root: CI containers usually are root, and Open MPI refuses that unless told.
 fn mheta(args: &[&str]) -> Run {
@@ -67,7 +84,7 @@ fn mheta(args: &[&str]) -> Run {
     let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_mheta"))
         .current_dir(root())
-        .args(args)
+        .args(test_protocol(args))
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .stdin(Stdio::null())

@@ -34,11 +34,12 @@ pub struct StudyArgs {
     /// Only these settings (comma-separated: wall-2, virtual-8) [default: both].
     #[arg(long, value_delimiter = ',')]
     pub settings: Vec<String>,
-    /// Iterations of every compared run.
-    #[arg(long, value_name = "K", default_value_t = 6)]
-    pub iterations: u32,
-    /// Runs of every compared distribution, at most (`mheta tune --repeat`).
-    #[arg(long, value_name = "R", default_value_t = 3)]
+    /// Iterations of every compared run [default: tune's choice, at least 0.2 s of steady
+    /// state per run].
+    #[arg(long, value_name = "K")]
+    pub iterations: Option<u32>,
+    /// Runs of every compared distribution, each a separate process (`mheta tune --repeat`).
+    #[arg(long, value_name = "R", default_value_t = 5)]
     pub repeat: u32,
     /// Search time budget of every case.
     #[arg(long, default_value = "1s")]
@@ -114,6 +115,13 @@ pub enum Outcome {
         /// (`TuneDocument::repeatability`): the accuracy no model can be shown to beat here.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         run_to_run: Option<f64>,
+        /// The farthest any prediction lies outside its runs' min–max, relative to the end it
+        /// passed (`accuracy::Spread::outside`; 0: every prediction inside).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        worst_outside: Option<f64>,
+        /// The 1-minute load average when the case began.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        load: Option<f64>,
     },
     Failed {
         error: String,
@@ -218,14 +226,17 @@ fn tune_case(
         .fixtures_dir
         .join("clusters")
         .join(format!("{cluster}.toml"));
-    let output = Command::new(mheta)
-        .arg("tune")
+    let mut command = Command::new(mheta);
+    command.arg("tune");
+    if let Some(k) = args.iterations {
+        command.args(["--iterations", &k.to_string()]);
+    }
+    let output = command
         .arg(args.fixtures_dir.join(fixture.name))
         .arg("--cluster")
         .arg(&cluster_file)
         .args(["--ranks", &ranks.to_string(), "--clock", clock])
         .args(["--rows", &fixture.rows.to_string()])
-        .args(["--iterations", &args.iterations.to_string()])
         .args(["--repeat", &args.repeat.to_string()])
         .args(["--budget", &args.budget])
         .arg("--report")
@@ -271,6 +282,12 @@ fn measured(doc: &TuneDocument) -> Outcome {
         speedup_over_block: actual("block").map_or(f64::NAN, |b| b / chosen),
         chosen_vs_best_percent: 100.0 * (chosen / fastest - 1.0),
         run_to_run: doc.repeatability(),
+        worst_outside: doc
+            .distributions
+            .iter()
+            .filter_map(|d| d.spread.map(|s| s.outside))
+            .reduce(f64::max),
+        load: doc.load.as_ref().and_then(|l| l.load_average),
     }
 }
 
@@ -334,7 +351,11 @@ pub fn table(cases: &[Case]) -> String {
          directory holds its `tune.json` and an HTML report with the plots; its `actual_method`\n\
          says how actual times were measured (runs, iterations, repetitions). Run-to-run is the\n\
          lowest agreement between repeated runs of one distribution, 1 − (slowest − fastest) /\n\
-         fastest: the machine's own noise, which bounds the accuracy that can be measured.\n",
+         fastest: the machine's own noise, which bounds the accuracy that can be measured.\n\
+         Outside is how far the worst prediction lies beyond its runs' min-max (`inside`: every\n\
+         prediction lies within its runs); load is the 1-minute load average when the case\n\
+         began (tune waits up to a minute for a quiet machine first). A study is a measurement:\n\
+         run it with nothing else on the machine.\n",
     );
     let mut settings: Vec<(String, usize)> = Vec::new();
     for c in cases {
@@ -349,8 +370,8 @@ pub fn table(cases: &[Case]) -> String {
             .collect();
         let _ = write!(s, "\n## {clock} clock, {ranks} ranks\n\n");
         s.push_str(
-            "| fixture | cluster | rows | mean accuracy | min accuracy | worst | run-to-run | chosen vs Block | chosen vs fastest run |\n\
-             |---|---|---:|---:|---:|---|---:|---:|---:|\n",
+            "| fixture | cluster | rows | mean accuracy | min accuracy | worst | run-to-run | outside | chosen vs Block | chosen vs fastest run | load |\n\
+             |---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|\n",
         );
         for c in &rows {
             let link = format!("[{}]({}/index.html)", c.cluster, c.dir);
@@ -362,10 +383,18 @@ pub fn table(cases: &[Case]) -> String {
                     speedup_over_block,
                     chosen_vs_best_percent,
                     run_to_run,
+                    worst_outside,
+                    load,
                 } => {
+                    let outside = match worst_outside {
+                        Some(o) if *o == 0.0 => "inside".to_string(),
+                        Some(o) => format!("{:.1}%", 100.0 * o),
+                        None => "–".into(),
+                    };
+                    let load = load.map_or("–".into(), |l| format!("{l:.2}"));
                     let _ = writeln!(
                         s,
-                        "| {} | {link} | {} | {:.1}% | {:.1}% | {worst} | {} | {:.2}× faster | +{:.1}% |",
+                        "| {} | {link} | {} | {:.1}% | {:.1}% | {worst} | {} | {outside} | {:.2}× faster | +{:.1}% | {load} |",
                         c.fixture,
                         c.rows,
                         100.0 * mean_accuracy,
@@ -378,7 +407,7 @@ pub fn table(cases: &[Case]) -> String {
                 Outcome::Failed { error } => {
                     let _ = writeln!(
                         s,
-                        "| {} | {} | {} | failed: {} | | | | | |",
+                        "| {} | {} | {} | failed: {} | | | | | | | |",
                         c.fixture,
                         c.cluster,
                         c.rows,
@@ -451,6 +480,8 @@ mod tests {
                     speedup_over_block: 5.0,
                     chosen_vs_best_percent: 1.5,
                     run_to_run: Some(0.96),
+                    worst_outside: Some(0.0),
+                    load: Some(0.15),
                 },
             ),
             case(
@@ -462,6 +493,8 @@ mod tests {
                     speedup_over_block: 2.0,
                     chosen_vs_best_percent: 0.0,
                     run_to_run: None,
+                    worst_outside: Some(0.042),
+                    load: None,
                 },
             ),
             case(
@@ -475,10 +508,11 @@ mod tests {
         assert!(t.contains("## virtual clock, 8 ranks"), "{t}");
         assert!(
             t.contains(
-                "| jacobi | [hy1-8](virtual-8/jacobi-hy1-8/index.html) | 10 | 99.0% | 97.0% | in-core | 96.0% | 5.00× faster | +1.5% |"
+                "| jacobi | [hy1-8](virtual-8/jacobi-hy1-8/index.html) | 10 | 99.0% | 97.0% | in-core | 96.0% | inside | 5.00× faster | +1.5% | 0.15 |"
             ),
             "{t}"
         );
+        assert!(t.contains("| – | 4.2% | 2.00× faster | +0.0% | – |"), "{t}");
         assert!(t.contains("failed: step 2 / build"), "{t}");
         assert!(
             t.contains(
@@ -525,6 +559,8 @@ mod tests {
             speedup_over_block,
             chosen_vs_best_percent,
             run_to_run,
+            worst_outside,
+            load,
         } = measured(&doc)
         else {
             panic!("measured")
@@ -541,5 +577,8 @@ mod tests {
             "{chosen_vs_best_percent}"
         );
         assert!((run_to_run.unwrap() - (1.0 - 0.2 / 0.9)).abs() < 1e-12);
+        // Block's prediction (1.0) lies inside its runs (0.9–1.1); the others have one run.
+        assert_eq!(worst_outside, Some(0.0));
+        assert_eq!(load, None);
     }
 }

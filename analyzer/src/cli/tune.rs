@@ -25,6 +25,7 @@ pub mod document;
 pub mod launch;
 pub mod program;
 mod progress;
+pub mod quiet;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -68,18 +69,23 @@ pub struct TuneArgs {
     /// Rows S of the distributed dimension [default: the program's].
     #[arg(long, value_name = "N")]
     pub rows: Option<u64>,
-    /// Iterations of every compared run (the instrumented model runs always run 6, or 10 with
-    /// arrays kept in core).
-    #[arg(long, value_name = "K", default_value_t = 3)]
-    pub iterations: u32,
-    /// Runs of every compared distribution, at most; its actual time is their median. A
-    /// distribution is not run again once its runs have spent REPEAT_SECONDS (2 s) in measured
-    /// iterations, so long runs run once. Repeats go in rounds (every distribution once, then
-    /// again), so a slow spell of a shared machine does not fall on one distribution only. The
-    /// instrumented runs that keep arrays in core are repeated the same way, and their
-    /// measurements averaged.
-    #[arg(long, value_name = "R", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Iterations of every compared run [default: per distribution, enough that each run's
+    /// steady state (warm-up left out) lasts at least 0.2 s by the model's prediction, and at
+    /// least 3]. The instrumented model runs always run 6, or 10 with arrays kept in core.
+    #[arg(long, value_name = "K")]
+    pub iterations: Option<u32>,
+    /// Runs of every compared distribution, each a separate process; its actual time is their
+    /// median, and tune.json keeps every run with their quartiles and extremes. Runs go in
+    /// rounds (every distribution once, then again), so a slow spell of the machine does not
+    /// fall on one distribution only. The instrumented runs that keep arrays in core are
+    /// repeated the same way (no more once they measured 2 s), their measurements averaged.
+    #[arg(long, value_name = "R", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
+    /// How long to wait, after the build, for a quiet machine (load average below the core
+    /// count, no other process above 10% of a core) before measuring; tune then goes on either
+    /// way and records the load in tune.json and the report. `0s` does not wait.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::parse_budget)]
+    pub wait_quiet: Duration,
     /// Search algorithm: gbs, gs, ga, sa or exact.
     #[arg(long, default_value = "gbs", value_parser = parse_algorithm)]
     pub algorithm: Algorithm,
@@ -117,14 +123,36 @@ pub const IN_CORE_ITERATIONS: u32 = 10;
 /// Times at most that `tune` samples the chosen distribution in core and searches again.
 pub const REFINEMENTS: u32 = 2;
 
-/// Measured seconds after which `--repeat` runs a distribution no more.
+/// Measured seconds after which `--repeat` runs an in-core model sample no more.
 pub const REPEAT_SECONDS: f64 = 2.0;
+
+/// The shortest steady state (seconds, warm-up left out) of a compared run when tune chooses
+/// its iterations: long enough that timer resolution and one-off stalls do not decide it.
+pub const MIN_STEADY_S: f64 = 0.2;
+
+/// At most this many iterations per compared run when tune chooses them.
+pub const MAX_ITERATIONS: u32 = 100_000;
+
+/// Iterations of a compared run whose steady iterations take `iteration_s` each: enough for
+/// [`MIN_STEADY_S`], at least 3 (3 is also the count for a run that cannot be timed), plus the
+/// warm-up the timings leave out.
+pub fn iterations_for(iteration_s: f64) -> u32 {
+    let steady = if iteration_s.is_finite() && iteration_s > 0.0 {
+        (MIN_STEADY_S / iteration_s)
+            .ceil()
+            .min(f64::from(MAX_ITERATIONS)) as u32
+    } else {
+        3
+    };
+    let steady = steady.clamp(3, MAX_ITERATIONS);
+    steady + steady_to_run(steady)
+}
 
 /// The spectrum of distributions every tune run compares (seed Fig. 6.1).
 pub const SPECTRUM: [&str; 4] = ["block", "balanced", "in-core", "in-core-balanced"];
 
 pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
-    if args.iterations == 0 {
+    if args.iterations == Some(0) {
         bail!("--iterations must be at least 1");
     }
     // Checked before the (slow) build, so a typo fails at once.
@@ -191,6 +219,14 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         },
         interface,
     };
+    // Measurements start here: on a quiet machine, or saying it was not.
+    let load = quiet::wait(args.wait_quiet, |m| progress.note(m));
+    if load.quiet == Some(false) {
+        eprintln!(
+            "tune: warning: measuring on a busy machine: {}",
+            load.describe()
+        );
+    }
 
     progress.step("one instrumented run under block");
     let structure_path = work.join("structure.json");
@@ -290,9 +326,13 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     .context("step 3: writing the merged measurements")?;
     let chosen = &searches[0];
 
-    // Each distinct distribution is predicted once and run up to `--repeat` times, in rounds
-    // (every distribution once, then again): the machine's speed drifts over minutes on a
-    // shared host, and runs in rounds share that drift instead of pinning it on one of them.
+    // Each distinct distribution is predicted once and run `--repeat` times, in rounds (every
+    // distribution once, then again): the machine's speed drifts over minutes, and runs in
+    // rounds share that drift instead of pinning it on one of them. Unless `--iterations` is
+    // given (or the program runs its own, attached), each distribution runs enough iterations
+    // for `MIN_STEADY_S` of steady state by its prediction; a first run that falls short (the
+    // model predicted it slower than it runs) is made again with iterations from its measured
+    // time, and only runs of the final length count.
     let named: Vec<(&str, Vec<u64>)> = std::iter::once(("best", chosen.rows.clone()))
         .chain(spectrum)
         .collect();
@@ -308,16 +348,45 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         if *name == "best" {
             best_breakdown = prediction.nodes.iter().map(NodeBreakdown::from).collect();
         }
+        let iterations = match program.interface {
+            Interface::Environment(_) => None,
+            Interface::Flags => Some(
+                args.iterations
+                    .unwrap_or_else(|| iterations_for(prediction.iteration_s)),
+            ),
+        };
         distinct.push(Compared {
             name,
             list: rows_list(rows),
             rows: rows.clone(),
             predicted_s: prediction.iteration_s,
+            iterations,
             runs: Vec::new(),
         });
     }
+    let chosen_iterations = args.iterations.is_some();
     let run_once = |c: &mut Compared<'_>| -> anyhow::Result<()> {
-        let seconds = measure(&program, method, &c.list, args.iterations, work, c.name)?;
+        // An attached program runs its own iterations (its program arguments).
+        let iterations = c.iterations.unwrap_or(1);
+        let seconds = measure(&program, method, &c.list, iterations, work, c.name)?;
+        if c.runs.is_empty() && !chosen_iterations {
+            if let Some(k) = c.iterations {
+                let steady = k - steady_to_run_total(k);
+                if seconds * f64::from(steady) < MIN_STEADY_S && iterations_for(seconds) > k {
+                    c.iterations = Some(iterations_for(seconds));
+                    let again = measure(
+                        &program,
+                        method,
+                        &c.list,
+                        iterations_for(seconds),
+                        work,
+                        c.name,
+                    )?;
+                    c.runs.push(again);
+                    return Ok(());
+                }
+            }
+        }
         c.runs.push(seconds);
         Ok(())
     };
@@ -331,17 +400,14 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             progress.step(&format!("{name}: the same rows as {}", c.name));
             continue;
         }
-        progress.step(&format!(
-            "running {name} for {} iterations",
-            args.iterations
-        ));
+        progress.step(&match c.iterations {
+            Some(k) => format!("running {name} for {k} iterations"),
+            None => format!("running {name}"),
+        });
         run_once(c)?;
     }
     for round in 1..args.repeat {
         for c in &mut distinct {
-            if c.runs.iter().sum::<f64>() * f64::from(args.iterations) >= REPEAT_SECONDS {
-                continue;
-            }
             progress.note(&format!("running {} again (run {})", c.name, round + 1));
             run_once(c)?;
         }
@@ -352,17 +418,15 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             .iter()
             .find(|c| c.rows == rows)
             .expect("every distribution was compared");
-        distributions.push(DistributionResult::measured(
-            name,
-            rows,
-            c.predicted_s,
-            c.runs.clone(),
-        ));
+        let mut d = DistributionResult::measured(name, rows, c.predicted_s, c.runs.clone());
+        d.iterations = c.iterations;
+        distributions.push(d);
     }
 
     if args.report.is_some() {
         progress.step("writing the report");
     }
+    let best_iterations = distributions[0].iterations.unwrap_or(3);
     Ok(TuneDocument {
         structure: structure_json,
         cluster: measured.cluster.clone(),
@@ -378,15 +442,15 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         clock: measured.clock.clone(),
         total_rows: measured.rows,
         // An attached program runs its own iterations: those of its measured run, warm-up
-        // included.
+        // included. Otherwise those of the chosen distribution's runs.
         iterations: match program.interface {
-            Interface::Flags => args.iterations,
+            Interface::Flags => best_iterations,
             Interface::Environment(_) => measured.iterations + steady_to_run(measured.iterations),
         },
         actual_method: if args.repeat > 1 {
             format!(
-                "{}; the median of up to {} runs, made in rounds over the distributions (no \
-                 more once they measured {REPEAT_SECONDS} s)",
+                "{}; the median of {} runs, each a separate process, made in rounds over the \
+                 distributions",
                 method.describe(),
                 args.repeat
             )
@@ -396,6 +460,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         best_breakdown,
         searches: searches.iter().map(summary).collect(),
         trace_file: args.report.as_ref().map(|_| "trace.json".into()),
+        load: Some(load),
     })
 }
 
@@ -464,6 +529,11 @@ fn steady_to_run(steady: u32) -> u32 {
     (0..=2)
         .find(|&w| mheta_runtime::format::warm_up_iterations((steady + w) as usize) == w as usize)
         .unwrap_or(0)
+}
+
+/// The warm-up iterations of a run of `total` iterations (`format::warm_up_iterations`).
+fn steady_to_run_total(total: u32) -> u32 {
+    mheta_runtime::format::warm_up_iterations(total as usize) as u32
 }
 
 /// How the runs reach the program: `MHETA_*` variables when the crate attaches to rsmpi
@@ -558,6 +628,8 @@ struct Compared<'a> {
     rows: Vec<u64>,
     list: String,
     predicted_s: f64,
+    /// Iterations of each run (`None`: the attached program's own).
+    iterations: Option<u32>,
     runs: Vec<f64>,
 }
 
@@ -674,6 +746,22 @@ fn parse_algorithm(s: &str) -> Result<Algorithm, String> {
 #[cfg(test)]
 mod tests {
     use super::steady_to_run;
+
+    #[test]
+    fn compared_runs_last_a_fifth_of_a_second_of_steady_state() {
+        use super::iterations_for;
+        // 10 ms per iteration: 20 steady iterations, and the 2 of warm-up.
+        assert_eq!(iterations_for(0.01), 22);
+        // 0.3 ms: ceil(666.7) = 667 steady.
+        assert_eq!(iterations_for(0.0003), 669);
+        // Slow iterations still run 3 steady ones (5 in all), as does a run that cannot be
+        // timed.
+        assert_eq!(iterations_for(1.0), 5);
+        assert_eq!(iterations_for(0.0), 5);
+        assert_eq!(iterations_for(f64::NAN), 5);
+        // Bounded.
+        assert_eq!(iterations_for(1e-12), super::MAX_ITERATIONS + 2);
+    }
 
     #[test]
     fn an_attached_programs_run_length_adds_back_its_warm_up() {

@@ -47,6 +47,13 @@ pub fn render(doc: &TuneDocument) -> String {
         100.0 * doc.accuracy.min,
         escape(&doc.actual_method)
     );
+    if let Some(load) = &doc.load {
+        let _ = writeln!(
+            out,
+            "<p>When the runs began, {}.</p>",
+            escape(&load.describe())
+        );
+    }
     distributions_table(&mut out, doc);
     out.push_str("<h2>Predicted and actual time per iteration across the spectrum</h2>\n");
     out.push_str(&spectrum_chart(doc));
@@ -71,7 +78,8 @@ pub fn render(doc: &TuneDocument) -> String {
 fn distributions_table(out: &mut String, doc: &TuneDocument) {
     out.push_str(
         "<table><tr><th>distribution</th><th>rows</th><th>predicted (s)</th>\
-         <th>actual (s)</th><th>accuracy</th><th>runs (s)</th><th>run-to-run</th></tr>\n",
+         <th>actual (s)</th><th>accuracy</th><th>runs (s)</th><th>run-to-run</th>\
+         <th>interquartile range (s)</th><th>prediction vs runs</th></tr>\n",
     );
     for d in &doc.distributions {
         let rows: Vec<String> = d.rows.iter().map(u64::to_string).collect();
@@ -83,10 +91,20 @@ fn distributions_table(out: &mut String, doc: &TuneDocument) {
         let agreement = d
             .repeatability
             .map_or_else(String::new, |r| format!("{:.2}%", 100.0 * r));
+        let (iqr, against) = match &d.spread {
+            Some(s) if s.outside == 0.0 => {
+                (format!("{:.6}–{:.6}", s.q1_s, s.q3_s), "inside".into())
+            }
+            Some(s) => (
+                format!("{:.6}–{:.6}", s.q1_s, s.q3_s),
+                format!("{:.1}% outside", 100.0 * s.outside),
+            ),
+            None => (String::new(), String::new()),
+        };
         let _ = writeln!(
             out,
             "<tr><td>{}</td><td>{}</td><td>{:.6}</td><td>{:.6}</td><td>{:.2}%</td><td>{runs}</td>\
-             <td>{agreement}</td></tr>",
+             <td>{agreement}</td><td>{iqr}</td><td>{against}</td></tr>",
             escape(&d.name),
             rows.join(", "),
             d.predicted_s,
@@ -215,6 +233,11 @@ mod tests {
         // The chosen distribution's three runs: their range and agreement 1 − 0.2 / 1.0.
         assert!(
             page.contains("<td>1.000000–1.200000 (3)</td><td>80.00%</td>"),
+            "{page}"
+        );
+        // Their quartiles (1.05 and 1.15), and the prediction 1.0 lies within them.
+        assert!(
+            page.contains("<td>1.050000–1.150000</td><td>inside</td>"),
             "{page}"
         );
         assert!(page.contains("href=\"trace.json\""));

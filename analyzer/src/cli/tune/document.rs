@@ -35,6 +35,9 @@ pub struct TuneDocument {
     /// Chrome trace of the instrumented run, relative to the document's directory, if kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_file: Option<String>,
+    /// What the machine was doing when the tune began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<super::quiet::Load>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -52,6 +55,12 @@ pub struct DistributionResult {
     /// How well those runs agree (`accuracy::repeatability`); absent with a single run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeatability: Option<f64>,
+    /// The runs' quartiles and extremes, and how far the prediction lies outside them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<accuracy::Spread>,
+    /// Iterations of each of its runs, warm-up included, when tune chose them per distribution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u32>,
 }
 
 impl DistributionResult {
@@ -64,6 +73,8 @@ impl DistributionResult {
             accuracy: accuracy::accuracy(predicted_s, actual_s),
             runs_s: Vec::new(),
             repeatability: None,
+            spread: None,
+            iterations: None,
         }
     }
 
@@ -73,6 +84,7 @@ impl DistributionResult {
         let actual_s = mheta_runtime::stats::median(&mut runs_s.clone());
         DistributionResult {
             repeatability: accuracy::repeatability(&runs_s),
+            spread: accuracy::spread(predicted_s, &runs_s),
             runs_s,
             ..DistributionResult::new(name, rows, predicted_s, actual_s)
         }
@@ -159,18 +171,37 @@ impl TuneDocument {
         let width = rows.iter().map(String::len).max().unwrap_or(4).max(4);
         let _ = writeln!(
             out,
-            "{:<18} {:<width$} {:>13} {:>13} {:>9}",
-            "distribution", "rows", "predicted (s)", "actual (s)", "accuracy"
+            "{:<18} {:<width$} {:>13} {:>13} {:>9} {:>25} {:>8}",
+            "distribution",
+            "rows",
+            "predicted (s)",
+            "actual (s)",
+            "accuracy",
+            "runs: q1-q3 (s)",
+            "outside"
         );
         for (d, r) in self.distributions.iter().zip(&rows) {
+            let (iqr, outside) = match &d.spread {
+                Some(s) => (
+                    format!("{:.6}-{:.6}", s.q1_s, s.q3_s),
+                    if s.outside == 0.0 {
+                        "inside".to_string()
+                    } else {
+                        format!("{:.1}%", 100.0 * s.outside)
+                    },
+                ),
+                None => ("-".into(), "-".into()),
+            };
             let _ = writeln!(
                 out,
-                "{:<18} {:<width$} {:>13.6} {:>13.6} {:>8.2}%",
+                "{:<18} {:<width$} {:>13.6} {:>13.6} {:>8.2}% {:>25} {:>8}",
                 d.name,
                 r,
                 d.predicted_s,
                 d.actual_s,
-                100.0 * d.accuracy
+                100.0 * d.accuracy,
+                iqr,
+                outside
             );
         }
         let _ = writeln!(
@@ -190,6 +221,24 @@ impl TuneDocument {
                  run against slowest)",
                 100.0 * r
             );
+        }
+        let spreads: Vec<&accuracy::Spread> = self
+            .distributions
+            .iter()
+            .filter_map(|d| d.spread.as_ref())
+            .collect();
+        if !spreads.is_empty() {
+            let inside = spreads.iter().filter(|s| s.outside == 0.0).count();
+            let worst = spreads.iter().map(|s| s.outside).fold(0.0, f64::max);
+            let _ = writeln!(
+                out,
+                "predictions inside their runs' min-max: {inside} of {} (worst {:.1}% outside)",
+                spreads.len(),
+                100.0 * worst
+            );
+        }
+        if let Some(load) = &self.load {
+            let _ = writeln!(out, "{}", load.describe());
         }
         if let Some(block) = self.distributions.iter().find(|d| d.name == "block") {
             if self.best.actual_s > 0.0 {
@@ -282,6 +331,7 @@ pub(crate) mod tests {
                 ],
             }],
             trace_file: Some("trace.json".into()),
+            load: None,
         }
     }
 
