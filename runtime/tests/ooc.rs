@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use mheta_runtime::cluster::DiskModel;
 use mheta_runtime::ooc::{
-    plan, ArrayDemand, ArraySpec, NodeStore, OocArray, OocError, Placement, StoreConfig, WriteFault,
+    plan, ArrayDemand, ArraySpec, IoEstimate, NodeStore, OocArray, OocError, Placement,
+    StoreConfig, WriteFault,
 };
 
 fn store(dir: &Path, memory_bytes: u64, disk: DiskModel, instrumented: bool) -> NodeStore {
@@ -191,11 +192,13 @@ fn placement_follows_the_shared_budget_policy() {
                 rows: 10,
                 row_bytes: 32,
                 uses: 1,
+                io: IoEstimate::default(),
             },
             ArrayDemand {
                 rows: 10,
                 row_bytes: 64,
                 uses: 1,
+                io: IoEstimate::default(),
             },
         ],
     );

@@ -26,7 +26,7 @@ pub use array::{IoStats, OocArray};
 pub use block_file::WriteFault;
 pub use element::Element;
 pub use micro::{measure_disk, DiskBenchConfig, DiskCosts};
-pub use policy::{plan, ArrayDemand, Placement};
+pub use policy::{choose, plan, ArrayDemand, Choice, IoEstimate, Placement};
 pub use store::{forced_for_instrumentation, ArraySpec, NodeStore, StoreConfig};
 
 /// An out-of-core array operation that failed. Errors about files name the file.

@@ -1,24 +1,29 @@
 //! Which arrays stay in core, and the ICLA size of the others (seed §5.1, §5.3.1).
 //!
 //! The seed's heuristic: "arrays with smaller sizes or those that are accessed more frequently
-//! are preferred to be kept in core". [`plan`] makes it precise, and both the runtime (deciding
-//! the real arrays' placement) and the model (predicting it for a candidate distribution) call
-//! it, so the two never disagree:
+//! are preferred to be kept in core". [`choose`] makes it precise, and both the runtime
+//! ([`plan`], deciding the real arrays' placement) and the model (`model::out_of_core::decide`,
+//! predicting it for a candidate distribution) call it, so the two decide alike:
 //!
-//! 1. Order the arrays by bytes per use (`rows · row_bytes / uses`), smallest first; ties keep
-//!    the caller's order.
-//! 2. Walk that order and keep an array in core when its whole local array fits in the memory
-//!    left, after setting aside one row for every other array not (yet) in core — an
-//!    out-of-core array still needs at least one row of memory for its ICLA.
-//! 3. Give every out-of-core array one row, and share the memory still left equally (in bytes)
-//!    among them; each ICLA is its row plus its share in whole rows. An array whose ICLA would
-//!    hold all its rows is in core after all.
+//! 1. The arrays are ranked: by bytes per use (`rows · row_bytes / uses`), smallest first (the
+//!    runtime; ties keep the caller's order), or by the model's equivalent ranking.
+//! 2. Candidates keep the first k ranked arrays in core, for every k whose local arrays fit with
+//!    one row set aside for each array left out (an out-of-core array needs at least one row of
+//!    memory for its ICLA).
+//! 3. The arrays left out share the rest row by row: each ICLA holds `floor(left / Σ row bytes)`
+//!    rows, at least one. An array whose ICLA would hold all its rows is in core after all.
+//! 4. The candidate with the least estimated I/O per iteration wins (`blocks · per_block_s +
+//!    bytes · per_byte_s` over the arrays left out, [`IoEstimate`]); ties keep more arrays in
+//!    core. Keeping one more array in core can leave the others an ICLA of a row or two and a
+//!    disk call per row: the estimate is what rules that out. The runtime estimates from its
+//!    node's disk (latency per call, bandwidth), the model from its measurements; both see the
+//!    same thousands of calls in such a case.
 //!
 //! When the budget is smaller than one row per array, out-of-core arrays still get one row: the
 //! program must make progress, and the overrun is at most one row per array.
 
 /// One array's memory demand on a node: its local rows and the bytes of one row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ArrayDemand {
     /// Rows of the array held by this node (its local array, LA).
     pub rows: u64,
@@ -26,6 +31,87 @@ pub struct ArrayDemand {
     pub row_bytes: u64,
     /// How often the array is used per iteration (stages that touch it); 1 when unknown.
     pub uses: u32,
+    /// What the array's I/O costs per iteration when it is out of core.
+    pub io: IoEstimate,
+}
+
+/// The I/O an out-of-core array is expected to cost per iteration: per block (ICLA piece) it
+/// is processed in, and per byte of its local array.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct IoEstimate {
+    pub per_block_s: f64,
+    pub per_byte_s: f64,
+}
+
+impl IoEstimate {
+    /// An array used `uses` times per iteration on `disk`: each use reads and writes every
+    /// block once.
+    pub fn on_disk(disk: &crate::cluster::DiskModel, uses: u32) -> IoEstimate {
+        let per_byte = |bps: f64| if bps > 0.0 { 1.0 / bps } else { 0.0 };
+        let uses = f64::from(uses.max(1));
+        IoEstimate {
+            per_block_s: uses * 2.0 * disk.latency_s,
+            per_byte_s: uses * (per_byte(disk.read_bps) + per_byte(disk.write_bps)),
+        }
+    }
+}
+
+/// What [`choose`] decided: how many ranked arrays stay in core, and the ICLA rows of the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choice {
+    pub in_core: usize,
+    /// Rows of every out-of-core array's ICLA (meaningless when all are in core).
+    pub icla_rows: u64,
+}
+
+/// Chooses among `n` ranked arrays (see the module documentation); `array(j)` gives the j-th
+/// ranked array's rows, bytes per row and I/O estimate. Allocation-free: the model calls it for
+/// every node of every prediction.
+pub fn choose(
+    free_bytes: f64,
+    n: usize,
+    array: impl Fn(usize) -> (u64, f64, IoEstimate),
+) -> Choice {
+    let mut best = Choice {
+        in_core: 0,
+        icla_rows: 1,
+    };
+    let mut best_cost = f64::INFINITY;
+    let mut in_core_bytes = 0.0;
+    for k in 0..=n {
+        if k > 0 {
+            let (rows, bytes_per_row, _) = array(k - 1);
+            in_core_bytes += rows as f64 * bytes_per_row;
+        }
+        let out_bytes_per_row: f64 = (k..n).map(|j| array(j).1).sum();
+        // The first k fit, with one row set aside for each array left out; with nothing in
+        // core the arrays get their one row whatever the budget.
+        if k > 0 && in_core_bytes + out_bytes_per_row > free_bytes {
+            break;
+        }
+        let icla_rows = if out_bytes_per_row > 0.0 {
+            ((free_bytes - in_core_bytes).max(0.0) / out_bytes_per_row)
+                .floor()
+                .clamp(1.0, u64::MAX as f64) as u64
+        } else {
+            u64::MAX
+        };
+        let cost: f64 = (k..n)
+            .map(|j| {
+                let (rows, bytes_per_row, io) = array(j);
+                let blocks = rows.div_ceil(icla_rows) as f64;
+                blocks * io.per_block_s + rows as f64 * bytes_per_row * io.per_byte_s
+            })
+            .sum();
+        if cost <= best_cost {
+            best_cost = cost;
+            best = Choice {
+                in_core: k,
+                icla_rows,
+            };
+        }
+    }
+    best
 }
 
 impl ArrayDemand {
@@ -80,7 +166,10 @@ impl Placement {
 
 /// Place `arrays` in a node memory of `budget_bytes` (see the module documentation).
 pub fn plan(budget_bytes: u64, arrays: &[ArrayDemand]) -> Vec<Placement> {
-    let mut order: Vec<usize> = (0..arrays.len()).collect();
+    // Empty arrays take no memory and do no I/O: in core, and not ranked.
+    let mut order: Vec<usize> = (0..arrays.len())
+        .filter(|&i| arrays[i].min_bytes() > 0)
+        .collect();
     // Bytes per use, compared exactly: a.bytes / a.uses < b.bytes / b.uses.
     order.sort_by(|&a, &b| {
         let (da, db) = (&arrays[a], &arrays[b]);
@@ -88,41 +177,19 @@ pub fn plan(budget_bytes: u64, arrays: &[ArrayDemand]) -> Vec<Placement> {
         let kb = db.bytes() * u128::from(da.uses.max(1));
         ka.cmp(&kb).then(a.cmp(&b))
     });
-
-    let mut in_core = vec![false; arrays.len()];
-    let mut remaining = u128::from(budget_bytes);
-    let mut reserved: u128 = arrays.iter().map(ArrayDemand::min_bytes).sum();
-    for &i in &order {
-        let demand = &arrays[i];
-        let others = reserved - demand.min_bytes();
-        if demand.bytes() + others <= remaining {
-            in_core[i] = true;
-            remaining -= demand.bytes();
-            reserved -= demand.min_bytes();
+    let choice = choose(budget_bytes as f64, order.len(), |j| {
+        let d = &arrays[order[j]];
+        (d.rows, d.row_bytes as f64, d.io)
+    });
+    let mut placements = vec![Placement::InCore; arrays.len()];
+    for &i in &order[choice.in_core..] {
+        if choice.icla_rows < arrays[i].rows {
+            placements[i] = Placement::OutOfCore {
+                icla_rows: choice.icla_rows,
+            };
         }
     }
-
-    // Every out-of-core array gets its one row, then an equal share of what is left.
-    let out_of_core = in_core.iter().filter(|&&c| !c).count() as u128;
-    let surplus = remaining.saturating_sub(reserved);
-    let share = surplus.checked_div(out_of_core).unwrap_or(0);
-    arrays
-        .iter()
-        .zip(&in_core)
-        .map(|(demand, &in_core)| {
-            if in_core || demand.rows == 0 || demand.row_bytes == 0 {
-                return Placement::InCore;
-            }
-            let rows = 1 + share / u128::from(demand.row_bytes);
-            if rows >= u128::from(demand.rows) {
-                Placement::InCore
-            } else {
-                Placement::OutOfCore {
-                    icla_rows: rows as u64,
-                }
-            }
-        })
-        .collect()
+    placements
 }
 
 #[cfg(test)]
@@ -134,6 +201,7 @@ mod tests {
             rows,
             row_bytes,
             uses,
+            io: IoEstimate::default(),
         }
     }
 
@@ -146,7 +214,8 @@ mod tests {
     #[test]
     fn smaller_array_stays_in_core_larger_gets_the_rest() {
         // A = 40 B, B = 80 B, budget 100. A first: 40 + one row of B (8) <= 100, in core.
-        // B: 80 > 60 left, out of core with 60 / 8 = 7 rows.
+        // B: 80 > 60 left, out of core with 60 / 8 = 7 rows. (Without I/O estimates every
+        // candidate costs nothing, and the one with more arrays in core wins.)
         let arrays = [demand(10, 4, 1), demand(10, 8, 1)];
         assert_eq!(
             plan(100, &arrays),
@@ -169,7 +238,7 @@ mod tests {
     fn reservation_keeps_one_row_for_every_other_array() {
         // Two equal arrays of 100 B (10 rows of 10 B), budget 105: the first would fit alone
         // (100 <= 105) but not with a row of the second set aside (110 > 105).
-        // Both out of core: 105 / 2 = 52 B each, 5 rows.
+        // Both out of core: 105 B for 20 B per row of the two: 5 rows each.
         let arrays = [demand(10, 10, 1), demand(10, 10, 1)];
         let icla = Placement::OutOfCore { icla_rows: 5 };
         assert_eq!(plan(105, &arrays), vec![icla, icla]);
@@ -177,6 +246,35 @@ mod tests {
         assert_eq!(
             plan(110, &arrays),
             vec![Placement::InCore, Placement::OutOfCore { icla_rows: 1 }]
+        );
+    }
+
+    #[test]
+    fn a_sliver_of_icla_loses_to_both_arrays_out_of_core() {
+        // Jacobi's A and B on a node of sliver-2.toml under Block: 1000 rows of 8000 B each, in
+        // 8.02 MB, on a disk of 1 ms per call, 200 MB/s read, 150 MB/s write; each array is
+        // used twice per iteration.
+        let disk = crate::cluster::DiskModel {
+            latency_s: 1e-3,
+            read_bps: 200e6,
+            write_bps: 150e6,
+        };
+        let io = IoEstimate::on_disk(&disk, 2);
+        assert_eq!(io.per_block_s, 4e-3);
+        let a = ArrayDemand {
+            io,
+            ..demand(1000, 8000, 2)
+        };
+        // Keeping A in core (8 MB, and 8000 B set aside for B) leaves B 20 000 B: an ICLA of 2
+        // rows, 500 blocks, 500 · 4 ms = 2 s of calls. Both out of core: ICLA
+        // floor(8.02e6 / 16 000) = 501 rows, 2 blocks each: 16 ms of calls, and twice the bytes
+        // (2 · 8e6 · 2 · (1/200e6 + 1/150e6) = 0.37 s against 0.19 s). Both out wins.
+        let icla = Placement::OutOfCore { icla_rows: 501 };
+        assert_eq!(plan(8_020_000, &[a, a]), vec![icla, icla]);
+        // Without an estimate (every candidate costs nothing) more arrays stay in core.
+        assert_eq!(
+            plan(8_020_000, &[demand(1000, 8000, 2), demand(1000, 8000, 2)]),
+            vec![Placement::InCore, Placement::OutOfCore { icla_rows: 2 }]
         );
     }
 

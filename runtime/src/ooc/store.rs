@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::policy::{plan, ArrayDemand, Placement};
+use super::policy::{plan, ArrayDemand, IoEstimate, Placement};
 use super::OocError;
 use crate::cluster::DiskModel;
 use crate::format::NodeSpec;
@@ -155,6 +155,7 @@ impl NodeStore {
                 rows: spec.rows,
                 row_bytes,
                 uses: spec.uses,
+                io: IoEstimate::on_disk(&self.inner.config.disk, spec.uses),
             });
             ledger.demands.len() - 1
         });
