@@ -1,7 +1,8 @@
 //! `mheta study`: the accuracy study of seed §6.2 over every fixture and cluster description.
 //!
 //! For each clock setting (the wall clock at 2 ranks, what two cores can run honestly, and the
-//! virtual clock at 8 ranks), each fixture and each cluster family (DC, IO, HY1, HY2, HY3), it
+//! virtual clock at 8 ranks), each fixture and each cluster family (the seed's DC, IO, HY1, HY2,
+//! HY3, and four a user would write: sliver, fastsmall, slowdisk, net), it
 //! runs `mheta tune` with `--report` into its own directory, then writes a table of mean and min
 //! accuracy, the speedup of the chosen distribution over Block and how far the chosen one is from
 //! the best actual time: `README.md` and `study.json` in the output directory, rewritten after
@@ -28,7 +29,8 @@ pub struct StudyArgs {
     /// Only these fixtures (comma-separated) [default: all five].
     #[arg(long, value_delimiter = ',')]
     pub fixtures: Vec<String>,
-    /// Only these cluster families (comma-separated: dc, io, hy1, hy2, hy3) [default: all].
+    /// Only these cluster families (comma-separated: dc, io, hy1, hy2, hy3, sliver, fastsmall,
+    /// slowdisk, net) [default: all].
     #[arg(long, value_delimiter = ',')]
     pub families: Vec<String>,
     /// Only these settings (comma-separated: wall-2, virtual-8) [default: both].
@@ -80,7 +82,20 @@ const FIXTURES: [Fixture; 5] = [
     },
 ];
 
-const FAMILIES: [&str; 5] = ["dc", "io", "hy1", "hy2", "hy3"];
+/// The seed's families (§6.1), then clusters a user would write (`fixtures/clusters/README.md`):
+/// a memory that holds one array and a sliver, fast nodes with little memory beside slow ones
+/// with plenty, one slow disk among small memories, a slow network.
+const FAMILIES: [&str; 9] = [
+    "dc",
+    "io",
+    "hy1",
+    "hy2",
+    "hy3",
+    "sliver",
+    "fastsmall",
+    "slowdisk",
+    "net",
+];
 
 /// A clock and the rank count it runs at.
 const SETTINGS: [(&str, usize); 2] = [("wall", 2), ("virtual", 8)];
