@@ -5,6 +5,9 @@ use std::process::Command;
 
 use mheta_runtime::model::adds_in_core_sample;
 
+mod protocol;
+use protocol::test_protocol;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
@@ -15,23 +18,6 @@ fn mheta(args: &[&str]) -> std::process::Output {
         .args(test_protocol(args))
         .output()
         .expect("the binary runs")
-}
-
-/// `args` with the measurement protocol of a test: a `tune` does not wait for a quiet machine
-/// (tests run beside each other) and runs each distribution once unless `--repeat` is given.
-/// The protocol's defaults have their own test.
-fn test_protocol<'a>(args: &[&'a str]) -> Vec<&'a str> {
-    let mut args = args.to_vec();
-    if args.first() != Some(&"tune") {
-        return args;
-    }
-    let at = args.iter().position(|a| *a == "--").unwrap_or(args.len());
-    let mut extra = vec!["--wait-quiet", "0s"];
-    if !args.contains(&"--repeat") {
-        extra.extend(["--repeat", "1"]);
-    }
-    args.splice(at..at, extra);
-    args
 }
 
 /// `mheta tune` of the Jacobi fixture (300 rows, 200 columns) on the two nodes of `cluster`

@@ -15,6 +15,9 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+mod protocol;
+use protocol::test_protocol;
+
 /// The tests time real runs on a machine with few cores: they take turns.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -58,23 +61,6 @@ struct Run {
     code: Option<i32>,
     stdout: String,
     stderr: String,
-}
-
-/// `args` with the measurement protocol of a test: a `tune` does not wait for a quiet machine
-/// (tests run beside each other) and runs each distribution once unless `--repeat` is given.
-/// The protocol's defaults have their own test.
-fn test_protocol<'a>(args: &[&'a str]) -> Vec<&'a str> {
-    let mut args = args.to_vec();
-    if args.first() != Some(&"tune") {
-        return args;
-    }
-    let at = args.iter().position(|a| *a == "--").unwrap_or(args.len());
-    let mut extra = vec!["--wait-quiet", "0s"];
-    if !args.contains(&"--repeat") {
-        extra.extend(["--repeat", "1"]);
-    }
-    args.splice(at..at, extra);
-    args
 }
 
 /// `mheta ARGS` in the workspace root, killed (and the test failed) if it hangs. mpirun may run
