@@ -54,7 +54,14 @@ pub struct SourceMap {
     files: Vec<SourceFile>,
     /// Inline sites: the call expression each inlined copy of a callee was reached through
     /// (itself inside a callee when its `via` is not 0). Site `k` is entry `k - 1`.
-    inline_sites: std::cell::RefCell<Vec<Loc>>,
+    inline_sites: std::cell::RefCell<InlineSites>,
+}
+
+/// The inline sites of a [`SourceMap`]: site `k` is `calls[k - 1]`, found again by its call.
+#[derive(Debug, Default, Clone)]
+struct InlineSites {
+    calls: Vec<Loc>,
+    by_call: std::collections::HashMap<Loc, u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -85,14 +92,12 @@ impl SourceMap {
     /// through): the same call always gets the same site.
     pub fn inline_site(&self, call: Loc) -> u32 {
         let mut sites = self.inline_sites.borrow_mut();
-        let index = match sites.iter().position(|s| *s == call) {
-            Some(i) => i,
-            None => {
-                sites.push(call);
-                sites.len() - 1
-            }
-        };
-        index as u32 + 1
+        let next = sites.calls.len() as u32 + 1;
+        let site = *sites.by_call.entry(call).or_insert(next);
+        if site == next {
+            sites.calls.push(call);
+        }
+        site
     }
 
     /// The structure-file span of a location (1-based columns), with the call sites it was
@@ -101,7 +106,7 @@ impl SourceMap {
         let mut span = self.plain_span(loc);
         let sites = self.inline_sites.borrow();
         let mut at = loc.via;
-        while let Some(call) = at.checked_sub(1).and_then(|i| sites.get(i as usize)) {
+        while let Some(call) = at.checked_sub(1).and_then(|i| sites.calls.get(i as usize)) {
             span.via.insert(0, self.plain_span(*call));
             at = call.via;
         }

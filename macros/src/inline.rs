@@ -101,11 +101,12 @@ pub fn copies(plan: &Plan, file: &str, path: Option<&Path>, solver: Pos) -> Copi
         return out;
     }
     let text = path.and_then(|p| std::fs::read_to_string(p).ok());
+    // A panic while copying is an error like the others (`guarded` also forces positions).
     let made = crate::analysis::guarded(|| match &text {
         Some(text) => make(&sites, file, text, solver),
         None => Err("the solver's file could not be read".to_string()),
-    });
-    let made = made.and_then(|m| m);
+    })
+    .and_then(std::convert::identity);
     let (rendered, decided) = match made {
         Ok(m) => m,
         Err(why) => (Vec::new(), sites.iter().map(|_| Err(why.clone())).collect()),

@@ -364,28 +364,20 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             runs: Vec::new(),
         });
     }
-    let chosen_iterations = args.iterations.is_some();
     let run_once = |c: &mut Compared<'_>| -> anyhow::Result<()> {
-        // An attached program runs its own iterations (its program arguments).
-        let iterations = c.iterations.unwrap_or(1);
-        let seconds = measure(&program, method, &c.list, iterations, work, c.name)?;
-        if c.runs.is_empty() && !chosen_iterations {
-            if let Some(k) = c.iterations {
-                let steady = k - steady_to_run_total(k);
-                if seconds * f64::from(steady) < MIN_STEADY_S && iterations_for(seconds) > k {
-                    c.iterations = Some(iterations_for(seconds));
-                    let again = measure(
-                        &program,
-                        method,
-                        &c.list,
-                        iterations_for(seconds),
-                        work,
-                        c.name,
-                    )?;
-                    c.runs.push(again);
-                    return Ok(());
-                }
-            }
+        // An attached program runs its own iterations (its program arguments ignore these).
+        let k = c.iterations.unwrap_or(1);
+        let mut seconds = measure(&program, method, &c.list, k, work, c.name)?;
+        let steady = k - warm_up(k);
+        let longer = iterations_for(seconds);
+        let chosen_here = args.iterations.is_none() && c.iterations.is_some();
+        if chosen_here
+            && c.runs.is_empty()
+            && seconds * f64::from(steady) < MIN_STEADY_S
+            && longer > k
+        {
+            c.iterations = Some(longer);
+            seconds = measure(&program, method, &c.list, longer, work, c.name)?;
         }
         c.runs.push(seconds);
         Ok(())
@@ -532,7 +524,7 @@ fn steady_to_run(steady: u32) -> u32 {
 }
 
 /// The warm-up iterations of a run of `total` iterations (`format::warm_up_iterations`).
-fn steady_to_run_total(total: u32) -> u32 {
+fn warm_up(total: u32) -> u32 {
     mheta_runtime::format::warm_up_iterations(total as usize) as u32
 }
 

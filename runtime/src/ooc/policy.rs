@@ -78,12 +78,14 @@ pub fn choose(
     };
     let mut best_cost = f64::INFINITY;
     let mut in_core_bytes = 0.0;
+    // Bytes per row of the arrays left out: all of them, less each one that joins the core.
+    let mut out_bytes_per_row: f64 = (0..n).map(|j| array(j).1).sum();
     for k in 0..=n {
         if k > 0 {
             let (rows, bytes_per_row, _) = array(k - 1);
             in_core_bytes += rows as f64 * bytes_per_row;
+            out_bytes_per_row -= bytes_per_row;
         }
-        let out_bytes_per_row: f64 = (k..n).map(|j| array(j).1).sum();
         // The first k fit, with one row set aside for each array left out; with nothing in
         // core the arrays get their one row whatever the budget.
         if k > 0 && in_core_bytes + out_bytes_per_row > free_bytes {
