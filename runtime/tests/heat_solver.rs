@@ -8,7 +8,7 @@ mod common;
 use common::reference::{initial, sequential, step};
 
 use mheta_runtime::comm::{CommError, CommExt, ReduceOp};
-use mheta_runtime::format::{Measurements, StageKey};
+use mheta_runtime::format::{Measurements, PeerOp, StageKey};
 use mheta_runtime::{clock, hooks, launch, Args, ClockMode, Context, DistributionSpec};
 
 const ROWS: u64 = 60;
@@ -166,6 +166,13 @@ fn check_measurements(m: &Measurements, args_rows: &[u64], cpus: &[f64]) {
         let halo = event(0);
         assert_eq!(halo.sent_to, expected, "rank {rank}");
         assert_eq!(halo.received_from, expected, "rank {rank}");
+        // Its calls in program order: both sends, then both receives.
+        let order: Vec<PeerOp> = expected
+            .iter()
+            .map(|&r| PeerOp::Send(r))
+            .chain(expected.iter().map(|&r| PeerOp::Receive(r)))
+            .collect();
+        assert_eq!(halo.order, order, "rank {rank}");
         assert_eq!(halo.messages_sent, expected.len() as f64);
         assert_eq!(halo.bytes_sent, 8.0 * expected.len() as f64);
         assert!(halo.total_s >= halo.blocked_s);
@@ -187,6 +194,8 @@ fn check_measurements(m: &Measurements, args_rows: &[u64], cpus: &[f64]) {
             reduce.received_from,
             if args_rows.len() > 1 { hub } else { vec![] }
         );
+        // A collective has no place in a point-to-point order.
+        assert!(reduce.order.is_empty(), "rank {rank}");
     }
 }
 

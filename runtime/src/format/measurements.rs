@@ -250,11 +250,28 @@ pub struct EventMeasurement {
     /// Ranks this node actually sent to / received from.
     pub sent_to: Vec<u32>,
     pub received_from: Vec<u32>,
+    /// This node's point-to-point calls of one run of the event, in program order, each where
+    /// it completes (a receive where it waits): the model's generalised Eq. 5.11 lets a send
+    /// that follows a receive leave only once that receive is done. Empty when the steady
+    /// iterations made different calls, or when the event holds any other call (collectives,
+    /// combined send-receives, receives completed by a separate wait).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub order: Vec<PeerOp>,
     /// The same event's per-message overheads in other instrumented runs (see
     /// [`Measurements::merge_in_core_compute`]), one sample per run. The model takes each
     /// overhead as the median over these and this run's own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overheads: Vec<OverheadSample>,
+}
+
+/// One point-to-point call of an event on one node: `{"send": 3}` or `{"receive": 1}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeerOp {
+    /// A (buffered) send to this rank.
+    Send(u32),
+    /// A receive from this rank, where it blocks until the message is there.
+    Receive(u32),
 }
 
 /// Per-message send and receive overheads of one event on one node in one run; `None` where
@@ -443,6 +460,7 @@ mod tests {
                 total_s: 0.5 * (i + 1) as f64,
                 sent_to: vec![],
                 received_from: vec![],
+                order: vec![],
                 overheads: vec![],
             };
             f.events.push(event.clone());

@@ -19,9 +19,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::comm::Traffic;
 use crate::format::{
     warm_up_iterations, EventMeasurement, GroupMeasurement, IoMeasurement, NodeMeasurements,
-    StageKey, StageMeasurement, TileMeasurement,
+    PeerOp, StageKey, StageMeasurement, TileMeasurement,
 };
 use crate::hooks::{
     io_kind, var_name, CallKind, IoKind, RankRecords, Record, RecordKind, VarId, NONE,
@@ -55,6 +56,60 @@ struct EventAcc {
     m: Option<EventMeasurement>,
     sent_to: BTreeSet<u32>,
     received_from: BTreeSet<u32>,
+    order: OrderAcc,
+}
+
+/// An event's point-to-point calls in program order, iteration by iteration: kept when every
+/// steady iteration that ran the event made the same calls in the same order.
+#[derive(Default)]
+struct OrderAcc {
+    iteration: Option<usize>,
+    current: Vec<PeerOp>,
+    first: Option<Vec<PeerOp>>,
+    /// A call that is not one send or one receive with a single peer, or iterations that differ.
+    unknown: bool,
+}
+
+impl OrderAcc {
+    fn push(&mut self, iteration: usize, op: Option<PeerOp>) {
+        if self.iteration != Some(iteration) {
+            self.close();
+            self.iteration = Some(iteration);
+        }
+        match op {
+            Some(op) => self.current.push(op),
+            None => self.unknown = true,
+        }
+    }
+
+    fn close(&mut self) {
+        let calls = std::mem::take(&mut self.current);
+        match &self.first {
+            _ if self.iteration.is_none() => {}
+            None => self.first = Some(calls),
+            Some(first) => self.unknown |= *first != calls,
+        }
+    }
+
+    fn finish(mut self) -> Vec<PeerOp> {
+        self.close();
+        match self.first {
+            Some(order) if !self.unknown => order,
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The call as one entry of an event's order: a send or receive of exactly one message with a
+/// known peer (a receive completed by a separate wait records no message at its wait, so it
+/// has no place in the order).
+fn peer_op(call: CallKind, peer: Option<usize>, t: &Traffic) -> Option<PeerOp> {
+    let peer = peer? as u32;
+    match (call, t.messages_sent, t.messages_received) {
+        (CallKind::Send | CallKind::ImmediateSend, 1, 0) => Some(PeerOp::Send(peer)),
+        (CallKind::Receive, 0, 1) => Some(PeerOp::Receive(peer)),
+        _ => None,
+    }
 }
 
 /// Aggregate one rank's records. Fails if the rank recorded no iteration.
@@ -217,6 +272,8 @@ pub fn aggregate_node(
                 m.send_overhead_s += overhead * send_share;
                 m.recv_overhead_s += overhead * (1.0 - send_share);
                 let peer = (r.peer != NONE).then_some(r.peer as usize);
+                let iteration = iterations.partition_point(|it| it.open < r.open);
+                acc.order.push(iteration, peer_op(call, peer, &t));
                 for p in call_peers(call, rank, size, peer) {
                     if t.messages_sent > 0 {
                         acc.sent_to.insert(p as u32);
@@ -281,6 +338,7 @@ pub fn aggregate_node(
                 }
                 m.sent_to = acc.sent_to.into_iter().collect();
                 m.received_from = acc.received_from.into_iter().collect();
+                m.order = acc.order.finish();
                 m
             })
             .collect(),
@@ -347,6 +405,7 @@ fn empty_event(event: u32) -> EventMeasurement {
         total_s: 0.0,
         sent_to: Vec::new(),
         received_from: Vec::new(),
+        order: Vec::new(),
         overheads: Vec::new(),
     }
 }

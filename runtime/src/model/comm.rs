@@ -4,7 +4,7 @@
 
 use super::out_of_core::OocState;
 use super::Model;
-use crate::format::Pattern;
+use crate::format::{Pattern, PeerOp};
 
 /// A receive edge of node `i` in a point-to-point pattern: a message from `src`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +44,9 @@ pub(crate) struct CommCost {
     /// `recv_edges[recv_start[i]..recv_start[i + 1]]`.
     pub recv_start: Vec<u32>,
     pub recv_edges: Vec<RecvEdge>,
+    /// Point-to-point patterns whose calls were measured in an order the seed's equations do
+    /// not describe (a send issued after a receive): every node's calls in program order.
+    pub schedule: Option<Schedule>,
     /// The share of iterations the event runs in (1 unless it is conditional); the costs
     /// above are per run of the event.
     pub frequency: f64,
@@ -102,5 +105,95 @@ pub(crate) fn star_position(root: usize, i: usize) -> f64 {
         (i + 1) as f64
     } else {
         i as f64
+    }
+}
+
+/// Every node's point-to-point calls of one run of an event, in program order, each receive
+/// matched with the send of its message (generalised Eq. 5.11: a node sends a message only
+/// after the calls before it, including receives, have completed).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Schedule {
+    /// Node `i`'s calls are `ops[start[i]..start[i + 1]]`.
+    pub start: Vec<u32>,
+    pub ops: Vec<ScheduledOp>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScheduledOp {
+    Send {
+        to: u32,
+    },
+    /// The receive of the message that `ops[send]`, a call of node `from`, sent.
+    Receive {
+        from: u32,
+        send: u32,
+    },
+}
+
+impl Schedule {
+    /// The schedule of measured call orders, one per node, or `None` when the seed's own
+    /// assumption holds (every node sends all its messages before its first receive) or the
+    /// orders are unusable: a node that talked to a peer without an order, a peer out of
+    /// range or twice in one direction, or a receive without its send (and the reverse).
+    pub fn from_orders(orders: &[&[PeerOp]], talked: impl Fn(usize) -> bool) -> Option<Schedule> {
+        let p = orders.len();
+        let interleaved = orders.iter().any(|order| {
+            order
+                .iter()
+                .skip_while(|op| matches!(op, PeerOp::Send(_)))
+                .any(|op| matches!(op, PeerOp::Send(_)))
+        });
+        if !interleaved {
+            return None;
+        }
+        let mut start = Vec::with_capacity(p + 1);
+        let mut ops = Vec::new();
+        // sends[from * p + to] = the index of `from`'s send to `to`.
+        let mut sends = vec![u32::MAX; p * p];
+        for (i, order) in orders.iter().enumerate() {
+            if order.is_empty() && talked(i) {
+                return None;
+            }
+            start.push(ops.len() as u32);
+            for &op in *order {
+                let (PeerOp::Send(peer) | PeerOp::Receive(peer)) = op;
+                let peer = peer as usize;
+                if peer >= p || peer == i {
+                    return None;
+                }
+                match op {
+                    PeerOp::Send(_) => {
+                        let slot = &mut sends[i * p + peer];
+                        if *slot != u32::MAX {
+                            return None;
+                        }
+                        *slot = ops.len() as u32;
+                        ops.push(ScheduledOp::Send { to: peer as u32 });
+                    }
+                    // Matched below, once every send has its index.
+                    PeerOp::Receive(_) => ops.push(ScheduledOp::Receive {
+                        from: peer as u32,
+                        send: u32::MAX,
+                    }),
+                }
+            }
+        }
+        start.push(ops.len() as u32);
+        let mut received = vec![false; p * p];
+        for i in 0..p {
+            for op in &mut ops[start[i] as usize..start[i + 1] as usize] {
+                if let ScheduledOp::Receive { from, send } = op {
+                    let pair = *from as usize * p + i;
+                    if sends[pair] == u32::MAX || received[pair] {
+                        return None;
+                    }
+                    received[pair] = true;
+                    *send = sends[pair];
+                }
+            }
+        }
+        // Every message sent is received.
+        let unreceived = (0..p * p).any(|pair| sends[pair] != u32::MAX && !received[pair]);
+        (!unreceived).then_some(Schedule { start, ops })
     }
 }

@@ -47,12 +47,24 @@ pub struct Prediction {
     pub(crate) scratch3: Vec<f64>,
     #[serde(skip)]
     pub(crate) scratch4: Vec<f64>,
+    /// Working state of events simulated call by call (`nearest_neighbor::in_order`).
+    #[serde(skip)]
+    pub(crate) calls: CallScratch,
     /// The nodes before a conditional event, to charge it at its frequency.
     #[serde(skip)]
     pub(crate) before_event: Vec<NodeBreakdown>,
     /// Per group depth: the state at the start of the current pass and of the previous one.
     #[serde(skip)]
     snapshots: Vec<(Vec<NodeBreakdown>, Vec<f64>, Vec<NodeBreakdown>)>,
+}
+
+/// Per call of a [`super::comm::Schedule`]: when its message left (sends); per node: the next
+/// call to make; and the nodes that can make progress.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CallScratch {
+    pub sent_at: Vec<f64>,
+    pub next: Vec<u32>,
+    pub runnable: Vec<u32>,
 }
 
 impl Prediction {

@@ -293,6 +293,7 @@ impl<'a> Recorder<'a> {
                 total_s: sent * MICRO.send_overhead_s + recv * MICRO.recv_overhead_s,
                 sent_to: lists[i].clone(),
                 received_from,
+                order: Vec::new(),
                 overheads: Vec::new(),
             });
         }

@@ -170,6 +170,7 @@ impl Case {
                 total_s: (OS + OR) * count,
                 sent_to: vec![],
                 received_from: vec![],
+                order: vec![],
                 overheads: Vec::new(),
             });
         }
@@ -324,6 +325,89 @@ fn eq_5_11_and_5_12_three_node_chain() {
     assert!(close(p.nodes[1].total_s, 1.16));
     assert!(close(p.nodes[1].blocked_s, 0.9));
     assert!(close(p.nodes[2].total_s, 0.63));
+}
+
+/// The three-node chain of nearest-neighbour messages, with `T_τ = (1.0, 0.5, 0.5)` and every
+/// node's calls measured in the order `orders`.
+fn three_node_halo(orders: [Vec<PeerOp>; 3]) -> Prediction {
+    let mut c = Case::new(&[10, 10, 10]);
+    c.section(
+        true,
+        &[1.0, 0.5, 0.5],
+        Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])),
+        None,
+    );
+    for (node, order) in c.m.nodes.iter_mut().zip(orders) {
+        node.events[0].order = order;
+    }
+    c.model().predict(&[10, 10, 10]).unwrap()
+}
+
+#[test]
+fn a_send_after_a_receive_leaves_when_that_receive_is_done() {
+    use PeerOp::{Receive as R, Send as S};
+    // The halo exchange of a Jacobi code: send up, receive from below, send down, receive from
+    // above. Node 0: [S1, R1]; node 1: [S2, R0, S0, R2]; node 2: [R1, S1].
+    // Node 0: S1 leaves at 1.0 + 0.01 = 1.01.
+    // Node 1: S2 leaves at 0.51; R0 arrives 1.01 + 0.1 = 1.11, waits 0.6, done 1.13;
+    //         S0 leaves at 1.14; R2 (below) arrives 0.74 < 1.14, done 1.16.
+    // Node 2: R1 arrives 0.51 + 0.1 = 0.61, waits 0.11, done 0.63; S1 leaves at 0.64 → 0.64.
+    // Node 0: R1 arrives 1.14 + 0.1 = 1.24, waits 0.23, done 1.26.
+    // Eq. 5.12 with every send first would give node 0 only 1.03: its answer waits for node 1,
+    // which waited for node 0.
+    let p = three_node_halo([
+        vec![S(1), R(1)],
+        vec![S(2), R(0), S(0), R(2)],
+        vec![R(1), S(1)],
+    ]);
+    assert!(close(p.nodes[0].total_s, 1.26), "{p:?}");
+    assert!(close(p.nodes[0].blocked_s, 0.23), "{p:?}");
+    assert!(close(p.nodes[0].overhead_s, OS + OR), "{p:?}");
+    assert!(close(p.nodes[1].total_s, 1.16), "{p:?}");
+    assert!(close(p.nodes[1].blocked_s, 0.6), "{p:?}");
+    assert!(close(p.nodes[2].total_s, 0.64), "{p:?}");
+    assert!(close(p.nodes[2].blocked_s, 0.11), "{p:?}");
+    assert!(close(p.iteration_s, 1.26));
+}
+
+#[test]
+fn call_orders_the_seed_describes_or_cannot_complete_keep_eq_5_12() {
+    use PeerOp::{Receive as R, Send as S};
+    // Eq. 5.11–5.12 as in `eq_5_11_and_5_12_three_node_chain`, for T_τ = (1.0, 0.5, 0.5):
+    // node 0: from 1: 0.51 + 0.1 − 1.01 < 0 → 1.03; node 1: from 0: 1.01 + 0.1 − 0.51 = 0.6,
+    // from 2: 0.51 + 0.1 − 0.52 = 0.09 → 0.5 + 0.02 + 0.6 + 0.04 = 1.16; node 2: from 1:
+    // 0.52 + 0.1 − 0.51 = 0.11 → 0.5 + 0.01 + 0.11 + 0.02 = 0.64.
+    let seed = |p: &Prediction| {
+        close(p.nodes[0].total_s, 1.03)
+            && close(p.nodes[1].total_s, 1.16)
+            && close(p.nodes[2].total_s, 0.64)
+    };
+    // Not measured.
+    let p = three_node_halo([vec![], vec![], vec![]]);
+    assert!(seed(&p), "{p:?}");
+    // Every send before the first receive: the seed's own assumption.
+    let p = three_node_halo([
+        vec![S(1), R(1)],
+        vec![S(0), S(2), R(2), R(0)],
+        vec![S(1), R(1)],
+    ]);
+    assert!(seed(&p), "{p:?}");
+    // Every node receives first: no call could complete, so the orders are not believed.
+    let p = three_node_halo([
+        vec![R(1), S(1)],
+        vec![R(0), R(2), S(0), S(2)],
+        vec![R(1), S(1)],
+    ]);
+    assert!(seed(&p), "{p:?}");
+    // A receive whose message nobody sent, and a node that talked without an order.
+    let p = three_node_halo([
+        vec![S(1), R(1)],
+        vec![S(2), R(0), S(0), R(2)],
+        vec![R(0), S(1)],
+    ]);
+    assert!(seed(&p), "{p:?}");
+    let p = three_node_halo([vec![S(1), R(1)], vec![S(2), R(0), S(0), R(2)], vec![]]);
+    assert!(seed(&p), "{p:?}");
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //! (per-message overheads, message sizes, roots and peers).
 
 use super::{check, Builder};
-use crate::format::{add_up, per_message, CommEvent, EventMeasurement, Pattern, TileLoop};
-use crate::model::comm::{CommCost, RecvEdge};
+use crate::format::{add_up, per_message, CommEvent, EventMeasurement, Pattern, PeerOp, TileLoop};
+use crate::model::comm::{CommCost, RecvEdge, Schedule};
 use crate::model::pipeline::{TileCost, TileWeights};
 use crate::model::ModelError;
 
@@ -186,6 +186,18 @@ impl<'a> Builder<'a> {
             .message
             .as_deref()
             .and_then(|msg| self.message_array(msg));
+        let schedule = match event.pattern {
+            Pattern::NearestNeighbor | Pattern::PointToPoint | Pattern::Pipeline => {
+                let orders: Vec<&[PeerOp]> = ev
+                    .iter()
+                    .map(|e| e.map_or(&[][..], |e| &e.order[..]))
+                    .collect();
+                Schedule::from_orders(&orders, |i| {
+                    ev[i].is_some_and(|e| e.messages_sent + e.messages_received > 0.0)
+                })
+            }
+            _ => None,
+        };
         Ok(CommCost {
             pattern: event.pattern,
             root,
@@ -199,6 +211,7 @@ impl<'a> Builder<'a> {
             n_recv,
             recv_start,
             recv_edges,
+            schedule,
             frequency,
         })
     }
