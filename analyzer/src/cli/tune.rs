@@ -116,9 +116,33 @@ pub struct TuneArgs {
 /// as often read as written.
 pub const MODEL_ITERATIONS: u32 = 6;
 
-/// Iterations of each instrumented run that keeps arrays in core: cheap runs, so more steady
-/// iterations (eight) to average out noise; even, for the same reason as `MODEL_ITERATIONS`.
+/// Iterations of each instrumented run that keeps arrays in core, at least: cheap runs, so
+/// more steady iterations (eight) to average out noise; even, for the same reason as
+/// `MODEL_ITERATIONS`. Runs of faster iterations run longer ([`in_core_iterations`]).
 pub const IN_CORE_ITERATIONS: u32 = 10;
+
+/// At most this many steady iterations per instrumented in-core run (its records are kept in
+/// memory until the run ends).
+pub const MAX_IN_CORE_STEADY: u32 = 2_000;
+
+/// Iterations of an instrumented in-core run whose steady iterations are estimated at
+/// `iteration_s`: a steady state as long as a compared run's ([`MIN_STEADY_S`], so that the
+/// model's sample and the runs it predicts see the same machine), an even number of steady
+/// iterations, never fewer than [`IN_CORE_ITERATIONS`] in all. Short runs measured the first
+/// iterations after the warm-up, which are still slow: Lanczos at 400 and 1600 rows on dc-2
+/// measured 5.7–9.8 ms per iteration in runs of 10 and 3.4–3.6 ms in runs of 42.
+pub fn in_core_iterations(iteration_s: f64) -> u32 {
+    let steady = if iteration_s.is_finite() && iteration_s > 0.0 {
+        (MIN_STEADY_S / iteration_s)
+            .ceil()
+            .min(f64::from(MAX_IN_CORE_STEADY)) as u32
+    } else {
+        0
+    };
+    let floor = IN_CORE_ITERATIONS - warm_up(IN_CORE_ITERATIONS);
+    let steady = steady.max(floor).div_ceil(2) * 2;
+    steady + steady_to_run(steady)
+}
 
 /// Times at most that `tune` samples the chosen distribution in core and searches again.
 pub const REFINEMENTS: u32 = 2;
@@ -242,6 +266,23 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             keep_in_core: false,
         })
         .context("step 3 (instrumented run) failed")?;
+    if let Interface::Environment(_) = program.interface {
+        // An attached program does not write its structure: it is the crate's.
+        super::write_atomic(&structure_path, &serde_json::to_string_pretty(&analyzed)?)?;
+    }
+    let structure_json: serde_json::Value =
+        super::read_json(&structure_path).context("step 3: the structure the program wrote")?;
+    let structure: Structure = serde_json::from_value(structure_json.clone())
+        .with_context(|| format!("step 3: `{}` is not a structure", structure_path.display()))?;
+    if structure.digest() != analyzed.digest() {
+        eprintln!(
+            "tune: warning: the structure `{}` embeds differs from `mheta analyze {}`; the model \
+             uses the embedded one (rebuild the crate if its source changed)",
+            program.binary.display(),
+            args.crate_dir.display()
+        );
+    }
+
     // The forced run measures I/O, and computation as it runs between block reads and writes.
     // Runs that keep in-core arrays in core measure computation as it runs in core, at two row
     // counts per node (per-row cost is not constant: caches, allocations): In-Core-Balanced and
@@ -265,24 +306,14 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     if rows_of("in-core") != kept_runs[0].1 {
         kept_runs.push(("in-core", rows_of("in-core")));
     }
-    sample_in_core(&program, &kept_runs, args.repeat, work, &mut measured)?;
-    if let Interface::Environment(_) = program.interface {
-        // An attached program does not write its structure: it is the crate's.
-        super::write_atomic(&structure_path, &serde_json::to_string_pretty(&analyzed)?)?;
-    }
-    let structure_json: serde_json::Value =
-        super::read_json(&structure_path).context("step 3: the structure the program wrote")?;
-    let structure: Structure = serde_json::from_value(structure_json.clone())
-        .with_context(|| format!("step 3: `{}` is not a structure", structure_path.display()))?;
-    if structure.digest() != analyzed.digest() {
-        eprintln!(
-            "tune: warning: the structure `{}` embeds differs from `mheta analyze {}`; the model \
-             uses the embedded one (rebuild the crate if its source changed)",
-            program.binary.display(),
-            args.crate_dir.display()
-        );
-    }
-
+    sample_in_core(
+        &program,
+        &structure,
+        &kept_runs,
+        args.repeat,
+        work,
+        &mut measured,
+    )?;
     progress.step(&format!("searching ({})", args.algorithm.name()));
     let build_model = |measured: &Measurements| {
         Model::new(&structure, measured, &measured.cluster)
@@ -310,6 +341,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         ));
         sample_in_core(
             &program,
+            &structure,
             &[(name.as_str(), rows.as_slice())],
             args.repeat,
             work,
@@ -462,21 +494,37 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
 /// measured `REPEAT_SECONDS`; samples of equal rows average.
 fn sample_in_core(
     program: &Program,
+    structure: &Structure,
     runs: &[(&str, &[u64])],
     repeat: u32,
     work: &Path,
     measured: &mut Measurements,
 ) -> anyhow::Result<()> {
+    // Each run's length from the model as measured so far (its computation measured out of
+    // core, so an overestimate: the runs come out no shorter than intended).
+    let model = Model::new(structure, measured, &measured.cluster).ok();
+    let iterations: Vec<u32> = runs
+        .iter()
+        .map(|(_, rows)| {
+            let estimate = model
+                .as_ref()
+                .and_then(|m| m.predict(rows).ok())
+                .map_or(f64::NAN, |p| p.iteration_s);
+            in_core_iterations(estimate)
+        })
+        .collect();
     let mut measured_s = vec![0.0; runs.len()];
     for run in 0..repeat {
-        for ((name, rows), spent) in runs.iter().zip(&mut measured_s) {
+        for (((name, rows), spent), &iterations) in
+            runs.iter().zip(&mut measured_s).zip(&iterations)
+        {
             if *spent >= REPEAT_SECONDS {
                 continue;
             }
             let kept = program
                 .run(&RunSpec {
                     distribution: &rows_list(rows),
-                    iterations: IN_CORE_ITERATIONS,
+                    iterations,
                     measurements: &work.join(format!("measurements-{name}-{run}.json")),
                     emit_structure: None,
                     trace: None,
@@ -485,7 +533,7 @@ fn sample_in_core(
                 .with_context(|| {
                     format!("step 3 (instrumented in-core run under {name}) failed")
                 })?;
-            *spent += f64::from(IN_CORE_ITERATIONS)
+            *spent += f64::from(iterations)
                 * kept.nodes.iter().map(|n| n.iteration_s).fold(0.0, f64::max);
             measured.merge_in_core_compute(&kept).map_err(|e| {
                 anyhow::anyhow!("step 3: the in-core run under {name} does not match: {e}")
@@ -756,10 +804,30 @@ mod tests {
     }
 
     #[test]
+    fn in_core_samples_run_as_long_as_compared_runs_with_even_steady_counts() {
+        use super::in_core_iterations;
+        // 10 ms: 20 steady + 2 warm-up, as a compared run.
+        assert_eq!(in_core_iterations(0.01), 22);
+        // 4 ms: 50 steady (even) + 2.
+        assert_eq!(in_core_iterations(0.004), 52);
+        // 0.3 ms: 667 steady rounds up to 668, + 2.
+        assert_eq!(in_core_iterations(0.0003), 670);
+        // Slow or unknown: the floor, 8 steady + 2.
+        assert_eq!(in_core_iterations(0.5), 10);
+        assert_eq!(in_core_iterations(f64::NAN), 10);
+        // Bounded: 2000 steady + 2.
+        assert_eq!(in_core_iterations(1e-9), 2_002);
+    }
+
+    #[test]
     fn an_attached_programs_run_length_adds_back_its_warm_up() {
         // `warm_up_iterations`: 2 of 4 or more recorded, 1 of 2–3, none of 0–1. Two steady
         // iterations come from 3 or 4 recorded: the shorter run is taken.
         assert_eq!(98 + steady_to_run(98), 100);
+        for steady in 0..5000 {
+            let total = steady + steady_to_run(steady);
+            assert_eq!(total - super::warm_up(total), steady, "{steady}");
+        }
         assert_eq!(2 + steady_to_run(2), 3);
         assert_eq!(1 + steady_to_run(1), 1);
         assert_eq!(steady_to_run(0), 0);

@@ -13,4 +13,6 @@ pub mod timings;
 pub use cluster::{ClusterSpec, NetworkSpec, NodeSpec};
 pub use measurements::*;
 pub use structure::*;
-pub use timings::{warm_up_iterations, IterationSpan, NodeTimings, Timings, TIMINGS_SCHEMA};
+pub use timings::{
+    warm_up, warm_up_iterations, IterationSpan, NodeTimings, Timings, TIMINGS_SCHEMA,
+};

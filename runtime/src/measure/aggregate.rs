@@ -15,14 +15,14 @@
 //!   runs through the first tiles (`model::pipeline`).
 //!
 //! Every figure is per iteration over the steady iterations: all recorded iterations but the
-//! warm-up ones (`format::warm_up_iterations`).
+//! run's warm-up ones (`format::Timings::warm_up_of`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::comm::Traffic;
 use crate::format::{
-    warm_up_iterations, EventMeasurement, GroupMeasurement, IoMeasurement, NodeMeasurements,
-    PeerOp, StageKey, StageMeasurement, TileMeasurement,
+    EventMeasurement, GroupMeasurement, IoMeasurement, NodeMeasurements, PeerOp, StageKey,
+    StageMeasurement, TileMeasurement,
 };
 use crate::hooks::{
     io_kind, var_name, CallKind, IoKind, RankRecords, Record, RecordKind, VarId, NONE,
@@ -118,6 +118,7 @@ pub fn aggregate_node(
     size: usize,
     rows: u64,
     rr: &RankRecords,
+    warm_up: usize,
 ) -> Result<NodeMeasurements, String> {
     let mut records: Vec<&Record> = rr.records.iter().collect();
     records.sort_by_key(|r| r.open);
@@ -131,11 +132,11 @@ pub fn aggregate_node(
             "rank {rank} recorded no iteration: wrap each trip of the main loop in `hooks::iteration(i)`"
         ));
     }
-    // The first iterations are a warm-up when more followed (`warm_up_iterations`): they pay
-    // for first-touch page faults, growing buffers and cold caches (several times a later
-    // iteration's compute on small problems), which the model, a steady-state prediction, must
-    // not scale up.
-    let warm_up = warm_up_iterations(iterations.len());
+    // The first `warm_up` iterations (the run's, `format::Timings::warm_up_of`) are left out:
+    // they pay for first-touch page faults, growing buffers and cold caches (several times a
+    // later iteration's compute on small problems), which the model, a steady-state
+    // prediction, must not scale up.
+    let warm_up = warm_up.min(iterations.len() - 1);
     let n = (iterations.len() - warm_up) as f64;
     let inside_iteration = |r: &Record| {
         let i = iterations.partition_point(|it| it.open < r.open);
@@ -535,7 +536,7 @@ mod tests {
             ],
             ..RankRecords::default()
         };
-        let node = aggregate_node(0, 1, 10, &rr).unwrap();
+        let node = aggregate_node(0, 1, 10, &rr, 0).unwrap();
         // Stage time 10 less the prefetch (2) and the write (1); the wait is not I/O.
         assert_eq!(node.stages.len(), 1);
         assert_eq!(node.stages[0].compute_s, 7.0);
@@ -565,7 +566,7 @@ mod tests {
             ],
             ..RankRecords::default()
         };
-        let node = aggregate_node(0, 1, 10, &rr).unwrap();
+        let node = aggregate_node(0, 1, 10, &rr, 0).unwrap();
         assert_eq!(node.stages[0].compute_s, 7.5);
         assert_eq!(node.copy_per_byte_s, 0.005);
         assert_eq!(node.io.len(), 1);
@@ -606,7 +607,7 @@ mod tests {
             ],
             ..RankRecords::default()
         };
-        let node = aggregate_node(0, 1, 10, &rr).unwrap();
+        let node = aggregate_node(0, 1, 10, &rr, 0).unwrap();
         assert_eq!(node.stages.len(), 1);
         let stage = &node.stages[0];
         assert_eq!((stage.count, stage.compute_s, stage.io_s), (4.0, 9.0, 1.0));

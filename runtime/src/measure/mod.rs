@@ -3,7 +3,7 @@
 //!
 //! Every per-iteration figure is the total over the recorded iterations (records strictly inside
 //! an iteration guard) divided by their number; initialisation and finalisation are not counted,
-//! nor are the warm-up iterations (`format::warm_up_iterations`).
+//! nor are the run's warm-up iterations (`format::Timings::warm_up_of`).
 
 mod aggregate;
 pub mod pack;
@@ -19,7 +19,7 @@ pub use write::write_atomic;
 use crate::context::RunSettings;
 use crate::error::Error;
 use crate::format::{
-    warm_up_iterations, ArrayInfo, Measurements, Microbenchmarks, StructureId, MEASUREMENTS_SCHEMA,
+    ArrayInfo, Measurements, Microbenchmarks, StructureId, Timings, MEASUREMENTS_SCHEMA,
 };
 use crate::hooks::{io_kind, IoKind, RankRecords, RecordKind};
 
@@ -72,23 +72,19 @@ pub fn aggregate(
     micro: Microbenchmarks,
     ranks: &[RankRecords],
 ) -> Result<Measurements, Error> {
+    // The iterations the figures average over: the run's warm-up is left out, found as
+    // `--timings` finds it, so that measurements and timings describe the same steady state.
+    let spans = timings::node_timings(ranks);
+    let warm_up = Timings::warm_up_of(&spans);
     let mut nodes = Vec::with_capacity(ranks.len());
     for (rank, rr) in ranks.iter().enumerate() {
         let rows = settings.distribution.get(rank).copied().unwrap_or(0);
-        let node = aggregate_node(rank, settings.size, rows, rr).map_err(Error::Measurements)?;
+        let node =
+            aggregate_node(rank, settings.size, rows, rr, warm_up).map_err(Error::Measurements)?;
         nodes.push(node);
     }
-    // The iterations the figures average over: the warm-up iterations are left out.
-    let recorded = ranks
-        .first()
-        .map(|r| {
-            r.records
-                .iter()
-                .filter(|x| x.kind == RecordKind::Iteration)
-                .count() as u32
-        })
-        .unwrap_or(0);
-    let iterations = recorded - warm_up_iterations(recorded as usize) as u32;
+    let recorded = spans.first().map_or(0, |n| n.iterations.len());
+    let iterations = recorded.saturating_sub(warm_up) as u32;
     Ok(Measurements {
         schema: MEASUREMENTS_SCHEMA.to_string(),
         structure,
