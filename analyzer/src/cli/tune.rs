@@ -491,7 +491,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
 /// Instrumented runs that keep in-core arrays in core, under each of `runs` (a name for the
 /// files, and the rows), merged into `measured` (`Measurements::merge_in_core_compute`). Each
 /// is repeated like the compared runs (`repeat`), in rounds as they are, until its runs have
-/// measured `REPEAT_SECONDS`; samples of equal rows average.
+/// measured `REPEAT_SECONDS`; the model takes the median of a row count's samples.
 fn sample_in_core(
     program: &Program,
     structure: &Structure,

@@ -862,7 +862,7 @@ fn sample(rows: u64, compute_s: f64) -> InCoreSample {
 
 #[test]
 fn in_core_samples_interpolate_between_row_counts() {
-    // Node 0 measured in core at 40 rows (0.1 s) and 100 rows (0.45 s and 0.55 s, averaged to
+    // Node 0 measured in core at 40 rows (0.1 s) and 100 rows (0.45 s and 0.55 s, their median
     // 0.5 s): a line of slope 0.4 / 60 s per row. At 70 rows, halfway: 0.3 s. Above the
     // samples the line goes on: 180 rows, 0.5 + 80 · 0.4 / 60 = 1.0333 s. Below them it would
     // give 0.1 − 20 · 0.4 / 60 < 0 at 20 rows; proportion to the 40-row sample, 0.05 s, is the
@@ -887,6 +887,12 @@ fn in_core_samples_interpolate_between_row_counts() {
     c.m.nodes[0].stages[0].in_core = vec![sample(40, 0.3), sample(100, 0.6)];
     let p = c.model().predict(&[20, 180]).unwrap();
     assert!(close(p.nodes[0].compute_s, 0.2), "{p:?}");
+    // Repeated runs of one row count are their median: 0.45, 0.5 and 0.9 s at 100 rows are
+    // 0.5 s (their mean, 0.6167 s, would follow the one slow run), which scales in proportion.
+    let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 0.0);
+    c.m.nodes[0].stages[0].in_core = vec![sample(100, 0.45), sample(100, 0.9), sample(100, 0.5)];
+    let p = c.model().predict(&[70, 130]).unwrap();
+    assert!(close(p.nodes[0].compute_s, 0.35), "{p:?}");
     // Samples less than 20 % apart in rows are one: 100 and 110 rows average to 105 rows,
     // 0.525 s, which then scales in proportion.
     let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), 0.0);
