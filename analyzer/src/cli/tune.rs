@@ -132,15 +132,12 @@ pub const MAX_IN_CORE_STEADY: u32 = 2_000;
 /// iterations after the warm-up, which are still slow: Lanczos at 400 and 1600 rows on dc-2
 /// measured 5.7–9.8 ms per iteration in runs of 10 and 3.4–3.6 ms in runs of 42.
 pub fn in_core_iterations(iteration_s: f64) -> u32 {
-    let steady = if iteration_s.is_finite() && iteration_s > 0.0 {
-        (MIN_STEADY_S / iteration_s)
-            .ceil()
-            .min(f64::from(MAX_IN_CORE_STEADY)) as u32
-    } else {
-        0
-    };
     let floor = IN_CORE_ITERATIONS - warm_up(IN_CORE_ITERATIONS);
-    let steady = steady.max(floor).div_ceil(2) * 2;
+    let steady = steady_for(iteration_s, MAX_IN_CORE_STEADY)
+        .unwrap_or(0)
+        .max(floor)
+        .div_ceil(2)
+        * 2;
     steady + steady_to_run(steady)
 }
 
@@ -161,15 +158,17 @@ pub const MAX_ITERATIONS: u32 = 100_000;
 /// [`MIN_STEADY_S`], at least 3 (3 is also the count for a run that cannot be timed), plus the
 /// warm-up the timings leave out.
 pub fn iterations_for(iteration_s: f64) -> u32 {
-    let steady = if iteration_s.is_finite() && iteration_s > 0.0 {
-        (MIN_STEADY_S / iteration_s)
-            .ceil()
-            .min(f64::from(MAX_ITERATIONS)) as u32
-    } else {
-        3
-    };
-    let steady = steady.clamp(3, MAX_ITERATIONS);
+    let steady = steady_for(iteration_s, MAX_ITERATIONS)
+        .unwrap_or(3)
+        .clamp(3, MAX_ITERATIONS);
     steady + steady_to_run(steady)
+}
+
+/// Steady iterations of `iteration_s` seconds that last [`MIN_STEADY_S`], at most `cap`;
+/// `None` when the time is not a positive number (a run that could not be timed).
+fn steady_for(iteration_s: f64, cap: u32) -> Option<u32> {
+    (iteration_s.is_finite() && iteration_s > 0.0)
+        .then(|| (MIN_STEADY_S / iteration_s).ceil().min(f64::from(cap)) as u32)
 }
 
 /// The spectrum of distributions every tune run compares (seed Fig. 6.1).

@@ -89,31 +89,17 @@ pub fn warm_up(durations: &[f64]) -> usize {
 
 impl Timings {
     /// Seconds per iteration once the run is under way: the time between the end of the last
-    /// warm-up iteration ([`warm_up_iterations`]) and the end of the last iteration, divided by
+    /// warm-up iteration ([`Timings::warm_up_of`]) and the end of the last iteration, divided by
     /// the iterations in between, where an iteration ends when its last rank finishes it. The
     /// model is a steady-state prediction, so warm-up costs are left out; measuring end to end
     /// counts a pipeline's fill once, not once per iteration. With a single iteration, that
     /// iteration's span (first begin to last end) is all there is. `None` when no rank timed an
     /// iteration.
     pub fn steady_iteration_s(nodes: &[NodeTimings]) -> Option<f64> {
-        let count = nodes.iter().map(|n| n.iterations.len()).max()?;
-        let end = |i: usize| {
-            nodes
-                .iter()
-                .filter_map(|n| n.iterations.get(i))
-                .map(|s| s.end_s)
-                .fold(f64::NEG_INFINITY, f64::max)
-        };
-        match count {
+        let end = |i| machine_end(nodes, i);
+        match nodes.iter().map(|n| n.iterations.len()).max()? {
             0 => None,
-            1 => {
-                let begin = nodes
-                    .iter()
-                    .filter_map(|n| n.iterations.first())
-                    .map(|s| s.begin_s)
-                    .fold(f64::INFINITY, f64::min);
-                Some((end(0) - begin).max(0.0))
-            }
+            1 => Some((end(0) - machine_begin(nodes)).max(0.0)),
             k => {
                 let warm = Timings::warm_up_of(nodes);
                 Some(((end(k - 1) - end(warm - 1)) / (k - warm) as f64).max(0.0))
@@ -127,23 +113,35 @@ impl Timings {
     /// more iterations, so that the steady state is measured between iteration ends.
     pub fn warm_up_of(nodes: &[NodeTimings]) -> usize {
         let count = nodes.iter().map(|n| n.iterations.len()).max().unwrap_or(0);
-        let end = |i: usize| {
-            nodes
-                .iter()
-                .filter_map(|n| n.iterations.get(i))
-                .map(|s| s.end_s)
-                .fold(f64::NEG_INFINITY, f64::max)
-        };
-        let begin = nodes
-            .iter()
-            .filter_map(|n| n.iterations.first())
-            .map(|s| s.begin_s)
-            .fold(f64::INFINITY, f64::min);
+        let mut previous = machine_begin(nodes);
         let durations: Vec<f64> = (0..count)
-            .map(|i| end(i) - if i == 0 { begin } else { end(i - 1) })
+            .map(|i| {
+                let end = machine_end(nodes, i);
+                let d = end - previous;
+                previous = end;
+                d
+            })
             .collect();
         warm_up(&durations)
     }
+}
+
+/// When iteration `i` ends on the machine: when its last rank ends it.
+fn machine_end(nodes: &[NodeTimings], i: usize) -> f64 {
+    nodes
+        .iter()
+        .filter_map(|n| n.iterations.get(i))
+        .map(|s| s.end_s)
+        .fold(f64::NEG_INFINITY, f64::max)
+}
+
+/// When the first iteration begins on the machine: on its first rank.
+fn machine_begin(nodes: &[NodeTimings]) -> f64 {
+    nodes
+        .iter()
+        .filter_map(|n| n.iterations.first())
+        .map(|s| s.begin_s)
+        .fold(f64::INFINITY, f64::min)
 }
 
 #[cfg(test)]
