@@ -71,14 +71,16 @@ pub struct TuneArgs {
     pub rows: Option<u64>,
     /// Iterations of every compared run [default: per distribution, enough that each run's
     /// steady state (warm-up left out) lasts at least 0.2 s by the model's prediction, and at
-    /// least 3]. The instrumented model runs always run 6, or 10 with arrays kept in core.
+    /// least 3]. The instrumented model run always runs 6; those that keep arrays in core run
+    /// as long as a compared run, at least 10 (`in_core_iterations`).
     #[arg(long, value_name = "K")]
     pub iterations: Option<u32>,
     /// Runs of every compared distribution, each a separate process; its actual time is their
     /// median, and tune.json keeps every run with their quartiles and extremes. Runs go in
     /// rounds (every distribution once, then again), so a slow spell of the machine does not
     /// fall on one distribution only. The instrumented runs that keep arrays in core are
-    /// repeated the same way (no more once they measured 2 s), their measurements averaged.
+    /// repeated the same way (no more once they measured 2 s); the model takes the median of
+    /// their computation at each row count.
     #[arg(long, value_name = "R", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// How long to wait, after the build, for a quiet machine (load average below the core
@@ -156,7 +158,8 @@ pub const MAX_ITERATIONS: u32 = 100_000;
 
 /// Iterations of a compared run whose steady iterations take `iteration_s` each: enough for
 /// [`MIN_STEADY_S`], at least 3 (3 is also the count for a run that cannot be timed), plus the
-/// warm-up the timings leave out.
+/// fewest warm-up iterations the timings leave out (a run whose durations show a longer warm-up
+/// keeps fewer steady ones, `format::warm_up`).
 pub fn iterations_for(iteration_s: f64) -> u32 {
     let steady = steady_for(iteration_s, MAX_ITERATIONS)
         .unwrap_or(3)
@@ -561,7 +564,7 @@ fn analyze(dir: &Path) -> anyhow::Result<Structure> {
     Ok(analysis.structure)
 }
 
-/// The warm-up iterations a run of `steady` measured iterations left out
+/// The fewest warm-up iterations a run of `steady` measured iterations leaves out
 /// (`format::warm_up_iterations` counts them from the recorded total; where two totals give
 /// the same steady count, the shorter).
 fn steady_to_run(steady: u32) -> u32 {
