@@ -117,6 +117,7 @@ fn check_measurements(m: &Measurements, args_rows: &[u64], cpus: &[f64]) {
     assert_eq!(m.rows, ROWS);
     // The first two of four iterations are a warm-up, not measured.
     assert_eq!(m.iterations, ITERS - 2);
+    assert_eq!(m.warm_up, 2, "the file says how many it left out");
     assert_eq!(m.distribution, args_rows);
     assert_eq!(m.nodes.len(), args_rows.len());
     let holders: Vec<usize> = (0..args_rows.len()).filter(|&r| args_rows[r] > 0).collect();

@@ -471,7 +471,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         // included. Otherwise those of the chosen distribution's runs.
         iterations: match program.interface {
             Interface::Flags => best_iterations,
-            Interface::Environment(_) => measured.iterations + steady_to_run(measured.iterations),
+            Interface::Environment(_) => measured.iterations + measured.warm_up,
         },
         actual_method: if args.repeat > 1 {
             format!(

@@ -22,8 +22,12 @@ pub struct Measurements {
     /// Total rows S of the distributed dimension.
     pub rows: u64,
     /// Number of iterations measured (the per-iteration figures are averages over them): the
-    /// iterations run, less the warm-up ones (`warm_up_iterations`).
+    /// iterations run, less the warm-up ones.
     pub iterations: u32,
+    /// The warm-up iterations left out before them (`Timings::warm_up_of`): the run ran
+    /// `iterations + warm_up`. Files written before the field existed read as 0.
+    #[serde(default)]
+    pub warm_up: u32,
     /// Rows held by each rank (GEN_BLOCK counts) during the measurement.
     pub distribution: Vec<u64>,
     pub cluster: ClusterSpec,
@@ -386,6 +390,7 @@ mod tests {
             clock: "virtual".into(),
             rows: 10 * io_on.len() as u64,
             iterations: 2,
+            warm_up: 0,
             distribution: vec![10; io_on.len()],
             cluster: ClusterSpec {
                 network: NetworkSpec {

@@ -315,6 +315,7 @@ impl<'a> Recorder<'a> {
             clock: "virtual".into(),
             rows: total_rows,
             iterations: 1,
+            warm_up: 0,
             distribution: self.rows,
             cluster: self.cluster.clone(),
             arrays,

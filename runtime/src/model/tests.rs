@@ -67,6 +67,7 @@ impl Case {
             clock: "virtual".into(),
             rows: rows.iter().sum(),
             iterations: 1,
+            warm_up: 0,
             distribution: rows.to_vec(),
             cluster: cluster.clone(),
             arrays: vec![],
