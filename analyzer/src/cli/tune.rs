@@ -822,7 +822,7 @@ mod tests {
     }
 
     #[test]
-    fn an_attached_programs_run_length_adds_back_its_warm_up() {
+    fn a_run_of_steady_iterations_adds_the_fewest_warm_up() {
         // `warm_up_iterations`: 2 of 4 or more recorded, 1 of 2–3, none of 0–1. Two steady
         // iterations come from 3 or 4 recorded: the shorter run is taken.
         assert_eq!(98 + steady_to_run(98), 100);

@@ -83,9 +83,11 @@ impl OrderAcc {
     }
 
     fn close(&mut self) {
+        if self.iteration.is_none() {
+            return;
+        }
         let calls = std::mem::take(&mut self.current);
         match &self.first {
-            _ if self.iteration.is_none() => {}
             None => self.first = Some(calls),
             Some(first) => self.unknown |= *first != calls,
         }
@@ -138,9 +140,10 @@ pub fn aggregate_node(
     // prediction, must not scale up.
     let warm_up = warm_up.min(iterations.len() - 1);
     let n = (iterations.len() - warm_up) as f64;
-    let inside_iteration = |r: &Record| {
+    // The steady iteration a record lies inside (its index among the recorded ones), if any.
+    let steady_iteration = |r: &Record| {
         let i = iterations.partition_point(|it| it.open < r.open);
-        i > warm_up && r.is_inside(iterations[i - 1])
+        (i > warm_up && r.is_inside(iterations[i - 1])).then_some(i)
     };
 
     let mut stages: BTreeMap<StageKey, StageAcc> = BTreeMap::new();
@@ -156,7 +159,10 @@ pub fn aggregate_node(
     let mut writes: Vec<(f64, f64)> = Vec::new();
     let mut copies = (0.0, 0.0); // bytes and seconds of in-core copies
 
-    for r in records.iter().copied().filter(|r| inside_iteration(r)) {
+    for (iteration, r) in records
+        .iter()
+        .filter_map(|&r| Some((steady_iteration(r)?, r)))
+    {
         let dur = r.duration_s();
         match r.kind {
             RecordKind::Iteration => tile_trips.clear(),
@@ -273,7 +279,6 @@ pub fn aggregate_node(
                 m.send_overhead_s += overhead * send_share;
                 m.recv_overhead_s += overhead * (1.0 - send_share);
                 let peer = (r.peer != NONE).then_some(r.peer as usize);
-                let iteration = iterations.partition_point(|it| it.open < r.open);
                 acc.order.push(iteration, peer_op(call, peer, &t));
                 for p in call_peers(call, rank, size, peer) {
                     if t.messages_sent > 0 {

@@ -91,7 +91,7 @@ pub fn aggregate(
         clock: settings.clock.name().to_string(),
         rows: settings.rows,
         iterations,
-        warm_up: warm_up.min(recorded) as u32,
+        warm_up: warm_up as u32,
         distribution: settings.distribution.clone(),
         cluster: settings.cluster.clone(),
         arrays: arrays(ranks),

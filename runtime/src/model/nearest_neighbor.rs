@@ -84,9 +84,9 @@ fn in_order(
     calls.next.extend_from_slice(&schedule.start[..p]);
     calls.runnable.clear();
     calls.runnable.extend((0..p as u32).rev());
-    // scratch3: the node's clock; scratch4: its overheads; scratch2: its blocked time.
+    // The event's overheads (scratch4) and blocked time (scratch2) so far, per node; its clock
+    // is the node's clock before the event plus both.
     for i in 0..p {
-        out.scratch3[i] = out.nodes[i].total_s;
         out.scratch4[i] = 0.0;
         out.scratch2[i] = 0.0;
     }
@@ -94,14 +94,18 @@ fn in_order(
         let i = i as usize;
         while calls.next[i] < schedule.start[i + 1] {
             let k = calls.next[i] as usize;
+            let clock = out.nodes[i].total_s + out.scratch4[i] + out.scratch2[i];
             match schedule.ops[k] {
                 ScheduledOp::Send { to } => {
-                    out.scratch3[i] += out.scratch[i];
                     out.scratch4[i] += out.scratch[i];
-                    calls.sent_at[k] = out.scratch3[i];
+                    calls.sent_at[k] = clock + out.scratch[i];
                     // Wake the receiver if it waits for this very message.
-                    let at = calls.next[to as usize] as usize;
-                    if matches!(schedule.ops.get(at), Some(&ScheduledOp::Receive { send, .. }) if send as usize == k)
+                    let waiting = calls.next[to as usize] as usize;
+                    if schedule.ops.get(waiting)
+                        == Some(&ScheduledOp::Receive {
+                            from: i as u32,
+                            send: k as u32,
+                        })
                     {
                         calls.runnable.push(to);
                     }
@@ -113,10 +117,8 @@ fn in_order(
                     }
                     let from = from as usize;
                     let arrival = sent + model.transfer(comm.msg_bytes(from, rows[from]));
-                    let wait = (arrival - out.scratch3[i]).max(0.0);
-                    out.scratch3[i] += wait + comm.o_recv[i];
+                    out.scratch2[i] += (arrival - clock).max(0.0);
                     out.scratch4[i] += comm.o_recv[i];
-                    out.scratch2[i] += wait;
                 }
             }
             calls.next[i] += 1;
