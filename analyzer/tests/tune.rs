@@ -149,6 +149,14 @@ fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts_and_th
     let last_first = stderr.rfind("for 2 iterations").expect("a first round");
     assert!(last_first < first_again, "{stderr}");
     assert!(!stderr.contains("(run 3)"), "{stderr}");
+    // The model's in-core samples run again in the second round, before its compared runs.
+    let samples_again = stderr
+        .find("round 2: the model's in-core samples")
+        .expect("samples in the second round");
+    assert!(
+        last_first < samples_again && samples_again < first_again,
+        "{stderr}"
+    );
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(report.join("tune.json")).unwrap()).unwrap();
     let method = doc["actual_method"].as_str().unwrap();
@@ -286,6 +294,18 @@ fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts_and_th
             let samples = event["overheads"].as_array().unwrap().len();
             assert_eq!(samples, 4 + 2 * refined.len(), "{event}");
         }
+    }
+    // Every prediction compared is the model's built from all those samples, the second
+    // round's included: the written structure and measurements reproduce it.
+    let structure: mheta_runtime::format::Structure =
+        serde_json::from_str(&std::fs::read_to_string(report.join("structure.json")).unwrap())
+            .unwrap();
+    let measured: mheta_runtime::format::Measurements = serde_json::from_value(measured).unwrap();
+    let model = mheta_runtime::model::Model::new(&structure, &measured, &measured.cluster).unwrap();
+    for d in distributions {
+        let rows: Vec<u64> = serde_json::from_value(d["rows"].clone()).unwrap();
+        let predicted = model.predict(&rows).unwrap().iteration_s;
+        assert_eq!(d["predicted_s"].as_f64(), Some(predicted), "{d}");
     }
 }
 

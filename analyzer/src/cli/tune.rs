@@ -8,7 +8,9 @@
 //!    would give the model a new in-core sample, and search again (at most [`REFINEMENTS`]
 //!    times);
 //! 5. run the chosen distribution and the spectrum Block / Balanced / In-Core /
-//!    In-Core-Balanced for K iterations each and predict each with the model;
+//!    In-Core-Balanced for K iterations each, `--repeat` times in rounds, with the in-core
+//!    samples of steps 3–4 repeated in the same rounds; predict each with the model built from
+//!    all the samples;
 //! 6. print a table (or the `--json` document) and, with `--report DIR`, an HTML report.
 //!
 //! "Actual" seconds per iteration ([`ActualMethod`]): by default an uninstrumented run of K
@@ -78,9 +80,10 @@ pub struct TuneArgs {
     /// Runs of every compared distribution, each a separate process; its actual time is their
     /// median, and tune.json keeps every run with their quartiles and extremes. Runs go in
     /// rounds (every distribution once, then again), so a slow spell of the machine does not
-    /// fall on one distribution only. The instrumented runs that keep arrays in core are
-    /// repeated the same way (no more once they measured 2 s); the model takes the median of
-    /// their computation at each row count.
+    /// fall on one distribution only. The instrumented runs that keep arrays in core (the
+    /// model's samples) run in the same rounds (no more once they measured 2 s); the model
+    /// takes the median of their computation at each row count, and predicts the compared
+    /// runs with every sample.
     #[arg(long, value_name = "R", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// How long to wait, after the build, for a quiet machine (load average below the core
@@ -304,18 +307,16 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             .1
             .as_slice()
     };
-    let mut kept_runs = vec![("in-core-balanced", rows_of("in-core-balanced"))];
-    if rows_of("in-core") != kept_runs[0].1 {
-        kept_runs.push(("in-core", rows_of("in-core")));
-    }
-    sample_in_core(
-        &program,
+    let mut sampler = Sampler::new(&program, work);
+    sampler.add(
+        "in-core-balanced",
+        rows_of("in-core-balanced"),
         &structure,
-        &kept_runs,
-        args.repeat,
-        work,
         &mut measured,
     )?;
+    if rows_of("in-core") != rows_of("in-core-balanced") {
+        sampler.add("in-core", rows_of("in-core"), &structure, &mut measured)?;
+    }
     progress.step(&format!("searching ({})", args.algorithm.name()));
     let build_model = |measured: &Measurements| {
         Model::new(&structure, measured, &measured.cluster)
@@ -330,10 +331,9 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     // model that knows it; at most `REFINEMENTS` times. One whose samples the model would pool
     // with those it has (`model::adds_in_core_sample`) is left: its runs could not change the
     // model's shape.
-    let mut sampled: Vec<Vec<u64>> = kept_runs.iter().map(|(_, rows)| rows.to_vec()).collect();
     for refinement in 1..=REFINEMENTS {
         let rows = searches[0].rows.clone();
-        if !model::adds_in_core_sample(&sampled, &rows) {
+        if !model::adds_in_core_sample(&sampler.sampled(), &rows) {
             break;
         }
         let name = format!("chosen-{refinement}");
@@ -341,23 +341,10 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             "measuring the chosen distribution in core ({name}: {})",
             rows_list(&rows)
         ));
-        sample_in_core(
-            &program,
-            &structure,
-            &[(name.as_str(), rows.as_slice())],
-            args.repeat,
-            work,
-            &mut measured,
-        )?;
-        sampled.push(rows);
+        sampler.add(&name, &rows, &structure, &mut measured)?;
         model = build_model(&measured)?;
         searches = run_searches(&model, args);
     }
-    super::write_atomic(
-        &measurements_path,
-        &serde_json::to_string_pretty(&measured).context("step 3: serializing measurements")?,
-    )
-    .context("step 3: writing the merged measurements")?;
     let chosen = &searches[0];
 
     // Each distinct distribution is predicted once and run `--repeat` times, in rounds (every
@@ -371,7 +358,6 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         .chain(spectrum)
         .collect();
     let mut distinct: Vec<Compared<'_>> = Vec::new();
-    let mut best_breakdown = Vec::new();
     for (name, rows) in &named {
         if distinct.iter().any(|c| &c.rows == rows) {
             continue;
@@ -379,9 +365,6 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         let prediction = model
             .predict(rows)
             .with_context(|| format!("step 5: cannot predict {name}"))?;
-        if *name == "best" {
-            best_breakdown = prediction.nodes.iter().map(NodeBreakdown::from).collect();
-        }
         let iterations = match program.interface {
             Interface::Environment(_) => None,
             Interface::Flags => Some(
@@ -433,10 +416,30 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         run_once(c)?;
     }
     for round in 1..args.repeat {
+        progress.note(&format!("round {}: the model's in-core samples", round + 1));
+        sampler.round(&mut measured)?;
         for c in &mut distinct {
             progress.note(&format!("running {} again (run {})", c.name, round + 1));
             run_once(c)?;
         }
+    }
+    // The predictions compared are the model's with every sample, those taken in the rounds
+    // included (the search chose from the samples it had: `best` is what tune answers).
+    super::write_atomic(
+        &measurements_path,
+        &serde_json::to_string_pretty(&measured).context("step 3: serializing measurements")?,
+    )
+    .context("step 3: writing the merged measurements")?;
+    let model = build_model(&measured)?;
+    let mut best_breakdown = Vec::new();
+    for c in &mut distinct {
+        let prediction = model
+            .predict(&c.rows)
+            .with_context(|| format!("step 5: cannot predict {}", c.name))?;
+        if c.rows == chosen.rows {
+            best_breakdown = prediction.nodes.iter().map(NodeBreakdown::from).collect();
+        }
+        c.predicted_s = prediction.iteration_s;
     }
     let mut distributions = Vec::new();
     for (name, rows) in named {
@@ -490,59 +493,104 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     })
 }
 
-/// Instrumented runs that keep in-core arrays in core, under each of `runs` (a name for the
-/// files, and the rows), merged into `measured` (`Measurements::merge_in_core_compute`). Each
-/// is repeated like the compared runs (`repeat`), in rounds as they are, until its runs have
-/// measured `REPEAT_SECONDS`; the model takes the median of a row count's samples.
-fn sample_in_core(
-    program: &Program,
-    structure: &Structure,
-    runs: &[(&str, &[u64])],
-    repeat: u32,
-    work: &Path,
-    measured: &mut Measurements,
-) -> anyhow::Result<()> {
-    // Each run's length from the model as measured so far (its computation measured out of
-    // core, so an overestimate: the runs come out no shorter than intended).
-    let model = Model::new(structure, measured, &measured.cluster).ok();
-    let iterations: Vec<u32> = runs
-        .iter()
-        .map(|(_, rows)| {
-            let estimate = model
-                .as_ref()
-                .and_then(|m| m.predict(rows).ok())
-                .map_or(f64::NAN, |p| p.iteration_s);
-            in_core_iterations(estimate)
-        })
-        .collect();
-    let mut measured_s = vec![0.0; runs.len()];
-    for run in 0..repeat {
-        for (((name, rows), spent), &iterations) in
-            runs.iter().zip(&mut measured_s).zip(&iterations)
-        {
-            if *spent >= REPEAT_SECONDS {
-                continue;
-            }
-            let kept = program
-                .run(&RunSpec {
-                    distribution: &rows_list(rows),
-                    iterations,
-                    measurements: &work.join(format!("measurements-{name}-{run}.json")),
-                    emit_structure: None,
-                    trace: None,
-                    keep_in_core: true,
-                })
-                .with_context(|| {
-                    format!("step 3 (instrumented in-core run under {name}) failed")
-                })?;
-            *spent += f64::from(iterations)
-                * kept.nodes.iter().map(|n| n.iteration_s).fold(0.0, f64::max);
-            measured.merge_in_core_compute(&kept).map_err(|e| {
-                anyhow::anyhow!("step 3: the in-core run under {name} does not match: {e}")
-            })?;
+/// The instrumented runs that keep in-core arrays in core (the model's in-core samples), each
+/// under one distribution, merged into the measurements as they come
+/// (`Measurements::merge_in_core_compute`); the model takes the median of a row count's samples.
+///
+/// A sample distribution runs once when it is added, so the search has it, and once more in
+/// every later round of the compared runs ([`Sampler::round`]), until its runs have measured
+/// [`REPEAT_SECONDS`]: the machine's speed drifts by up to 2× between minutes on a shared VM,
+/// and a model whose samples were all taken minutes before the runs it predicts inherits that
+/// drift as error. Taken in the same rounds, samples and runs share it.
+struct Sampler<'a> {
+    program: &'a Program,
+    work: &'a Path,
+    samples: Vec<Sample>,
+}
+
+/// One sample distribution: its name (for the files), rows, run length, runs made so far and
+/// the slowest node's seconds they measured.
+struct Sample {
+    name: String,
+    rows: Vec<u64>,
+    iterations: u32,
+    runs: u32,
+    spent_s: f64,
+}
+
+impl<'a> Sampler<'a> {
+    fn new(program: &'a Program, work: &'a Path) -> Self {
+        Sampler {
+            program,
+            work,
+            samples: Vec::new(),
         }
     }
-    Ok(())
+
+    /// Adds a sample distribution and runs it once. Its length comes from the model as
+    /// measured so far (its computation measured out of core, so an overestimate: the runs
+    /// come out no shorter than intended).
+    fn add(
+        &mut self,
+        name: &str,
+        rows: &[u64],
+        structure: &Structure,
+        measured: &mut Measurements,
+    ) -> anyhow::Result<()> {
+        let estimate = Model::new(structure, measured, &measured.cluster)
+            .ok()
+            .and_then(|m| m.predict(rows).ok())
+            .map_or(f64::NAN, |p| p.iteration_s);
+        self.samples.push(Sample {
+            name: name.to_string(),
+            rows: rows.to_vec(),
+            iterations: in_core_iterations(estimate),
+            runs: 0,
+            spent_s: 0.0,
+        });
+        let last = self.samples.len() - 1;
+        self.run(last, measured)
+    }
+
+    /// Runs every sample distribution once more, unless it has measured enough.
+    fn round(&mut self, measured: &mut Measurements) -> anyhow::Result<()> {
+        for k in 0..self.samples.len() {
+            if self.samples[k].spent_s < REPEAT_SECONDS {
+                self.run(k, measured)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, k: usize, measured: &mut Measurements) -> anyhow::Result<()> {
+        let sample = &mut self.samples[k];
+        let name = &sample.name;
+        let kept = self
+            .program
+            .run(&RunSpec {
+                distribution: &rows_list(&sample.rows),
+                iterations: sample.iterations,
+                measurements: &self
+                    .work
+                    .join(format!("measurements-{name}-{}.json", sample.runs)),
+                emit_structure: None,
+                trace: None,
+                keep_in_core: true,
+            })
+            .with_context(|| format!("step 3 (instrumented in-core run under {name}) failed"))?;
+        sample.runs += 1;
+        sample.spent_s += f64::from(sample.iterations)
+            * kept.nodes.iter().map(|n| n.iteration_s).fold(0.0, f64::max);
+        measured.merge_in_core_compute(&kept).map_err(|e| {
+            anyhow::anyhow!("step 3: the in-core run under {name} does not match: {e}")
+        })?;
+        Ok(())
+    }
+
+    /// The rows of every sample distribution.
+    fn sampled(&self) -> Vec<Vec<u64>> {
+        self.samples.iter().map(|s| s.rows.clone()).collect()
+    }
 }
 
 /// Analyzes the crate, printing its diagnostics; errors fail the step.
