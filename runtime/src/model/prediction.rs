@@ -6,10 +6,12 @@ use super::out_of_core::OocState;
 use super::MAX_GROUP_DEPTH;
 
 /// Where one node spends one iteration. `total_s = compute_s + io_s + overhead_s + blocked_s`
-/// (up to rounding), and `total_s` is the node's `T_I(i)` (§5.3.4).
+/// (up to rounding). In [`Prediction::synchronized`], `total_s` is the node's `T_I(i)` (§5.3.4):
+/// its clock at the end of one iteration from a synchronized start; in [`Prediction::nodes`], the
+/// node's advance over one iteration in the steady state.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct NodeBreakdown {
-    /// `T_I(i)`: the node's clock at the end of the iteration.
+    /// The node's time in the iteration (see the type's description).
     pub total_s: f64,
     /// Σ `T_φ'` over all stages (and the reduction compute `T_r` on a reduction's root).
     pub compute_s: f64,
@@ -25,14 +27,23 @@ pub struct NodeBreakdown {
 /// allocation.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Prediction {
-    /// Predicted seconds per iteration: the largest node clock.
+    /// Predicted seconds per iteration in the steady state: how far the largest node clock
+    /// advances per iteration once the iterations repeat (see the module description), which is
+    /// what a run's timings measure between iteration ends.
     pub iteration_s: f64,
-    /// Per node, in rank order.
+    /// The seed's `T_I` (§5.3.4): the largest node clock after one iteration from a
+    /// synchronized start. At least `iteration_s` less rounding when every node communicates;
+    /// larger by the skew the steady state keeps (about one latency for Jacobi).
+    pub synchronized_s: f64,
+    /// Per node, in rank order: one steady-state iteration. A node that waits for others each
+    /// iteration shows it as `blocked_s`, wherever in the iteration it waits.
     pub nodes: Vec<NodeBreakdown>,
+    /// Per node, in rank order: the one iteration from a synchronized start (the seed's).
+    pub synchronized: Vec<NodeBreakdown>,
     /// The structure's section ids, in program order.
     pub sections: Vec<u32>,
-    /// Seconds each node spends in each section per iteration (all passes of repeated groups
-    /// summed), laid out `[section][node]`; see [`Prediction::section_time`].
+    /// Seconds each node spends in each section per steady-state iteration (all passes of
+    /// repeated groups summed), laid out `[section][node]`; see [`Prediction::section_time`].
     pub section_s: Vec<f64>,
     #[serde(skip)]
     pub(crate) ooc: Vec<OocState>,
@@ -56,6 +67,13 @@ pub struct Prediction {
     /// Per group depth: the state at the start of the current pass and of the previous one.
     #[serde(skip)]
     snapshots: Vec<(Vec<NodeBreakdown>, Vec<f64>, Vec<NodeBreakdown>)>,
+    /// The state (nodes, sections) when the current iteration of the whole program began.
+    #[serde(skip)]
+    pass_start: (Vec<NodeBreakdown>, Vec<f64>),
+    /// The state from which a steady state that never repeats exactly is averaged, and the
+    /// iterations run since.
+    #[serde(skip)]
+    anchor: (Vec<NodeBreakdown>, Vec<f64>, u32),
 }
 
 /// Per call of a [`super::comm::Schedule`]: when its message left (sends); per node: the next
@@ -73,15 +91,18 @@ impl Prediction {
         self.section_s[index * self.nodes.len() + node]
     }
 
-    /// The node whose clock is largest (the one that determines the iteration time).
+    /// The node busiest in a steady-state iteration (the most time not blocked): the one the
+    /// others wait for.
     pub fn slowest_node(&self) -> usize {
+        let busy = |n: &NodeBreakdown| n.total_s - n.blocked_s;
         (0..self.nodes.len())
-            .max_by(|&a, &b| self.nodes[a].total_s.total_cmp(&self.nodes[b].total_s))
+            .max_by(|&a, &b| busy(&self.nodes[a]).total_cmp(&busy(&self.nodes[b])))
             .unwrap_or(0)
     }
 
     pub(crate) fn reset(&mut self, nodes: usize, sections: impl Iterator<Item = u32>) {
         self.iteration_s = 0.0;
+        self.synchronized_s = 0.0;
         self.nodes.clear();
         self.nodes.resize(nodes, NodeBreakdown::default());
         self.sections.clear();
@@ -95,8 +116,67 @@ impl Prediction {
         self.scratch4.resize(nodes, 0.0);
     }
 
-    pub(crate) fn finish(&mut self) {
-        self.iteration_s = self.nodes.iter().map(|n| n.total_s).fold(0.0, f64::max);
+    /// Marks the start of an iteration of the whole program.
+    pub(crate) fn begin_pass(&mut self) {
+        self.pass_start.0.clear();
+        self.pass_start.0.extend_from_slice(&self.nodes);
+        self.pass_start.1.clear();
+        self.pass_start.1.extend_from_slice(&self.section_s);
+        self.anchor.2 += 1;
+    }
+
+    /// After the first iteration, which began with every clock at 0: keeps it as the seed's.
+    pub(crate) fn end_synchronized_pass(&mut self) {
+        self.synchronized.clear();
+        self.synchronized.extend_from_slice(&self.nodes);
+        self.synchronized_s = largest_clock(&self.nodes);
+        self.anchor();
+    }
+
+    /// Averages the steady state from here on, unless an iteration repeats first.
+    pub(crate) fn anchor(&mut self) {
+        self.anchor.0.clear();
+        self.anchor.0.extend_from_slice(&self.nodes);
+        self.anchor.1.clear();
+        self.anchor.1.extend_from_slice(&self.section_s);
+        self.anchor.2 = 0;
+    }
+
+    /// Did the iteration just run end with the same offsets between node clocks as it began
+    /// with (to 1e-9 of its length)? Then every later iteration repeats it.
+    pub(crate) fn ends_as_it_began(&self) -> bool {
+        let (now, start) = (&self.nodes, &self.pass_start.0);
+        let least = |v: &[NodeBreakdown]| v.iter().map(|n| n.total_s).fold(f64::INFINITY, f64::min);
+        let (min_now, min_start) = (least(now), least(start));
+        let tolerance = 1e-9
+            * (largest_clock(now) - largest_clock(start))
+                .abs()
+                .max(1e-300);
+        now.iter()
+            .zip(start)
+            .all(|(a, b)| ((a.total_s - min_now) - (b.total_s - min_start)).abs() <= tolerance)
+    }
+
+    /// Turns the accumulated clocks into one steady-state iteration: the last iteration when
+    /// it repeats (`repeated`), else the mean of those since [`Prediction::anchor`].
+    pub(crate) fn settle(&mut self, repeated: bool) {
+        let (base_nodes, base_sections, passes) = if repeated {
+            (&self.pass_start.0, &self.pass_start.1, 1)
+        } else {
+            (&self.anchor.0, &self.anchor.1, self.anchor.2.max(1))
+        };
+        let per = 1.0 / f64::from(passes);
+        self.iteration_s = (largest_clock(&self.nodes) - largest_clock(base_nodes)) * per;
+        for (n, b) in self.nodes.iter_mut().zip(base_nodes) {
+            n.total_s = (n.total_s - b.total_s) * per;
+            n.compute_s = (n.compute_s - b.compute_s) * per;
+            n.io_s = (n.io_s - b.io_s) * per;
+            n.overhead_s = (n.overhead_s - b.overhead_s) * per;
+            n.blocked_s = (n.blocked_s - b.blocked_s) * per;
+        }
+        for (v, b) in self.section_s.iter_mut().zip(base_sections) {
+            *v = (*v - b) * per;
+        }
     }
 
     /// Advances node `i` by computation and I/O.
@@ -208,14 +288,21 @@ impl Prediction {
     }
 }
 
+/// The largest `total_s`, at least 0.
+fn largest_clock(nodes: &[NodeBreakdown]) -> f64 {
+    nodes.iter().map(|n| n.total_s).fold(0.0, f64::max)
+}
+
 impl std::fmt::Display for Prediction {
-    /// A table: the iteration time, then one line per node.
+    /// A table: the iteration time, then one line per node (steady state).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "predicted iteration: {:.6} s (slowest node {})",
+            "predicted iteration: {:.6} s in the steady state (slowest node {}); {:.6} s from a \
+             synchronized start",
             self.iteration_s,
-            self.slowest_node()
+            self.slowest_node(),
+            self.synchronized_s
         )?;
         writeln!(
             f,

@@ -267,10 +267,10 @@ fn eq_5_3_and_5_6_two_node_nearest_neighbor() {
     //          T_w(0) = 0.5 + 0.01 + 0.1 − 1.01 < 0 → 0.
     // Eq. 5.6: T_Υ(1) = 0.01 + 0.6 + 0.02 = 0.63 → 1.13; T_Υ(0) = 0.03 → 1.03.
     let p = nearest_neighbor_pair().model().predict(&[10, 10]).unwrap();
-    assert!(close(p.nodes[0].total_s, 1.03), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 1.13));
-    assert!(close(p.nodes[1].blocked_s, 0.6));
-    assert!(close(p.nodes[0].blocked_s, 0.0));
+    assert!(close(p.synchronized[0].total_s, 1.03), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 1.13));
+    assert!(close(p.synchronized[1].blocked_s, 0.6));
+    assert!(close(p.synchronized[0].blocked_s, 0.0));
     assert!(close(p.nodes[1].overhead_s, OS + OR));
 }
 
@@ -294,9 +294,9 @@ fn overheads_are_the_median_over_the_merged_runs() {
     ];
     let p = c.model().predict(&[10, 10]).unwrap();
     assert!(close(p.nodes[1].overhead_s, 0.06), "{p:?}");
-    assert!(close(p.nodes[1].blocked_s, 0.58), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 1.14), "{p:?}");
-    assert!(close(p.nodes[0].total_s, 1.03), "{p:?}");
+    assert!(close(p.synchronized[1].blocked_s, 0.58), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 1.14), "{p:?}");
+    assert!(close(p.synchronized[0].total_s, 1.03), "{p:?}");
     // A sample that is not a number is an error naming it.
     c.m.nodes[1].events[0].overheads[1].recv_s = Some(f64::NAN);
     let err = c.try_model().unwrap_err().to_string();
@@ -322,10 +322,10 @@ fn eq_5_11_and_5_12_three_node_chain() {
         None,
     );
     let p = c.model().predict(&[10, 10, 10]).unwrap();
-    assert!(close(p.nodes[0].total_s, 1.03), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 1.16));
-    assert!(close(p.nodes[1].blocked_s, 0.9));
-    assert!(close(p.nodes[2].total_s, 0.63));
+    assert!(close(p.synchronized[0].total_s, 1.03), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 1.16));
+    assert!(close(p.synchronized[1].blocked_s, 0.9));
+    assert!(close(p.synchronized[2].total_s, 0.63));
 }
 
 /// The three-node chain of nearest-neighbour messages, with `T_τ = (1.0, 0.5, 0.5)` and every
@@ -361,14 +361,14 @@ fn a_send_after_a_receive_leaves_when_that_receive_is_done() {
         vec![S(2), R(0), S(0), R(2)],
         vec![R(1), S(1)],
     ]);
-    assert!(close(p.nodes[0].total_s, 1.26), "{p:?}");
-    assert!(close(p.nodes[0].blocked_s, 0.23), "{p:?}");
+    assert!(close(p.synchronized[0].total_s, 1.26), "{p:?}");
+    assert!(close(p.synchronized[0].blocked_s, 0.23), "{p:?}");
     assert!(close(p.nodes[0].overhead_s, OS + OR), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 1.16), "{p:?}");
-    assert!(close(p.nodes[1].blocked_s, 0.6), "{p:?}");
-    assert!(close(p.nodes[2].total_s, 0.64), "{p:?}");
-    assert!(close(p.nodes[2].blocked_s, 0.11), "{p:?}");
-    assert!(close(p.iteration_s, 1.26));
+    assert!(close(p.synchronized[1].total_s, 1.16), "{p:?}");
+    assert!(close(p.synchronized[1].blocked_s, 0.6), "{p:?}");
+    assert!(close(p.synchronized[2].total_s, 0.64), "{p:?}");
+    assert!(close(p.synchronized[2].blocked_s, 0.11), "{p:?}");
+    assert!(close(p.synchronized_s, 1.26));
 }
 
 #[test]
@@ -379,9 +379,9 @@ fn call_orders_the_seed_describes_or_cannot_complete_keep_eq_5_12() {
     // from 2: 0.51 + 0.1 − 0.52 = 0.09 → 0.5 + 0.02 + 0.6 + 0.04 = 1.16; node 2: from 1:
     // 0.52 + 0.1 − 0.51 = 0.11 → 0.5 + 0.01 + 0.11 + 0.02 = 0.64.
     let seed = |p: &Prediction| {
-        close(p.nodes[0].total_s, 1.03)
-            && close(p.nodes[1].total_s, 1.16)
-            && close(p.nodes[2].total_s, 0.64)
+        close(p.synchronized[0].total_s, 1.03)
+            && close(p.synchronized[1].total_s, 1.16)
+            && close(p.synchronized[2].total_s, 0.64)
     };
     // Not measured.
     let p = three_node_halo([vec![], vec![], vec![]]);
@@ -420,18 +420,18 @@ fn eq_5_7_to_5_9_two_node_reduction_both_cases() {
     let mut c = Case::new(&[10, 10]);
     c.section(true, &[1.0, 0.5], Some((Pattern::Reduction, &["0"])), None);
     let p = c.model().predict(&[10, 10]).unwrap();
-    assert!(close(p.nodes[0].total_s, 1.03), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 1.15));
-    assert!(close(p.nodes[1].blocked_s, 0.62));
+    assert!(close(p.synchronized[0].total_s, 1.03), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 1.15));
+    assert!(close(p.synchronized[1].blocked_s, 0.62));
     // Root faster (Fig. 5.8 bottom): T_τ = (0.5, 1.0).
     // T_w(0) = 1.0 + 0.01 + 0.1 − 0.5 = 0.61; T_Υ(0) = 0.61 + 0.02 + 0.01 = 0.64 → 1.14.
     // T_α(1) = 0.5 + 0.64 + 0.1 = 1.24; T_Υ(1) = 0.01 + (1.24 − 1.01) + 0.02 = 0.26 → 1.26.
     let mut c = Case::new(&[10, 10]);
     c.section(true, &[0.5, 1.0], Some((Pattern::Reduction, &["0"])), None);
     let p = c.model().predict(&[10, 10]).unwrap();
-    assert!(close(p.nodes[0].total_s, 1.14), "{p:?}");
-    assert!(close(p.nodes[0].blocked_s, 0.61));
-    assert!(close(p.nodes[1].total_s, 1.26));
+    assert!(close(p.synchronized[0].total_s, 1.14), "{p:?}");
+    assert!(close(p.synchronized[0].blocked_s, 0.61));
+    assert!(close(p.synchronized[1].total_s, 1.26));
 }
 
 #[test]
@@ -443,8 +443,8 @@ fn reduction_compute_t_r_is_measured_on_the_root() {
     c.section(true, &[1.0, 0.5], Some((Pattern::Reduction, &["0"])), None);
     c.m.nodes[0].events[0].total_s += 0.05;
     let p = c.model().predict(&[10, 10]).unwrap();
-    assert!(close(p.nodes[0].total_s, 1.08), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 1.20));
+    assert!(close(p.synchronized[0].total_s, 1.08), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 1.20));
 }
 
 #[test]
@@ -460,9 +460,9 @@ fn multi_node_reduction_orders_the_roots_sends() {
         None,
     );
     let p = c.model().predict(&[10, 10, 10]).unwrap();
-    assert!(close(p.nodes[0].total_s, 1.06), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 1.17));
-    assert!(close(p.nodes[2].total_s, 1.18));
+    assert!(close(p.synchronized[0].total_s, 1.06), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 1.17));
+    assert!(close(p.synchronized[2].total_s, 1.18));
 }
 
 #[test]
@@ -480,10 +480,76 @@ fn sections_chain_as_per_node_clocks_section_5_3_4() {
     )
     .section(true, &[0.2, 0.1], Some((Pattern::Reduction, &["0"])), None);
     let p = c.model().predict(&[10, 10]).unwrap();
-    assert!(close(p.nodes[0].total_s, 1.37), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 1.49));
-    assert!(close(p.iteration_s, 1.49));
+    assert!(close(p.synchronized[0].total_s, 1.37), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 1.49));
+    assert!(close(p.synchronized_s, 1.49));
     assert!(close(p.section_time(1, 1), 1.49 - 1.13));
+}
+
+#[test]
+fn the_steady_state_starts_each_iteration_where_the_last_one_left_each_node() {
+    // A run's iterations do not start synchronized: the model runs the iteration again from
+    // the clocks the last one ended with until one ends with the offsets it began with, and
+    // predicts how far the largest clock moves per iteration then.
+    //
+    // The Eq. 5.3 pair, T_τ = (1.0, 0.5): the first iteration ends at (1.03, 1.13). From
+    // there node 0 sends at 1.03 + 1.01 = 2.04; node 1 at 1.13 + 0.51 = 1.64, which arrives at
+    // 1.74 < 2.04, so node 0 does not wait: 2.06. Node 1 waits for 2.04 + 0.1 = 2.14: blocked
+    // 0.5, ends 2.16. The offsets (0, 0.1) repeat: period 2.16 − 1.13 = 1.03, node 0's own
+    // work; the latency is hidden behind node 1's lag.
+    let p = nearest_neighbor_pair().model().predict(&[10, 10]).unwrap();
+    assert!(close(p.synchronized_s, 1.13), "{p:?}");
+    assert!(close(p.iteration_s, 1.03), "{p:?}");
+    for i in 0..2 {
+        assert!(close(p.nodes[i].total_s, 1.03), "{p:?}");
+    }
+    assert!(close(p.nodes[1].blocked_s, 0.5), "{p:?}");
+    assert!(close(p.nodes[0].blocked_s, 0.0), "{p:?}");
+    assert_eq!(p.slowest_node(), 0);
+
+    // A reduction whose root is slower, T_τ = (1.0, 0.5): first (1.03, 1.15). Then node 1
+    // sends at 1.66, its message arrives 1.76 < the root's 2.03: the root releases at 2.05 and
+    // ends 2.06; node 1 receives at 2.05 + 0.01 + 0.1 = 2.16 and ends 2.18. Offsets (0, 0.12)
+    // repeat: period 1.03.
+    let mut c = Case::new(&[10, 10]);
+    c.section(true, &[1.0, 0.5], Some((Pattern::Reduction, &["0"])), None);
+    let p = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(p.iteration_s, 1.03), "{p:?}");
+    assert!(close(p.nodes[1].blocked_s, 0.5), "{p:?}");
+    // Root faster, T_τ = (0.5, 1.0): first (1.14, 1.26). Node 1 sends at 2.27, arriving 2.37;
+    // the root (1.64) waits 0.73, releases at 2.39, ends 2.40; node 1 receives at 2.50, ends
+    // 2.52. Offsets (0, 0.12) repeat: period 1.26, the synchronized figure (node 1's work and
+    // the round trip lie on one cycle).
+    let mut c = Case::new(&[10, 10]);
+    c.section(true, &[0.5, 1.0], Some((Pattern::Reduction, &["0"])), None);
+    let p = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(p.iteration_s, 1.26), "{p:?}");
+    assert!(close(p.synchronized_s, 1.26), "{p:?}");
+    assert!(close(p.nodes[0].blocked_s, 0.73), "{p:?}");
+    assert_eq!(p.slowest_node(), 1);
+
+    // The two sections of `sections_chain_as_per_node_clocks_section_5_3_4`: first (1.37, 1.49).
+    // Section 0 from there: node 0 sends at 2.38, node 1 at 2.00; node 0 does not wait (2.10)
+    // and reaches 2.40; node 1 waits for 2.48, blocked 0.48, reaches 2.50. Section 1: node 0's
+    // clock 2.60, node 1's message arrives 2.50 + 0.11 + 0.1 = 2.71: the root waits 0.11,
+    // releases at 2.73, ends 2.74; node 1 receives at 2.84 and ends 2.86. Offsets (0, 0.12)
+    // repeat: period 1.37, where the synchronized iteration took 1.49. Node 1 spends
+    // 2.50 − 1.49 = 1.01 in section 0 and 0.36 in section 1.
+    let mut c = Case::new(&[10, 10]);
+    c.section(
+        true,
+        &[1.0, 0.5],
+        Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])),
+        None,
+    )
+    .section(true, &[0.2, 0.1], Some((Pattern::Reduction, &["0"])), None);
+    let p = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(p.synchronized_s, 1.49), "{p:?}");
+    assert!(close(p.iteration_s, 1.37), "{p:?}");
+    assert!(close(p.section_time(0, 1), 1.01), "{p:?}");
+    assert!(close(p.section_time(1, 1), 0.36), "{p:?}");
+    assert!(close(p.nodes[0].blocked_s, 0.11), "{p:?}");
+    assert!(close(p.nodes[1].blocked_s, 0.48 + (2.84 - 2.61)), "{p:?}");
 }
 
 #[test]
@@ -498,9 +564,9 @@ fn broadcast_and_gather() {
         None,
     );
     let p = c.model().predict(&[10, 10, 10]).unwrap();
-    assert!(close(p.nodes[0].total_s, 1.02), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 1.13));
-    assert!(close(p.nodes[2].total_s, 2.02));
+    assert!(close(p.synchronized[0].total_s, 1.02), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 1.13));
+    assert!(close(p.synchronized[2].total_s, 2.02));
     // Gather to 0, same T_τ: senders pay O_→ and go on: 0.51, 2.01. The root waits for the last
     // arrival 2.0 + 0.01 + 0.1 = 2.11, then processes two messages: 2.11 + 0.04 = 2.15.
     let mut c = Case::new(&[10, 10, 10]);
@@ -511,9 +577,9 @@ fn broadcast_and_gather() {
         None,
     );
     let p = c.model().predict(&[10, 10, 10]).unwrap();
-    assert!(close(p.nodes[0].total_s, 2.15), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 0.51));
-    assert!(close(p.nodes[2].total_s, 2.01));
+    assert!(close(p.synchronized[0].total_s, 2.15), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 0.51));
+    assert!(close(p.synchronized[2].total_s, 2.01));
 }
 
 #[test]
@@ -619,10 +685,13 @@ fn pipeline_eq_5_4_5_5_and_5_10() {
     //         j=1 (Eq. 5.5): 0.42 + 0.1 − 0.43 = 0.09, T_p = 0.64; j=2: 0.73 − 0.64 = 0.09, T_p = 0.85.
     // Eq. 5.10: T_Υ(1) = 0.31 + 0.09 + 0.09 + 3·0.02 = 0.55.
     let p = pipeline_case([(&[], &[]), (&[], &[])]);
-    assert!(close(p.nodes[0].total_s, 0.63), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 0.85));
-    assert!(close(p.nodes[1].blocked_s + p.nodes[1].overhead_s, 0.55));
-    assert!(close(p.nodes[0].blocked_s, 0.0));
+    assert!(close(p.synchronized[0].total_s, 0.63), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 0.85));
+    assert!(close(
+        p.synchronized[1].blocked_s + p.nodes[1].overhead_s,
+        0.55
+    ));
+    assert!(close(p.synchronized[0].blocked_s, 0.0));
 }
 
 #[test]
@@ -635,10 +704,10 @@ fn pipeline_tiles_follow_the_measured_shape_of_each_nodes_computation() {
     //   j=2: T_w = max(0, 0.63 + 0.1 − 0.74) = 0, T_p = 0.74 + 0.02 + 0.05 = 0.81.
     // T_Υ(1) = 0.41 + 0.04 + 3·0.02 = 0.51. Each node's computation stays T_τ.
     let shaped = pipeline_case([(&[0.3, 0.2, 0.1], &[]), (&[0.2, 0.1], &[0.15, 0.1, 0.05])]);
-    assert!(close(shaped.nodes[0].total_s, 0.63), "{shaped:?}");
-    assert!(close(shaped.nodes[1].total_s, 0.81), "{shaped:?}");
+    assert!(close(shaped.synchronized[0].total_s, 0.63), "{shaped:?}");
+    assert!(close(shaped.synchronized[1].total_s, 0.81), "{shaped:?}");
     assert!(close(
-        shaped.nodes[1].blocked_s + shaped.nodes[1].overhead_s,
+        shaped.synchronized[1].blocked_s + shaped.nodes[1].overhead_s,
         0.51
     ));
     assert!(close(shaped.nodes[1].compute_s, 0.3));
@@ -646,7 +715,7 @@ fn pipeline_tiles_follow_the_measured_shape_of_each_nodes_computation() {
     //   j=0: T_p = 0.41 + 0.02 + 0.1 = 0.53; j=1: T_w = 0.62 − 0.53 = 0.09, T_p = 0.74;
     //   j=2: T_w = max(0, 0.73 − 0.74) = 0, T_p = 0.86.
     let forced = pipeline_case([(&[0.3, 0.2, 0.1], &[]), (&[0.2, 0.1], &[])]);
-    assert!(close(forced.nodes[1].total_s, 0.86), "{forced:?}");
+    assert!(close(forced.synchronized[1].total_s, 0.86), "{forced:?}");
 }
 
 #[test]
@@ -965,8 +1034,8 @@ fn barrier_is_a_reduction_without_data_or_compute() {
     c.section(true, &[1.0, 0.5], Some((Pattern::Barrier, &["0"])), None);
     c.m.nodes[0].events[0].total_s += 0.05;
     let p = c.model().predict(&[10, 10]).unwrap();
-    assert!(close(p.nodes[0].total_s, 1.03), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 1.15));
+    assert!(close(p.synchronized[0].total_s, 1.03), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 1.15));
 }
 
 #[test]
@@ -986,9 +1055,9 @@ fn all_gather_messages_carry_rows() {
     );
     c.m.nodes[1].events[0].bytes_sent = 80.0;
     let p = c.model().predict(&[5, 15]).unwrap();
-    assert!(close(p.nodes[0].total_s, 1.01), "{p:?}");
-    assert!(close(p.nodes[1].blocked_s, 0.51), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 1.29));
+    assert!(close(p.synchronized[0].total_s, 1.01), "{p:?}");
+    assert!(close(p.synchronized[1].blocked_s, 0.51), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 1.29));
 }
 
 #[test]
@@ -1001,9 +1070,9 @@ fn scatter_messages_carry_the_receivers_rows() {
     c.section(true, &[1.0, 0.5], Some((Pattern::Scatter, &["0"])), None);
     c.m.nodes[0].events[0].bytes_sent = 80.0;
     let p = c.model().predict(&[5, 15]).unwrap();
-    assert!(close(p.nodes[0].total_s, 0.51), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 0.77));
-    assert!(close(p.nodes[1].blocked_s, 0.0));
+    assert!(close(p.synchronized[0].total_s, 0.51), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 0.77));
+    assert!(close(p.synchronized[1].blocked_s, 0.0));
 }
 
 #[test]
@@ -1023,9 +1092,9 @@ fn all_to_all_uses_eq_5_12_over_every_peer() {
         None,
     );
     let p = c.model().predict(&[10, 10, 10]).unwrap();
-    assert!(close(p.nodes[0].total_s, 1.06), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 1.16));
-    assert!(close(p.nodes[2].total_s, 1.17));
+    assert!(close(p.synchronized[0].total_s, 1.06), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 1.16));
+    assert!(close(p.synchronized[2].total_s, 1.17));
 }
 
 #[test]
@@ -1109,10 +1178,10 @@ fn a_conditional_event_is_charged_at_its_frequency() {
     }
     measured_in_a_share(&mut c, 0.1);
     let p = c.model().predict(&[10, 10]).unwrap();
-    assert!(close(p.nodes[0].total_s, 1.003), "{p:?}");
-    assert!(close(p.nodes[1].total_s, 0.565), "{p:?}");
-    assert!(close(p.nodes[1].blocked_s, 0.062), "{p:?}");
-    assert!(close(p.iteration_s, 1.003));
+    assert!(close(p.synchronized[0].total_s, 1.003), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 0.565), "{p:?}");
+    assert!(close(p.synchronized[1].blocked_s, 0.062), "{p:?}");
+    assert!(close(p.synchronized_s, 1.003));
     // The seed's per-node cost f_i charges the event's overheads at the same frequency.
     let model = c.model();
     let always = {
@@ -1160,13 +1229,48 @@ fn a_conditional_gather_sends_one_runs_rows_per_run() {
     let always = case(1.0);
     let quarter = case(0.25);
     // The root waits for the last sender: 2.0 + 0.01 + 0.1 + 0.1 (1000 B at 10 kB/s).
-    assert!(always.nodes[0].total_s > 2.2, "{always:?}");
+    assert!(always.synchronized[0].total_s > 2.2, "{always:?}");
     for (i, compute) in [1.0, 0.5, 2.0].into_iter().enumerate() {
-        let expected = compute + 0.25 * (always.nodes[i].total_s - compute);
+        let expected = compute + 0.25 * (always.synchronized[i].total_s - compute);
         assert!(
-            close(quarter.nodes[i].total_s, expected),
+            close(quarter.synchronized[i].total_s, expected),
             "node {i}: {} vs {expected}",
-            quarter.nodes[i].total_s
+            quarter.synchronized[i].total_s
         );
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 200, ..Default::default() })]
+
+    /// The steady period never exceeds the seed's synchronized iteration (from a synchronized
+    /// start every node's first iteration is its longest, up to rounding), and no node works
+    /// (computes, reads, writes, sends or receives) longer per iteration than the period.
+    #[test]
+    fn the_steady_period_lies_between_every_nodes_work_and_the_synchronized_iteration(
+        cg in proptest::bool::ANY,
+        nodes in 2usize..9,
+        weights in proptest::collection::vec(1u64..100, 8),
+    ) {
+        use super::synthetic::{workload, Program};
+        let program = if cg { Program::Cg } else { Program::Jacobi };
+        let w = workload(program, nodes, 2048);
+        let model = Model::new(&w.structure, &w.measurements, &w.cluster).unwrap();
+        let total: u64 = weights[..nodes].iter().sum();
+        let mut rows: Vec<u64> = weights[..nodes].iter().map(|&x| x * 2048 / total).collect();
+        rows[0] += 2048 - rows.iter().sum::<u64>();
+        let p = model.predict(&rows).unwrap();
+        proptest::prop_assert!(
+            p.iteration_s <= p.synchronized_s * (1.0 + 1e-9),
+            "{} > {} for {:?}", p.iteration_s, p.synchronized_s, rows
+        );
+        for (i, n) in p.nodes.iter().enumerate() {
+            let busy = n.compute_s + n.io_s + n.overhead_s;
+            proptest::prop_assert!(
+                busy <= p.iteration_s * (1.0 + 1e-9),
+                "node {} busy {} > period {} for {:?}", i, busy, p.iteration_s, rows
+            );
+            proptest::prop_assert!(n.blocked_s >= -1e-12, "node {}: {:?}", i, n);
+        }
     }
 }

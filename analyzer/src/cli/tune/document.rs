@@ -28,7 +28,8 @@ pub struct TuneDocument {
     pub iterations: u32,
     /// How `actual_s` was measured.
     pub actual_method: String,
-    /// Per-node breakdown of the model's prediction for the chosen distribution.
+    /// Per-node breakdown of the model's prediction for the chosen distribution: one steady-state
+    /// iteration, where a node waiting for others shows it as blocked time.
     pub best_breakdown: Vec<NodeBreakdown>,
     /// Every search that ran, with its best-so-far trace (the chosen algorithm first).
     pub searches: Vec<SearchSummary>,
