@@ -115,3 +115,83 @@ fn trace_prints_every_token_with_state_before_and_after() {
     assert!(stderr.contains("→  LOOP_START"), "{stderr}");
     assert!(stderr.contains("IterEnd"), "{stderr}");
 }
+
+#[test]
+fn a_full_disk_on_standard_output_is_an_error_not_a_panic() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return; // not Linux
+    };
+    let path = fixtures().join("jacobi_rsmpi.rs");
+    let out = Command::new(env!("CARGO_BIN_EXE_mheta"))
+        .args(["analyze", path.to_str().unwrap(), "--format", "json"])
+        .stdout(full)
+        .output()
+        .expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot write to standard output"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn out_files_are_written_through_symbolic_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("structure.json");
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let path = fixtures().join("jacobi_rsmpi.rs");
+    let out = mheta(&[
+        "analyze",
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+        "--out",
+        link.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read_to_string(&real)
+        .unwrap()
+        .contains("mheta-structure/1"));
+}
+
+#[test]
+fn deeply_nested_expressions_are_analysed_not_a_stack_overflow() {
+    // The rsmpi Jacobi fixture with one more statement in its inner loop, nested as deep as
+    // generated or machine-written code can be. Each once aborted the process (exit 134) with
+    // the main thread's 8 MiB stack; the structure must be the one without the statement.
+    let source = std::fs::read_to_string(fixtures().join("jacobi_rsmpi.rs")).unwrap();
+    let anchor = "                let d = new - a[i * COLS + j];\n";
+    assert!(source.contains(anchor));
+    let dir = tempfile::tempdir().unwrap();
+    let analyse = |name: &str, expr: &str| {
+        let path = dir.path().join(format!("{name}.rs"));
+        let text = source.replace(
+            anchor,
+            &format!("{anchor}                let _deep = {expr};\n"),
+        );
+        std::fs::write(&path, text).unwrap();
+        let out = mheta(&["analyze", path.to_str().unwrap(), "--format", "text"]);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{name}: {stderr}");
+        // File names differ; the structure's outline does not.
+        String::from_utf8_lossy(&out.stdout).replace(name, "FILE")
+    };
+    let plain = analyse("plain", "new + 1.0");
+    let parens = format!("{}new{}", "(".repeat(3000), ")".repeat(3000));
+    let blocks = format!("{}new{}", "{".repeat(3000), "}".repeat(3000));
+    let sum = vec!["new"; 30_000].join(" + ");
+    for (name, expr) in [("parens", parens), ("blocks", blocks), ("sum", sum)] {
+        assert_eq!(analyse(name, &expr), plain, "{name}");
+    }
+}

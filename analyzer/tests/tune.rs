@@ -406,3 +406,76 @@ fn the_default_protocol_runs_five_processes_of_a_fifth_of_a_second_each() {
         assert!(sorted[2] * steady >= 0.15, "{d}");
     }
 }
+
+#[test]
+fn a_study_predicted_again_by_the_same_model_reproduces_its_figures() {
+    // One case of a study: a tune report in the case's directory and the study.json row.
+    let dir = tempfile::tempdir().unwrap();
+    let case_dir = dir.path().join("charged-2/jacobi-hy1-2");
+    let out = tune_jacobi(
+        "hy1-2.toml",
+        &case_dir,
+        &["--budget", "20ms", "--repeat", "2"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(case_dir.join("tune.json")).unwrap())
+            .unwrap();
+    let mean = doc["accuracy"]["mean"].as_f64().unwrap();
+    let min = doc["accuracy"]["min"].as_f64().unwrap();
+    let study = serde_json::json!([{
+        "clock": "charged", "ranks": 2, "fixture": "jacobi", "cluster": "hy1-2", "rows": 300,
+        "dir": "charged-2/jacobi-hy1-2", "status": "measured",
+        "mean_accuracy": mean, "min_accuracy": min, "worst": "block",
+        "speedup_over_block": 1.0, "chosen_vs_best_percent": 0.0,
+        "run_to_run": 0.9, "worst_outside": 0.0
+    }]);
+    let study_file = dir.path().join("study.json");
+    std::fs::write(&study_file, study.to_string()).unwrap();
+    let before = std::fs::read(&study_file).unwrap();
+    let out = mheta(&[
+        "study",
+        "--out",
+        dir.path().to_str().unwrap(),
+        "--repredict",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+    assert!(
+        stdout.contains(&format!(
+            "charged-2 jacobi on hy1-2: mean {} -> {}, min {} -> {}",
+            pct(mean),
+            pct(mean),
+            pct(min),
+            pct(min)
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("charged-2, 1 cases, re-predicted: mean of means"),
+        "{stdout}"
+    );
+    // Nothing is written.
+    assert_eq!(std::fs::read(&study_file).unwrap(), before);
+
+    // A study without measured cases, or none at all, is an error saying so.
+    let empty = tempfile::tempdir().unwrap();
+    let out = mheta(&[
+        "study",
+        "--out",
+        empty.path().to_str().unwrap(),
+        "--repredict",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no measured case"), "{stderr}");
+}

@@ -5,6 +5,42 @@ use std::process::ExitCode;
 use clap::Parser;
 use mheta_analyzer::cli::{Cli, Reported};
 
+/// The stack every subcommand runs on. Analysis builds and walks syntax trees recursively (syn
+/// and every pass), so deeply nested input (thousands of nested parentheses, a sum of 30,000
+/// terms, a chain of 100,000 method calls) needs far more than the main thread's 8 MiB, and
+/// overflowing a stack aborts the process. The address space is reserved, not used: only the
+/// pages a deep input touches are committed.
+const STACK_BYTES: usize = 1 << 30;
+
+/// Runs `f` on a thread with [`STACK_BYTES`] of stack, or on this one should the system refuse
+/// to create it; a panic in `f` goes on unwinding here.
+fn on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(f)));
+    let take = {
+        let slot = std::sync::Arc::clone(&slot);
+        move || {
+            slot.lock()
+                .expect("not poisoned")
+                .take()
+                .expect("runs once")()
+        }
+    };
+    match std::thread::Builder::new()
+        .name("mheta".into())
+        .stack_size(STACK_BYTES)
+        .spawn(take)
+    {
+        Ok(handle) => handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        Err(_) => (slot
+            .lock()
+            .expect("not poisoned")
+            .take()
+            .expect("runs once"))(),
+    }
+}
+
 fn main() -> ExitCode {
     // Like other Unix filters, end quietly when the reader of stdout goes away
     // (`mheta analyze … | head`): Rust ignores SIGPIPE, which turns every later `println!` into
@@ -15,7 +51,7 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
-    match cli.run() {
+    match on_big_stack(move || cli.run()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             match e.downcast_ref::<Reported>() {

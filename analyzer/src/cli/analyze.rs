@@ -50,7 +50,7 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<()> {
     let output = emit::render(&analysis.structure, args.format);
     match &args.out {
         Some(path) => super::write_atomic(path, &output)?,
-        None => print!("{output}"),
+        None => super::stdout(&output)?,
     }
     Ok(())
 }

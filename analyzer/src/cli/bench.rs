@@ -26,9 +26,9 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     };
     let report = bench::run(&config)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        super::stdout(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
     } else {
-        print!("{report}");
+        super::stdout(&format!("{report}"))?;
     }
     Ok(())
 }

@@ -68,6 +68,17 @@ pub fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
     )?)
 }
 
+/// Writes `text` to standard output; a full disk or a closed descriptor is an error saying so
+/// (`println!` would panic). A reader that went away ends the process quietly (SIGPIPE, see
+/// `main`).
+pub fn stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| anyhow::anyhow!("cannot write to standard output: {e}"))
+}
+
 /// Reads and parses a JSON file; errors name the file (and serde's line and column).
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
     use anyhow::Context as _;

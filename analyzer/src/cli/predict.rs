@@ -37,10 +37,10 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
     let prediction = model.predict(&dist.rows)?;
     if args.json {
         let doc = serde_json::json!({ "distribution": dist.rows, "prediction": prediction });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        super::stdout(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
     } else {
-        println!("distribution: {dist}");
-        print!("{prediction}");
+        super::stdout(&format!("distribution: {dist}\n"))?;
+        super::stdout(&format!("{prediction}"))?;
     }
     Ok(())
 }

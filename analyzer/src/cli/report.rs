@@ -26,7 +26,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
         )
     })?;
     write(&args.dir, &doc)?;
-    println!("{}", args.dir.join("index.html").display());
+    super::stdout(&format!("{}\n", args.dir.join("index.html").display()))?;
     Ok(())
 }
 

@@ -41,9 +41,9 @@ pub fn run(args: &SearchArgs) -> anyhow::Result<()> {
     };
     let result = search::search_model(&model, args.algorithm, &config);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        super::stdout(&format!("{}\n", serde_json::to_string_pretty(&result)?))?;
     } else {
-        print!("{result}");
+        super::stdout(&format!("{result}"))?;
     }
     Ok(())
 }

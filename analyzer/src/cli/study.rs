@@ -46,6 +46,12 @@ pub struct StudyArgs {
     /// Search time budget of every case.
     #[arg(long, default_value = "1s")]
     pub budget: String,
+    /// Measure nothing: predict every measured case of the study in `--out` again with this
+    /// build's model, from the structure and measurements the case saved, against the same
+    /// runs, and print the recorded figures beside the new ones. Changes no file. A model change
+    /// is then judged on identical data, free of the machine's noise between studies.
+    #[arg(long)]
+    pub repredict: bool,
 }
 
 /// A fixture and the problem size the study runs it at: big enough that the small-memory nodes
@@ -144,6 +150,9 @@ pub enum Outcome {
 }
 
 pub fn run(args: &StudyArgs) -> anyhow::Result<()> {
+    if args.repredict {
+        return repredict(args);
+    }
     let fixtures: Vec<&Fixture> = FIXTURES
         .iter()
         .filter(|f| args.fixtures.is_empty() || args.fixtures.iter().any(|n| n == f.name))
@@ -303,6 +312,159 @@ fn measured(doc: &TuneDocument) -> Outcome {
             .filter_map(|d| d.spread.map(|s| s.outside))
             .reduce(f64::max),
         load: doc.load.as_ref().and_then(|l| l.load_average),
+    }
+}
+
+/// `--repredict`: the study's measured cases (those `--fixtures`, `--families` and `--settings`
+/// select), each predicted again from its saved `structure.json` and `measurements.json`.
+fn repredict(args: &StudyArgs) -> anyhow::Result<()> {
+    use mheta_runtime::format::{Measurements, Structure};
+    use mheta_runtime::model::Model;
+
+    let cases = earlier_cases(&args.out)?;
+    let selected = |c: &&Case| {
+        (args.fixtures.is_empty() || args.fixtures.contains(&c.fixture))
+            && (args.families.is_empty()
+                || args
+                    .families
+                    .iter()
+                    .any(|f| c.cluster.starts_with(&format!("{f}-"))))
+            && (args.settings.is_empty()
+                || args.settings.contains(&format!("{}-{}", c.clock, c.ranks)))
+    };
+    // Per setting: (recorded, re-predicted) outcomes.
+    let mut settings: Vec<(String, Vec<(Outcome, Outcome)>)> = Vec::new();
+    for case in cases.iter().filter(selected) {
+        if !matches!(case.outcome, Outcome::Measured { .. }) {
+            continue;
+        }
+        let dir = args.out.join(&case.dir);
+        let file = |name: &str| dir.join(name);
+        let mut doc: TuneDocument = super::read_json(&file("tune.json"))?;
+        let structure: Structure = super::read_json(&file("structure.json"))?;
+        let measurements: Measurements = super::read_json(&file("measurements.json"))?;
+        let model = Model::new(&structure, &measurements, &measurements.cluster)
+            .with_context(|| format!("`{}`: cannot build the model", dir.display()))?;
+        for d in &mut doc.distributions {
+            let predicted = model
+                .predict(&d.rows)
+                .with_context(|| format!("`{}`: cannot predict {}", dir.display(), d.name))?
+                .iteration_s;
+            d.predicted_s = predicted;
+            d.accuracy = super::tune::accuracy::accuracy(predicted, d.actual_s);
+            d.spread = super::tune::accuracy::spread(predicted, &d.runs_s);
+        }
+        doc.accuracy = TuneDocument::summarize(&doc.distributions);
+        let again = measured(&doc);
+        let (
+            Outcome::Measured {
+                mean_accuracy: was,
+                min_accuracy: was_min,
+                ..
+            },
+            Outcome::Measured {
+                mean_accuracy: now,
+                min_accuracy: now_min,
+                ..
+            },
+        ) = (&case.outcome, &again)
+        else {
+            unreachable!("both outcomes are measured");
+        };
+        super::stdout(&format!(
+            "{}-{} {} on {}: mean {:.1}% -> {:.1}%, min {:.1}% -> {:.1}%\n",
+            case.clock,
+            case.ranks,
+            case.fixture,
+            case.cluster,
+            100.0 * was,
+            100.0 * now,
+            100.0 * was_min,
+            100.0 * now_min
+        ))?;
+        let setting = format!("{}-{}", case.clock, case.ranks);
+        let at = match settings.iter().position(|(s, _)| *s == setting) {
+            Some(at) => at,
+            None => {
+                settings.push((setting, Vec::new()));
+                settings.len() - 1
+            }
+        };
+        settings[at].1.push((case.outcome.clone(), again));
+    }
+    if settings.is_empty() {
+        bail!(
+            "`{}` holds no measured case to predict again (run the study first)",
+            args.out.join("study.json").display()
+        );
+    }
+    for (setting, pairs) in &settings {
+        let recorded = Figures::of(pairs.iter().map(|p| &p.0));
+        let again = Figures::of(pairs.iter().map(|p| &p.1));
+        super::stdout(&format!(
+            "{setting}, {} cases, recorded:     {recorded}\n",
+            pairs.len()
+        ))?;
+        super::stdout(&format!(
+            "{setting}, {} cases, re-predicted: {again}\n",
+            pairs.len()
+        ))?;
+    }
+    Ok(())
+}
+
+/// The targets' figures over a set of measured cases.
+struct Figures {
+    mean: f64,
+    agreeing: usize,
+    agreeing_min_95: usize,
+    within_5: usize,
+}
+
+impl Figures {
+    fn of<'a>(outcomes: impl Iterator<Item = &'a Outcome>) -> Figures {
+        let mut f = Figures {
+            mean: 0.0,
+            agreeing: 0,
+            agreeing_min_95: 0,
+            within_5: 0,
+        };
+        let mut count = 0;
+        for o in outcomes {
+            let Outcome::Measured {
+                mean_accuracy,
+                min_accuracy,
+                run_to_run,
+                worst_outside,
+                ..
+            } = o
+            else {
+                continue;
+            };
+            count += 1;
+            f.mean += mean_accuracy;
+            if run_to_run.is_some_and(|r| r >= 0.95) {
+                f.agreeing += 1;
+                f.agreeing_min_95 += usize::from(*min_accuracy >= 0.95);
+            }
+            f.within_5 += usize::from(worst_outside.is_some_and(|o| o <= 0.05));
+        }
+        f.mean /= count.max(1) as f64;
+        f
+    }
+}
+
+impl std::fmt::Display for Figures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "mean of means {:.1}%, min >= 95% in {} of the {} cases whose runs agree to 95%, \
+             every prediction within 5% of its runs' range in {}",
+            100.0 * self.mean,
+            self.agreeing_min_95,
+            self.agreeing,
+            self.within_5
+        )
     }
 }
 

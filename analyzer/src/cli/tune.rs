@@ -211,9 +211,9 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
         );
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        super::stdout(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
     } else {
-        print!("{}", doc.table());
+        super::stdout(&doc.table())?;
     }
     Ok(())
 }
