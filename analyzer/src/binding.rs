@@ -189,6 +189,12 @@ impl Env {
 
     fn method_value(&self, m: &syn::ExprMethodCall, text: &Text<'_>) -> Option<CommValue> {
         let name = m.method.to_string();
+        // Only the methods below pass on or derive a communicator value; for any other the
+        // receiver need not be evaluated. Without this cut every call of a chain of n methods
+        // (`x.abs().abs()…`) evaluated its whole receiver chain: quadratic in n.
+        if !carries_value(&name) {
+            return None;
+        }
         let receiver = self.value_of(&m.receiver, text);
         if matches!(
             name.as_str(),
@@ -341,6 +347,26 @@ const ROOTED: &[&str] = &[
     "gather_bytes",
     "scatter_bytes",
 ];
+
+/// Whether a method can return a communicator value, given one as receiver (`method_value`).
+fn carries_value(name: &str) -> bool {
+    matches!(
+        name,
+        "unwrap"
+            | "expect"
+            | "clone"
+            | "as_ref"
+            | "borrow"
+            | "unwrap_or_else"
+            | "comm"
+            | "world"
+            | "into_iter"
+            | "iter_mut"
+            | "drain"
+            | "pop"
+    ) || catalogue::derived_value(name).is_some()
+        || name.starts_with("immediate_")
+}
 
 fn immediate(name: &str, family: Family) -> Option<CommValue> {
     (name.starts_with("immediate_") && catalogue::method(family, name).is_some())

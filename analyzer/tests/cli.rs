@@ -191,7 +191,14 @@ fn deeply_nested_expressions_are_analysed_not_a_stack_overflow() {
     let parens = format!("{}new{}", "(".repeat(3000), ")".repeat(3000));
     let blocks = format!("{}new{}", "{".repeat(3000), "}".repeat(3000));
     let sum = vec!["new"; 30_000].join(" + ");
-    for (name, expr) in [("parens", parens), ("blocks", blocks), ("sum", sum)] {
+    // A chain of calls was also quadratic to analyse (every call re-walked the chain below it).
+    let chain = format!("new{}", ".abs()".repeat(20_000));
+    for (name, expr) in [
+        ("parens", parens),
+        ("blocks", blocks),
+        ("sum", sum),
+        ("chain", chain),
+    ] {
         assert_eq!(analyse(name, &expr), plain, "{name}");
     }
 }

@@ -140,39 +140,83 @@ impl Builder<'_, '_> {
     }
 }
 
-/// Whether a method-call chain is an iteration over data: a per-element closure adapter, or a
-/// consuming method on an iterator source (and not a glue chain over a range of ranks).
-pub(super) fn is_chain(m: &syn::ExprMethodCall) -> bool {
-    let mut is_iter = false;
-    let mut consumes = false;
-    let mut from_source = false;
-    let mut cur = m;
-    loop {
-        let name = cur.method.to_string();
-        consumes |= CONSUMING_METHODS.contains(&name.as_str());
-        from_source |= ITER_SOURCES.contains(&name.as_str());
-        is_iter |= ITER_CLOSURE_METHODS.contains(&name.as_str())
-            && cur.args.iter().any(|a| matches!(a, syn::Expr::Closure(_)));
-        match &*cur.receiver {
-            syn::Expr::MethodCall(inner) => cur = inner,
-            _ => break,
+/// What one method of a chain says about the chain from it down to its root.
+#[derive(Clone, Copy, Default)]
+struct ChainFlags {
+    /// A per-element closure adapter (`map(|x| ..)`).
+    is_iter: bool,
+    /// A consuming method (`sum`, `collect`, ...).
+    consumes: bool,
+    /// A method that starts an iteration over data (`iter`, `chunks`, ...).
+    from_source: bool,
+}
+
+impl ChainFlags {
+    fn of(m: &syn::ExprMethodCall) -> ChainFlags {
+        let name = m.method.to_string();
+        ChainFlags {
+            is_iter: ITER_CLOSURE_METHODS.contains(&name.as_str())
+                && m.args.iter().any(|a| matches!(a, syn::Expr::Closure(_))),
+            consumes: CONSUMING_METHODS.contains(&name.as_str()),
+            from_source: ITER_SOURCES.contains(&name.as_str()),
         }
     }
+
+    fn or(self, other: ChainFlags) -> ChainFlags {
+        ChainFlags {
+            is_iter: self.is_iter || other.is_iter,
+            consumes: self.consumes || other.consumes,
+            from_source: self.from_source || other.from_source,
+        }
+    }
+
+    /// Whether the methods seen make an iteration over data.
+    fn iterates(self) -> bool {
+        self.is_iter || self.consumes && self.from_source
+    }
+}
+
+/// Whether a method-call chain whose methods (from `m` down to the root) say `flags` is an
+/// iteration over data: a per-element closure adapter, or a consuming method on an iterator
+/// source (and not a glue chain over a range of ranks).
+fn is_chain(m: &syn::ExprMethodCall, flags: ChainFlags) -> bool {
     let no_closures = std::collections::BTreeSet::new();
     let glue = crate::scan::Glue {
         closures: &no_closures,
         data: &no_closures,
     };
-    (is_iter || consumes && from_source) && !glue.method_call(m)
+    flags.iterates() && !glue.method_call(m)
 }
 
 /// The outermost iterator chain in an expression (closures are not searched).
+///
+/// A method chain `r.a().b().c()` is visited once, outermost call first: each call's flags are
+/// those of the calls below it, gathered in one pass from the root (testing each call on its own
+/// walked the chain below it again: quadratic in the chain's length). Then the root, then the
+/// calls' arguments, innermost first, as the recursive search did.
 pub(super) fn find_chain(e: &syn::Expr) -> Option<&syn::ExprMethodCall> {
     use syn::Expr;
     match e {
-        Expr::MethodCall(m) if is_chain(m) => Some(m),
         Expr::MethodCall(m) => {
-            find_chain(&m.receiver).or_else(|| m.args.iter().find_map(find_chain))
+            let mut calls = vec![m];
+            while let Expr::MethodCall(inner) = &*calls[calls.len() - 1].receiver {
+                calls.push(inner);
+            }
+            let mut below = vec![ChainFlags::default(); calls.len()];
+            let mut acc = ChainFlags::default();
+            for (k, call) in calls.iter().enumerate().rev() {
+                acc = acc.or(ChainFlags::of(call));
+                below[k] = acc;
+            }
+            if let Some(k) = (0..calls.len()).find(|&k| is_chain(calls[k], below[k])) {
+                return Some(calls[k]);
+            }
+            find_chain(&calls[calls.len() - 1].receiver).or_else(|| {
+                calls
+                    .iter()
+                    .rev()
+                    .find_map(|call| call.args.iter().find_map(find_chain))
+            })
         }
         Expr::Binary(b) => find_chain(&b.left).or_else(|| find_chain(&b.right)),
         Expr::Unary(u) => find_chain(&u.expr),

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
+use anyhow::{bail, Context as _};
 use mheta_runtime::distribution::Distribution;
 use mheta_runtime::format::{ClusterSpec, Measurements, Structure};
 use mheta_runtime::model::{self, Model};
@@ -45,6 +45,133 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refuses a structure and measurements that do not belong together or contradict themselves,
+/// naming the file and field: a schema this build does not read, measurements of another
+/// structure (the digest the program embedded), a row total that is not the distribution's, a
+/// measured cluster no cluster.toml could describe, a solver without sections, and measurements
+/// of stages or events the structure does not have (the model would drop them unseen).
+fn consistent(
+    structure: &Structure,
+    structure_file: &Path,
+    measurements: &Measurements,
+    measurements_file: &Path,
+) -> anyhow::Result<()> {
+    use mheta_runtime::format::{SectionItem, MEASUREMENTS_SCHEMA, STRUCTURE_SCHEMA};
+    let (sf, mf) = (structure_file.display(), measurements_file.display());
+    if structure.schema != STRUCTURE_SCHEMA {
+        bail!(
+            "`{sf}`: field `schema` is \"{}\", this mheta reads \"{STRUCTURE_SCHEMA}\"",
+            structure.schema
+        );
+    }
+    if measurements.schema != MEASUREMENTS_SCHEMA {
+        bail!(
+            "`{mf}`: field `schema` is \"{}\", this mheta reads \"{MEASUREMENTS_SCHEMA}\"",
+            measurements.schema
+        );
+    }
+    let embedded = &measurements.structure.digest;
+    if !embedded.is_empty() && *embedded != structure.digest() {
+        bail!(
+            "`{mf}`: field `structure.digest` is {embedded}, but `{sf}` has digest {}: the \
+             measurements belong to another structure (analyse the source the measured program was \
+             built from, or measure again)",
+            structure.digest()
+        );
+    }
+    let distributed: u64 = measurements.distribution.iter().sum();
+    if distributed != measurements.rows {
+        bail!(
+            "`{mf}`: field `rows` is {}, but `distribution` holds {distributed} rows",
+            measurements.rows
+        );
+    }
+    for (i, n) in measurements.nodes.iter().enumerate() {
+        if measurements.distribution.get(i) != Some(&n.rows) {
+            bail!(
+                "`{mf}`: field `nodes[{i}].rows` is {}, but `distribution[{i}]` is {}",
+                n.rows,
+                measurements
+                    .distribution
+                    .get(i)
+                    .map_or("missing".into(), u64::to_string)
+            );
+        }
+    }
+    measurements
+        .cluster
+        .check()
+        .map_err(|(field, problem)| anyhow::anyhow!("`{mf}`: field `cluster.{field}` {problem}"))?;
+    let solver = structure
+        .solvers
+        .iter()
+        .find(|s| s.name == measurements.structure.solver)
+        .or(match structure.solvers.as_slice() {
+            [only] if measurements.structure.solver.is_empty() => Some(only),
+            _ => None,
+        });
+    let Some(solver) = solver else {
+        // The model names this error.
+        return Ok(());
+    };
+    if solver.sections.is_empty() {
+        bail!(
+            "`{sf}`: solver `{}` has no parallel sections (field `sections` is empty): there is \
+             nothing to predict",
+            solver.name
+        );
+    }
+    let mut stages = std::collections::HashSet::new();
+    let mut events = std::collections::HashSet::new();
+    for section in &solver.sections {
+        events.extend(section.comm.as_ref().map(|c| c.id));
+        for item in &section.items {
+            match item {
+                SectionItem::Stage(st) => {
+                    stages.insert((section.id, None, st.id));
+                }
+                SectionItem::Tiles(t) => {
+                    events.extend(t.recv.iter().chain(&t.send).map(|c| c.id));
+                    stages.extend(t.stages.iter().map(|st| (section.id, Some(t.id), st.id)));
+                }
+            }
+        }
+    }
+    for (i, n) in measurements.nodes.iter().enumerate() {
+        let keys = (n.stages.iter().map(|s| s.key).enumerate())
+            .map(|(k, key)| ("stages", k, key))
+            .chain(
+                n.io.iter()
+                    .map(|x| x.key)
+                    .enumerate()
+                    .map(|(k, key)| ("io", k, key)),
+            );
+        for (field, k, key) in keys {
+            if !stages.contains(&(key.section, key.tile, key.stage)) {
+                let tile = key.tile.map_or(String::new(), |t| format!(" tile {t}"));
+                bail!(
+                    "`{mf}`: field `nodes[{i}].{field}[{k}]` names section {}{tile} stage {}, \
+                     which solver `{}` in `{sf}` does not have",
+                    key.section,
+                    key.stage,
+                    solver.name
+                );
+            }
+        }
+        for (k, e) in n.events.iter().enumerate() {
+            if !events.contains(&e.event) {
+                bail!(
+                    "`{mf}`: field `nodes[{i}].events[{k}]` names event {}, which solver `{}` \
+                     in `{sf}` does not have",
+                    e.event,
+                    solver.name
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The three model inputs, read from their files.
 pub struct Inputs {
     pub structure: Structure,
@@ -58,8 +185,11 @@ impl Inputs {
         measurements: &Path,
         cluster: Option<&Path>,
     ) -> anyhow::Result<Inputs> {
-        let structure: Structure = read_json(structure)?;
-        let measurements: Measurements = read_json(measurements)?;
+        let structure_file = structure;
+        let measurements_file = measurements;
+        let structure: Structure = read_json(structure_file)?;
+        let measurements: Measurements = read_json(measurements_file)?;
+        consistent(&structure, structure_file, &measurements, measurements_file)?;
         let cluster = match cluster {
             Some(path) => ClusterSpec::load(path)?,
             None => measurements.cluster.clone(),

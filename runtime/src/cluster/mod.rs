@@ -66,6 +66,52 @@ impl ClusterSpec {
         Self::from_toml_str(&text, path)
     }
 
+    /// Checks an expanded description (as the JSON files carry it) against the rules
+    /// `cluster.toml` is parsed by: a positive finite CPU power, at least one byte of memory,
+    /// positive disk and network rates, latencies not negative, at least one node. The error
+    /// is the field and what is wrong with it: (`nodes[1].cpu`, `is 0, expected a positive
+    /// number`).
+    pub fn check(&self) -> Result<(), (String, String)> {
+        if self.nodes.is_empty() {
+            return Err((
+                "nodes".into(),
+                "is empty, expected at least one node".into(),
+            ));
+        }
+        let positive = |field: String, x: f64| {
+            if x.is_finite() && x > 0.0 || x == UNTHROTTLED_BPS {
+                Ok(())
+            } else {
+                Err((field, format!("is {x}, expected a positive number")))
+            }
+        };
+        let not_negative = |field: String, x: f64| {
+            if x.is_finite() && x >= 0.0 {
+                Ok(())
+            } else {
+                Err((
+                    field,
+                    format!("is {x}, expected a number of seconds, 0 or more"),
+                ))
+            }
+        };
+        positive("network.bandwidth_bps".into(), self.network.bandwidth_bps)?;
+        not_negative("network.latency_s".into(), self.network.latency_s)?;
+        for (i, n) in self.nodes.iter().enumerate() {
+            positive(format!("nodes[{i}].cpu"), n.cpu)?;
+            if n.memory_bytes == 0 {
+                return Err((
+                    format!("nodes[{i}].memory_bytes"),
+                    "is 0, expected at least one byte".into(),
+                ));
+            }
+            positive(format!("nodes[{i}].disk_read_bps"), n.disk_read_bps)?;
+            positive(format!("nodes[{i}].disk_write_bps"), n.disk_write_bps)?;
+            not_negative(format!("nodes[{i}].disk_latency_s"), n.disk_latency_s)?;
+        }
+        Ok(())
+    }
+
     /// The cluster used when no `--cluster` is given: `ranks` identical nodes that are this
     /// machine (CPU power 1.0), with unbounded memory and no emulated disk or network cost.
     pub fn this_machine(ranks: usize) -> ClusterSpec {
