@@ -284,6 +284,25 @@ fn load_crate(dir: &Path, program: &mut Program, diags: &mut Diagnostics) {
             manifest_path.display()
         );
         loader.diags.push(Diagnostic::error(msg, None));
+        return;
+    }
+    // A solver named in mheta.toml that names no function would be ignored in silence, and the
+    // heuristic would pick another loop (or none) instead.
+    for entry in &program.config.solver.functions {
+        let named = program
+            .functions
+            .iter()
+            .any(|f| crate::config::names(entry, &f.path));
+        if !named {
+            diags.push(Diagnostic::error(
+                format!(
+                    "`{}`: [solver] functions names `{entry}`, but the crate has no function \
+                     with that name or path",
+                    dir.join("mheta.toml").display()
+                ),
+                None,
+            ));
+        }
     }
 }
 

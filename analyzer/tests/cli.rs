@@ -202,3 +202,76 @@ fn deeply_nested_expressions_are_analysed_not_a_stack_overflow() {
         assert_eq!(analyse(name, &expr), plain, "{name}");
     }
 }
+
+#[test]
+fn a_solver_named_in_mheta_toml_that_is_not_there_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("Cargo.toml"),
+        "[package]\nname = \"named\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    )
+    .unwrap();
+    std::fs::copy(
+        fixtures().join("jacobi_rsmpi.rs"),
+        dir.path().join("src/main.rs"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("mheta.toml"),
+        "[solver]\nfunctions = [\"main\", \"sovle\"]\n",
+    )
+    .unwrap();
+    let out = mheta(&["analyze", dir.path().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("mheta.toml`: [solver] functions names `sovle`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("names `main`"), "{stderr}");
+}
+
+#[test]
+fn degenerate_inputs_to_the_other_subcommands_are_errors() {
+    // A study whose fixtures directory does not exist fails at once, before any case.
+    let out = mheta(&[
+        "study",
+        "--out",
+        std::env::temp_dir()
+            .join("mheta-no-study")
+            .to_str()
+            .unwrap(),
+        "--fixtures-dir",
+        "/nonexistent",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("has no `clusters/` directory"), "{stderr}");
+    // A tune document without distributions has nothing to report.
+    let dir = tempfile::tempdir().unwrap();
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/tune-document.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data).unwrap()).unwrap();
+    doc["distributions"] = serde_json::json!([]);
+    std::fs::write(dir.path().join("tune.json"), doc.to_string()).unwrap();
+    let out = mheta(&["report", dir.path().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("field `distributions` is empty"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("index.html").exists());
+    // Zero rows is refused by the argument parser.
+    let out = mheta(&[
+        "tune",
+        "fixtures/jacobi",
+        "--cluster",
+        "fixtures/clusters/dc-2.toml",
+        "--rows",
+        "0",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--rows"), "{stderr}");
+}

@@ -165,7 +165,7 @@ pub struct Args {
     #[arg(long, value_name = "SPEC", default_value = "block")]
     pub distribution: DistributionSpec,
     /// Rows S of the distributed dimension [default: the sum of explicit row counts].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub rows: Option<u64>,
     /// Iterations of the main loop.
     #[arg(long, value_name = "K", default_value_t = 10)]

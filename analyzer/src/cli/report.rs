@@ -6,7 +6,7 @@ pub mod svg;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
+use anyhow::{bail, Context as _};
 
 use super::tune::document::TuneDocument;
 
@@ -25,6 +25,12 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<()> {
             args.dir.display()
         )
     })?;
+    if doc.distributions.is_empty() {
+        bail!(
+            "`{}`: field `distributions` is empty: there is nothing to report",
+            args.dir.join("tune.json").display()
+        );
+    }
     write(&args.dir, &doc)?;
     super::stdout(&format!("{}\n", args.dir.join("index.html").display()))?;
     Ok(())

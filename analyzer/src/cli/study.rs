@@ -176,17 +176,35 @@ pub fn run(args: &StudyArgs) -> anyhow::Result<()> {
             FAMILIES.join(", ")
         );
     }
+    // Every case would fail the same way: say it once, before anything runs.
+    let clusters = args.fixtures_dir.join("clusters");
+    if !clusters.is_dir() {
+        bail!(
+            "--fixtures-dir `{}` has no `clusters/` directory (the fixture crates and their \
+             cluster descriptions live in the repository's `fixtures/`)",
+            args.fixtures_dir.display()
+        );
+    }
+    for fixture in &fixtures {
+        let manifest = args.fixtures_dir.join(fixture.name).join("Cargo.toml");
+        if !manifest.is_file() {
+            bail!("--fixtures-dir: no fixture crate `{}`", manifest.display());
+        }
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create `{}`", args.out.display()))?;
     let mheta = std::env::current_exe().context("cannot find the mheta executable")?;
     // Cases of an earlier study in the same directory stay (a partial re-run replaces only the
     // cases it runs), so the table can be built up setting by setting.
     let mut cases = earlier_cases(&args.out)?;
+    let (mut ran, mut failed) = (0, 0);
     for &(clock, ranks) in &settings {
         for fixture in &fixtures {
             for family in &families {
                 let case = run_case(&mheta, args, clock, ranks, fixture, family);
                 eprintln!("study: {}", case.line());
+                ran += 1;
+                failed += usize::from(matches!(case.outcome, Outcome::Failed { .. }));
                 match cases.iter_mut().find(|c| c.same_case(&case)) {
                     Some(earlier) => *earlier = case,
                     None => cases.push(case),
@@ -199,6 +217,9 @@ pub fn run(args: &StudyArgs) -> anyhow::Result<()> {
         "study: table written to {}",
         args.out.join("README.md").display()
     );
+    if failed > 0 {
+        bail!("{failed} of the {ran} cases run failed (their rows in the table say why)");
+    }
     Ok(())
 }
 

@@ -69,7 +69,7 @@ pub struct TuneArgs {
     #[arg(long, value_enum, default_value_t = ClockMode::Wall)]
     pub clock: ClockMode,
     /// Rows S of the distributed dimension [default: the program's].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub rows: Option<u64>,
     /// Iterations of every compared run [default: per distribution, enough that each run's
     /// steady state (warm-up left out) lasts at least 0.2 s by the model's prediction, and at
