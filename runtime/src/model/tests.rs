@@ -465,12 +465,9 @@ fn multi_node_reduction_orders_the_roots_sends() {
     assert!(close(p.synchronized[2].total_s, 1.18));
 }
 
-#[test]
-fn sections_chain_as_per_node_clocks_section_5_3_4() {
-    // Section 0 as in the Eq. 5.3 test ends at T_σ = (1.03, 1.13). Section 1: T_τ = (0.2, 0.1),
-    // so T_→(i, 0, 1) = Σ_{j<1} T_σ(i, j) + T_τ(i, 1) + O_→: node 1 sends at 1.13 + 0.1 + 0.01 = 1.24.
-    // Root (clock 1.23): T_w(0) = 1.24 + 0.1 − 1.23 = 0.11; T_Υ(0) = 0.11 + 0.02 + 0.01 = 0.14 → 1.37.
-    // T_α(1) = 1.23 + 0.14 + 0.1 = 1.47; T_Υ(1) = 0.01 + (1.47 − 1.24) + 0.02 = 0.26 → 1.49.
+/// Two nodes of 10 rows: the Eq. 5.3 pair's exchange (T_τ = (1.0, 0.5)), then a section of
+/// T_τ = (0.2, 0.1) closed by a reduction to node 0.
+fn exchange_then_reduction() -> Case {
     let mut c = Case::new(&[10, 10]);
     c.section(
         true,
@@ -479,7 +476,19 @@ fn sections_chain_as_per_node_clocks_section_5_3_4() {
         None,
     )
     .section(true, &[0.2, 0.1], Some((Pattern::Reduction, &["0"])), None);
-    let p = c.model().predict(&[10, 10]).unwrap();
+    c
+}
+
+#[test]
+fn sections_chain_as_per_node_clocks_section_5_3_4() {
+    // Section 0 as in the Eq. 5.3 test ends at T_σ = (1.03, 1.13). Section 1: T_τ = (0.2, 0.1),
+    // so T_→(i, 0, 1) = Σ_{j<1} T_σ(i, j) + T_τ(i, 1) + O_→: node 1 sends at 1.13 + 0.1 + 0.01 = 1.24.
+    // Root (clock 1.23): T_w(0) = 1.24 + 0.1 − 1.23 = 0.11; T_Υ(0) = 0.11 + 0.02 + 0.01 = 0.14 → 1.37.
+    // T_α(1) = 1.23 + 0.14 + 0.1 = 1.47; T_Υ(1) = 0.01 + (1.47 − 1.24) + 0.02 = 0.26 → 1.49.
+    let p = exchange_then_reduction()
+        .model()
+        .predict(&[10, 10])
+        .unwrap();
     assert!(close(p.synchronized[0].total_s, 1.37), "{p:?}");
     assert!(close(p.synchronized[1].total_s, 1.49));
     assert!(close(p.synchronized_s, 1.49));
@@ -535,15 +544,10 @@ fn the_steady_state_starts_each_iteration_where_the_last_one_left_each_node() {
     // releases at 2.73, ends 2.74; node 1 receives at 2.84 and ends 2.86. Offsets (0, 0.12)
     // repeat: period 1.37, where the synchronized iteration took 1.49. Node 1 spends
     // 2.50 − 1.49 = 1.01 in section 0 and 0.36 in section 1.
-    let mut c = Case::new(&[10, 10]);
-    c.section(
-        true,
-        &[1.0, 0.5],
-        Some((Pattern::NearestNeighbor, &["rank - 1", "rank + 1"])),
-        None,
-    )
-    .section(true, &[0.2, 0.1], Some((Pattern::Reduction, &["0"])), None);
-    let p = c.model().predict(&[10, 10]).unwrap();
+    let p = exchange_then_reduction()
+        .model()
+        .predict(&[10, 10])
+        .unwrap();
     assert!(close(p.synchronized_s, 1.49), "{p:?}");
     assert!(close(p.iteration_s, 1.37), "{p:?}");
     assert!(close(p.section_time(0, 1), 1.01), "{p:?}");
