@@ -129,6 +129,45 @@ fn other_element_types_round_trip() {
 }
 
 #[test]
+fn a_written_block_whose_file_disappears_is_an_error_not_zeros() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = plain(dir.path());
+    let mut a = fixed::<f64>(&s, "A", 4, 2, Placement::OutOfCore { icla_rows: 2 });
+    a.write_block(0, &[1.0, 2.0, 3.0, 4.0]).unwrap();
+    a.write_block(1, &[5.0, 6.0, 7.0, 8.0]).unwrap();
+    std::fs::remove_file(a.block_path(1)).unwrap();
+    let err = a.read_block(1).unwrap_err().to_string();
+    assert!(
+        err.contains("1.blk") && err.contains("disappeared"),
+        "{err}"
+    );
+    // Through a prefetch too.
+    std::fs::remove_file(a.block_path(0)).unwrap();
+    let err = match a.prefetch_block(0) {
+        Err(e) => e,
+        Ok(()) => a.wait().unwrap_err(),
+    }
+    .to_string();
+    assert!(
+        err.contains("0.blk") && err.contains("disappeared"),
+        "{err}"
+    );
+    // Blocks kept from before a reopen count as written.
+    let mut b = fixed::<f64>(&s, "B", 4, 2, Placement::OutOfCore { icla_rows: 2 });
+    b.write_block(0, &[1.0; 4]).unwrap();
+    drop(b);
+    let mut b = fixed::<f64>(
+        &plain(dir.path()),
+        "B",
+        4,
+        2,
+        Placement::OutOfCore { icla_rows: 2 },
+    );
+    std::fs::remove_file(b.block_path(0)).unwrap();
+    assert!(b.read_block(0).is_err());
+}
+
+#[test]
 fn zero_rows_and_bad_arguments_are_errors_not_panics() {
     let dir = tempfile::tempdir().unwrap();
     let s = plain(dir.path());

@@ -77,6 +77,9 @@ pub struct OocArray<T: Element> {
     worker: Option<Worker<T>>,
     stats: IoStats,
     fault: Option<WriteFault>,
+    /// Per block: whether its file was written (by this array or before a reopen). A block
+    /// never written reads as zeros; a written one whose file is gone is an error.
+    written: Vec<bool>,
 }
 
 impl<T: Element> OocArray<T> {
@@ -89,7 +92,7 @@ impl<T: Element> OocArray<T> {
             path: dir.clone(),
             source,
         })?;
-        remove_leftover_temps(&dir)?;
+        let written = open_directory(&dir)?;
         let placement = OnceCell::new();
         if let Some(fixed) = spec.placement {
             let _ = placement.set(fixed);
@@ -108,6 +111,7 @@ impl<T: Element> OocArray<T> {
             file_bytes: Vec::new(),
             copy: Vec::new(),
             pending: None,
+            written,
             worker: None,
             stats: IoStats::default(),
             fault: None,
@@ -209,6 +213,10 @@ impl<T: Element> OocArray<T> {
             &mut self.file_bytes,
             self.fault.take(),
         )?;
+        if self.written.len() <= i {
+            self.written.resize(i + 1, false);
+        }
+        self.written[i] = true;
         let bytes = shape.payload_bytes() as u64;
         self.emulate(self.disk().write_seconds(bytes), begin);
         self.record(IoKind::Write, bytes, begin);
@@ -255,6 +263,7 @@ impl<T: Element> OocArray<T> {
             path: self.block_path(i),
             shape: self.shape(i),
             buffer: std::mem::take(&mut self.ahead),
+            written: self.was_written(i),
         };
         let bytes = job.shape.payload_bytes() as u64;
         let done_at = begin + self.disk().read_seconds(bytes);
@@ -334,6 +343,10 @@ impl<T: Element> OocArray<T> {
         self.fault = Some(fault);
     }
 
+    fn was_written(&self, i: usize) -> bool {
+        self.written.get(i).copied().unwrap_or(false)
+    }
+
     /// The file holding block `i` (for tests and error reports).
     pub fn block_path(&self, i: usize) -> PathBuf {
         self.dir.join(format!("{i}.blk"))
@@ -344,7 +357,8 @@ impl<T: Element> OocArray<T> {
         let shape = self.shape(i);
         let path = self.block_path(i);
         let begin = clock::now();
-        read_block_file(&path, shape, &mut self.file_bytes)?;
+        let written = self.was_written(i);
+        read_block_file(&path, shape, &mut self.file_bytes, written)?;
         buffer.resize(self.block_len(i), T::default());
         decode(&self.file_bytes[HEADER_BYTES..], buffer);
         let bytes = shape.payload_bytes() as u64;
@@ -441,7 +455,9 @@ impl<T: Element> OocArray<T> {
 }
 
 /// Remove `*.tmp` files a crash left in an array directory.
-fn remove_leftover_temps(dir: &std::path::Path) -> Result<(), OocError> {
+/// Removes the temporary files a crash left in an array's directory and returns, per block
+/// index, whether its block file exists (blocks kept from before a reopen count as written).
+fn open_directory(dir: &std::path::Path) -> Result<Vec<bool>, OocError> {
     let io = |action: &'static str, path: PathBuf| {
         move |source| OocError::Io {
             action,
@@ -449,11 +465,22 @@ fn remove_leftover_temps(dir: &std::path::Path) -> Result<(), OocError> {
             source,
         }
     };
+    let mut written = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io("list", dir.to_path_buf()))? {
         let path = entry.map_err(io("list", dir.to_path_buf()))?.path();
         if path.extension().is_some_and(|e| e == "tmp") {
             std::fs::remove_file(&path).map_err(io("remove leftover", path.clone()))?;
+        } else if path.extension().is_some_and(|e| e == "blk") {
+            let index = path
+                .file_stem()
+                .and_then(|s| s.to_str()?.parse::<usize>().ok());
+            if let Some(i) = index {
+                if written.len() <= i {
+                    written.resize(i + 1, false);
+                }
+                written[i] = true;
+            }
         }
     }
-    Ok(())
+    Ok(written)
 }

@@ -135,15 +135,22 @@ fn sync_dir(path: &Path) -> Result<(), OocError> {
 }
 
 /// Read the block at `path` into `payload` (resized to the shape's payload). A block never
-/// written reads as zeros; returns whether the file existed.
+/// written reads as zeros; one that was (`written`) and whose file is gone is an error, never
+/// zeros. Returns whether the file existed.
 pub(crate) fn read_block_file(
     path: &Path,
     shape: BlockShape,
     file_bytes: &mut Vec<u8>,
+    written: bool,
 ) -> Result<bool, OocError> {
     file_bytes.clear();
     let mut file = match File::open(path) {
         Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && written => {
+            return Err(OocError::Missing {
+                path: path.to_path_buf(),
+            })
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             file_bytes.resize(HEADER_BYTES + shape.payload_bytes(), 0);
             return Ok(false);
@@ -224,12 +231,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("0.blk");
         let mut scratch = Vec::new();
-        assert!(!read_block_file(&path, SHAPE, &mut scratch).unwrap());
+        assert!(!read_block_file(&path, SHAPE, &mut scratch, false).unwrap());
         assert_eq!(&scratch[HEADER_BYTES..], &[0; 6]);
         write_block_file(&path, SHAPE, &[1, 2, 3, 4, 5, 6], &mut Vec::new(), None).unwrap();
-        assert!(read_block_file(&path, SHAPE, &mut scratch).unwrap());
+        assert!(read_block_file(&path, SHAPE, &mut scratch, false).unwrap());
         assert_eq!(&scratch[HEADER_BYTES..], &[1, 2, 3, 4, 5, 6]);
         assert!(!temp_path(&path).exists());
+        // Once written, a block whose file disappears is an error naming the file.
+        std::fs::remove_file(&path).unwrap();
+        let err = read_block_file(&path, SHAPE, &mut scratch, true).unwrap_err();
+        assert!(matches!(err, OocError::Missing { .. }), "{err}");
+        assert!(err.to_string().contains("0.blk"), "{err}");
     }
 
     #[test]
@@ -240,7 +252,7 @@ mod tests {
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[HEADER_BYTES + 2] ^= 0xff;
         std::fs::write(&path, &bytes).unwrap();
-        let err = read_block_file(&path, SHAPE, &mut Vec::new()).unwrap_err();
+        let err = read_block_file(&path, SHAPE, &mut Vec::new(), true).unwrap_err();
         assert!(err.to_string().contains("checksum"), "{err}");
         assert!(
             err.to_string().contains(&path.display().to_string()),
@@ -249,7 +261,7 @@ mod tests {
 
         let other = BlockShape { rows: 1, ..SHAPE };
         write_block_file(&path, SHAPE, &[0; 6], &mut Vec::new(), None).unwrap();
-        let err = read_block_file(&path, other, &mut Vec::new()).unwrap_err();
+        let err = read_block_file(&path, other, &mut Vec::new(), true).unwrap_err();
         assert!(err.to_string().contains("expected 1 rows"), "{err}");
     }
 }

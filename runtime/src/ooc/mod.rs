@@ -39,6 +39,11 @@ pub enum OocError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "block file {} was written and has disappeared (removed while the program ran?)",
+        path.display()
+    )]
+    Missing { path: PathBuf },
     #[error("block file {} is corrupt: {reason}", path.display())]
     Corrupt { path: PathBuf, reason: String },
     #[error("array `{array}`: block {block} is out of range (the array has {blocks} blocks)")]

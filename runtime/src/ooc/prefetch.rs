@@ -18,6 +18,8 @@ pub(crate) struct Job<T> {
     pub path: PathBuf,
     pub shape: BlockShape,
     pub buffer: Vec<T>,
+    /// Whether the block was written (its file must then exist).
+    pub written: bool,
 }
 
 /// A finished job: the filled buffer (returned even on error, so it is reused).
@@ -97,7 +99,7 @@ impl<T: Element> Worker<T> {
 }
 
 fn read_into<T>(job: &Job<T>, scratch: &mut Vec<u8>) -> Result<(), OocError> {
-    read_block_file(&job.path, job.shape, scratch).map(|_| ())
+    read_block_file(&job.path, job.shape, scratch, job.written).map(|_| ())
 }
 
 impl<T: Element> Drop for Worker<T> {
