@@ -275,3 +275,42 @@ fn degenerate_inputs_to_the_other_subcommands_are_errors() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--rows"), "{stderr}");
 }
+
+#[test]
+fn messages_say_what_is_wrong() {
+    let out = mheta(&["analyze", "/nonexistent/solver.rs"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`/nonexistent/solver.rs` does not exist"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no iterative loop"), "{stderr}");
+    for bad in ["0", "100000000"] {
+        let out = mheta(&["bench", "--nodes", bad]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("not a node count from 1 to 65536"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn an_os_error_is_said_once() {
+    let out = mheta(&[
+        "analyze",
+        fixtures().join("jacobi_rsmpi.rs").to_str().unwrap(),
+        "--out",
+        "/nonexistent/structure.json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("/nonexistent/structure.json"), "{stderr}");
+}

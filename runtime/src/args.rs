@@ -67,6 +67,19 @@ impl FromStr for DistributionSpec {
             {
                 DistributionSpec::Rows(t.parse::<Distribution>().map_err(|e| e.to_string())?.rows)
             }
+            // A list with an entry that is not a whole number of rows (`-5,2005`, `1.5,2`),
+            // unless a file of that name exists.
+            _ if t.contains(',') && !std::path::Path::new(t).exists() => {
+                let bad = t
+                    .split(',')
+                    .map(str::trim)
+                    .find(|e| e.parse::<u64>().is_err())
+                    .unwrap_or_default();
+                return Err(format!(
+                    "`{t}` is neither a file nor a list of row counts: `{bad}` is not a whole \
+                     number of rows (0 or more)"
+                ));
+            }
             _ => DistributionSpec::File(PathBuf::from(t)),
         })
     }
@@ -302,7 +315,17 @@ mod tests {
             Ok(DistributionSpec::File("dist.txt".into()))
         );
         assert!("1,,2".parse::<DistributionSpec>().is_err());
+        // A list with a negative or fractional entry says which entry, not "no such file".
+        let err = "-5,2005".parse::<DistributionSpec>().unwrap_err();
+        assert!(err.contains("`-5` is not a whole number of rows"), "{err}");
+        let err = "1.5,2".parse::<DistributionSpec>().unwrap_err();
+        assert!(err.contains("`1.5`"), "{err}");
         assert!(Args::try_parse_from(["p", "--clock", "sundial"]).is_err());
+        // Zero rows is not a problem size.
+        let err = Args::try_parse_from(["p", "--rows", "0"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--rows"), "{err}");
     }
 
     #[test]

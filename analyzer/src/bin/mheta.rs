@@ -56,9 +56,27 @@ fn main() -> ExitCode {
         Err(e) => {
             match e.downcast_ref::<Reported>() {
                 Some(r) => eprintln!("error: {r}"),
-                None => eprintln!("error: {e:#}"),
+                None => eprintln!("error: {}", describe(&e)),
             }
             ExitCode::from(1)
         }
     }
+}
+
+/// The error and its causes joined by `: ` (as `{:#}` does), leaving out a cause whose text the
+/// message already holds: errors that print their source, and also return it as their
+/// `source()`, said "No such file or directory (os error 2)" twice.
+fn describe(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }

@@ -24,6 +24,9 @@ pub struct AnalyzeArgs {
 }
 
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<()> {
+    if !args.path.exists() {
+        anyhow::bail!("`{}` does not exist", args.path.display());
+    }
     let options = crate::Options { trace: args.trace };
     let analysis = crate::analyze_path(&args.path, &options);
     if args.trace {

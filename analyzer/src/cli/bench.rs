@@ -13,9 +13,22 @@ pub struct BenchArgs {
     /// Time budget of every search run, e.g. `1s`.
     #[arg(long, default_value = "1s", value_parser = super::parse_budget)]
     pub budget: Duration,
-    /// Node counts to benchmark.
-    #[arg(long, value_delimiter = ',', default_values_t = [8usize, 64, 128, 1024])]
+    /// Node counts to benchmark (each 1 to 65536).
+    #[arg(long, value_delimiter = ',', default_values_t = [8usize, 64, 128, 1024], value_parser = parse_nodes)]
     pub nodes: Vec<usize>,
+}
+
+/// The most nodes `--nodes` takes: every synthetic workload allocates per node and per row, and
+/// 100,000,000 nodes asked for 19 GB before failing.
+const MAX_NODES: usize = 65_536;
+
+fn parse_nodes(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_NODES).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{text}` is not a node count from 1 to {MAX_NODES}"
+        )),
+    }
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
