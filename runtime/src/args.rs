@@ -70,14 +70,17 @@ impl FromStr for DistributionSpec {
             // A list with an entry that is not a whole number of rows (`-5,2005`, `1.5,2`),
             // unless a file of that name exists.
             _ if t.contains(',') && !std::path::Path::new(t).exists() => {
-                let bad = t
+                let entry = match t
                     .split(',')
                     .map(str::trim)
                     .find(|e| e.parse::<u64>().is_err())
-                    .unwrap_or_default();
+                {
+                    Some("") | None => "an entry is empty".to_string(),
+                    Some(bad) => format!("`{bad}` is not a whole number of rows (0 or more)"),
+                };
                 return Err(format!(
-                    "`{t}` is neither a file nor a list of row counts: `{bad}` is not a whole \
-                     number of rows (0 or more)"
+                    "is not block, balanced, in-core, in-core-balanced, row counts `r0,r1,..` or \
+                     a readable file: {entry}"
                 ));
             }
             _ => DistributionSpec::File(PathBuf::from(t)),
@@ -318,6 +321,8 @@ mod tests {
         // A list with a negative or fractional entry says which entry, not "no such file".
         let err = "-5,2005".parse::<DistributionSpec>().unwrap_err();
         assert!(err.contains("`-5` is not a whole number of rows"), "{err}");
+        let err = "3,,x".parse::<DistributionSpec>().unwrap_err();
+        assert!(err.contains("an entry is empty"), "{err}");
         let err = "1.5,2".parse::<DistributionSpec>().unwrap_err();
         assert!(err.contains("`1.5`"), "{err}");
         assert!(Args::try_parse_from(["p", "--clock", "sundial"]).is_err());
