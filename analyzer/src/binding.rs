@@ -245,8 +245,16 @@ impl Env {
 
     /// The communication call a method call is, if its receiver is a communicator value.
     pub fn comm_call(&self, m: &syn::ExprMethodCall, text: &Text<'_>) -> Option<CallSite> {
-        let receiver = self.value_of(&m.receiver, text)?;
         let name = m.method.to_string();
+        // Only a catalogued method can be a communication call: any other is answered without
+        // evaluating its receiver (every call of a chain of n `.clone()`s did: quadratic).
+        if [Family::Mpi, Family::Runtime]
+            .into_iter()
+            .all(|f| catalogue::method(f, &name).is_none())
+        {
+            return None;
+        }
+        let receiver = self.value_of(&m.receiver, text)?;
         let entry = match receiver.kind {
             ValueKind::Communicator | ValueKind::Process | ValueKind::Context => {
                 catalogue::method(receiver.family, &name)

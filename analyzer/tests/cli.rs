@@ -193,11 +193,13 @@ fn deeply_nested_expressions_are_analysed_not_a_stack_overflow() {
     let sum = vec!["new"; 30_000].join(" + ");
     // A chain of calls was also quadratic to analyse (every call re-walked the chain below it).
     let chain = format!("new{}", ".abs()".repeat(20_000));
+    let clones = format!("new{}", ".clone()".repeat(20_000));
     for (name, expr) in [
         ("parens", parens),
         ("blocks", blocks),
         ("sum", sum),
         ("chain", chain),
+        ("clones", clones),
     ] {
         assert_eq!(analyse(name, &expr), plain, "{name}");
     }

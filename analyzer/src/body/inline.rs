@@ -51,14 +51,14 @@ impl Builder<'_, '_> {
                 candidates.first().copied()
             }
             UserCall::Method(m) => {
+                // The crate's own methods of that name first: a method no function of the crate
+                // is named after needs no look at its receiver (which walks the chain below it).
+                let name = m.method.to_string();
+                let by_name = self.program.by_name.get(&name)?;
                 if self.env.value_of(&m.receiver, &self.text).is_some() {
                     return None;
                 }
-                let name = m.method.to_string();
-                let candidates: Vec<usize> = self
-                    .program
-                    .by_name
-                    .get(&name)?
+                let candidates: Vec<usize> = by_name
                     .iter()
                     .copied()
                     .filter(|&i| fns[i].sig.receiver().is_some())
