@@ -186,18 +186,22 @@ impl Model {
         out.begin_pass();
         self.run_steps(0, self.program.len(), rows, out, 0);
         out.end_synchronized_pass();
+        let mut since_anchor = 0;
         for pass in 1..=STEADY_PASSES {
             if out.ends_as_it_began() {
-                out.settle(true);
+                out.settle(None);
                 return Ok(());
             }
             if pass == STEADY_PASSES / 2 {
                 out.anchor();
+                since_anchor = 0;
             }
             out.begin_pass();
             self.run_steps(0, self.program.len(), rows, out, 0);
+            since_anchor += 1;
         }
-        out.settle(out.ends_as_it_began());
+        let repeated = out.ends_as_it_began();
+        out.settle((!repeated).then_some(since_anchor));
         Ok(())
     }
 

@@ -64,16 +64,56 @@ pub struct Prediction {
     /// The nodes before a conditional event, to charge it at its frequency.
     #[serde(skip)]
     pub(crate) before_event: Vec<NodeBreakdown>,
-    /// Per group depth: the state at the start of the current pass and of the previous one.
+    /// Per group depth, and for the main loop's own iterations at [`MAIN_LOOP`]: the state at
+    /// the start of the current pass, and the clocks at the start of the previous one.
     #[serde(skip)]
-    snapshots: Vec<(Vec<NodeBreakdown>, Vec<f64>, Vec<NodeBreakdown>)>,
-    /// The state (nodes, sections) when the current iteration of the whole program began.
+    snapshots: Vec<(State, Vec<NodeBreakdown>)>,
+    /// The state from which a steady state that never repeats exactly is averaged.
     #[serde(skip)]
-    pass_start: (Vec<NodeBreakdown>, Vec<f64>),
-    /// The state from which a steady state that never repeats exactly is averaged, and the
-    /// iterations run since.
-    #[serde(skip)]
-    anchor: (Vec<NodeBreakdown>, Vec<f64>, u32),
+    anchor: State,
+}
+
+/// The snapshot slot of the main loop's iterations, outside every repeated group.
+const MAIN_LOOP: usize = MAX_GROUP_DEPTH;
+
+/// The nodes and per-section times at one moment of an evaluation.
+#[derive(Debug, Clone, Default)]
+struct State {
+    nodes: Vec<NodeBreakdown>,
+    sections: Vec<f64>,
+}
+
+impl State {
+    fn copy(&mut self, nodes: &[NodeBreakdown], sections: &[f64]) {
+        self.nodes.clear();
+        self.nodes.extend_from_slice(nodes);
+        self.sections.clear();
+        self.sections.extend_from_slice(sections);
+    }
+}
+
+impl NodeBreakdown {
+    /// Every field `f(self's, other's)`.
+    fn zip_with(self, other: &NodeBreakdown, f: impl Fn(f64, f64) -> f64) -> NodeBreakdown {
+        NodeBreakdown {
+            total_s: f(self.total_s, other.total_s),
+            compute_s: f(self.compute_s, other.compute_s),
+            io_s: f(self.io_s, other.io_s),
+            overhead_s: f(self.overhead_s, other.overhead_s),
+            blocked_s: f(self.blocked_s, other.blocked_s),
+        }
+    }
+}
+
+/// Whether two sets of node clocks have the same offsets from their earliest clock, to
+/// `tolerance` seconds.
+fn same_offsets(a: &[NodeBreakdown], b: &[NodeBreakdown], tolerance: f64) -> bool {
+    let earliest = |v: &[NodeBreakdown]| v.iter().map(|n| n.total_s).fold(f64::INFINITY, f64::min);
+    let (min_a, min_b) = (earliest(a), earliest(b));
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| ((x.total_s - min_a) - (y.total_s - min_b)).abs() <= tolerance)
 }
 
 /// Per call of a [`super::comm::Schedule`]: when its message left (sends); per node: the next
@@ -118,11 +158,7 @@ impl Prediction {
 
     /// Marks the start of an iteration of the whole program.
     pub(crate) fn begin_pass(&mut self) {
-        self.pass_start.0.clear();
-        self.pass_start.0.extend_from_slice(&self.nodes);
-        self.pass_start.1.clear();
-        self.pass_start.1.extend_from_slice(&self.section_s);
-        self.anchor.2 += 1;
+        self.snapshot(MAIN_LOOP);
     }
 
     /// After the first iteration, which began with every clock at 0: keeps it as the seed's.
@@ -135,46 +171,30 @@ impl Prediction {
 
     /// Averages the steady state from here on, unless an iteration repeats first.
     pub(crate) fn anchor(&mut self) {
-        self.anchor.0.clear();
-        self.anchor.0.extend_from_slice(&self.nodes);
-        self.anchor.1.clear();
-        self.anchor.1.extend_from_slice(&self.section_s);
-        self.anchor.2 = 0;
+        self.anchor.copy(&self.nodes, &self.section_s);
     }
 
     /// Did the iteration just run end with the same offsets between node clocks as it began
     /// with (to 1e-9 of its length)? Then every later iteration repeats it.
     pub(crate) fn ends_as_it_began(&self) -> bool {
-        let (now, start) = (&self.nodes, &self.pass_start.0);
-        let least = |v: &[NodeBreakdown]| v.iter().map(|n| n.total_s).fold(f64::INFINITY, f64::min);
-        let (min_now, min_start) = (least(now), least(start));
-        let tolerance = 1e-9
-            * (largest_clock(now) - largest_clock(start))
-                .abs()
-                .max(1e-300);
-        now.iter()
-            .zip(start)
-            .all(|(a, b)| ((a.total_s - min_now) - (b.total_s - min_start)).abs() <= tolerance)
+        let start = &self.snapshots[MAIN_LOOP].0.nodes;
+        let length = (largest_clock(&self.nodes) - largest_clock(start)).abs();
+        same_offsets(&self.nodes, start, 1e-9 * length.max(1e-300))
     }
 
-    /// Turns the accumulated clocks into one steady-state iteration: the last iteration when
-    /// it repeats (`repeated`), else the mean of those since [`Prediction::anchor`].
-    pub(crate) fn settle(&mut self, repeated: bool) {
-        let (base_nodes, base_sections, passes) = if repeated {
-            (&self.pass_start.0, &self.pass_start.1, 1)
-        } else {
-            (&self.anchor.0, &self.anchor.1, self.anchor.2.max(1))
+    /// Turns the accumulated clocks into one steady-state iteration: the last iteration, or,
+    /// with `averaged_over: Some(n)`, the mean of the `n` run since [`Prediction::anchor`].
+    pub(crate) fn settle(&mut self, averaged_over: Option<u32>) {
+        let (base, passes) = match averaged_over {
+            None => (&self.snapshots[MAIN_LOOP].0, 1),
+            Some(n) => (&self.anchor, n.max(1)),
         };
         let per = 1.0 / f64::from(passes);
-        self.iteration_s = (largest_clock(&self.nodes) - largest_clock(base_nodes)) * per;
-        for (n, b) in self.nodes.iter_mut().zip(base_nodes) {
-            n.total_s = (n.total_s - b.total_s) * per;
-            n.compute_s = (n.compute_s - b.compute_s) * per;
-            n.io_s = (n.io_s - b.io_s) * per;
-            n.overhead_s = (n.overhead_s - b.overhead_s) * per;
-            n.blocked_s = (n.blocked_s - b.blocked_s) * per;
+        self.iteration_s = (largest_clock(&self.nodes) - largest_clock(&base.nodes)) * per;
+        for (n, b) in self.nodes.iter_mut().zip(&base.nodes) {
+            *n = n.zip_with(b, |now, then| (now - then) * per);
         }
-        for (v, b) in self.section_s.iter_mut().zip(base_sections) {
+        for (v, b) in self.section_s.iter_mut().zip(&base.sections) {
             *v = (*v - b) * per;
         }
     }
@@ -202,11 +222,8 @@ impl Prediction {
         n.total_s += overhead_s + blocked_s + compute_s;
     }
 
-    fn snapshot_slot(
-        &mut self,
-        depth: usize,
-    ) -> &mut (Vec<NodeBreakdown>, Vec<f64>, Vec<NodeBreakdown>) {
-        debug_assert!(depth < MAX_GROUP_DEPTH);
+    fn snapshot_slot(&mut self, depth: usize) -> &mut (State, Vec<NodeBreakdown>) {
+        debug_assert!(depth <= MAIN_LOOP);
         while self.snapshots.len() <= depth {
             self.snapshots.push(Default::default());
         }
@@ -224,12 +241,7 @@ impl Prediction {
     /// the event added.
     pub(crate) fn scale_event(&mut self, frequency: f64) {
         for (n, b) in self.nodes.iter_mut().zip(&self.before_event) {
-            let blend = |after: f64, before: f64| before + frequency * (after - before);
-            n.total_s = blend(n.total_s, b.total_s);
-            n.compute_s = blend(n.compute_s, b.compute_s);
-            n.io_s = blend(n.io_s, b.io_s);
-            n.overhead_s = blend(n.overhead_s, b.overhead_s);
-            n.blocked_s = blend(n.blocked_s, b.blocked_s);
+            *n = n.zip_with(b, |after, before| before + frequency * (after - before));
         }
     }
 
@@ -237,11 +249,7 @@ impl Prediction {
     pub(crate) fn snapshot(&mut self, depth: usize) {
         let nodes = std::mem::take(&mut self.nodes);
         let sections = std::mem::take(&mut self.section_s);
-        let slot = self.snapshot_slot(depth);
-        slot.0.clear();
-        slot.0.extend_from_slice(&nodes);
-        slot.1.clear();
-        slot.1.extend_from_slice(&sections);
+        self.snapshot_slot(depth).0.copy(&nodes, &sections);
         self.nodes = nodes;
         self.section_s = sections;
     }
@@ -249,24 +257,17 @@ impl Prediction {
     /// Remembers this pass's start clocks as the previous pass's.
     pub(crate) fn keep_previous_start(&mut self, depth: usize) {
         let slot = self.snapshot_slot(depth);
-        slot.2.clear();
-        slot.2.extend_from_slice(&slot.0);
+        slot.1.clear();
+        slot.1.extend_from_slice(&slot.0.nodes);
     }
 
     /// Did the pass just run start from the same clock offsets (relative to the earliest
     /// clock) as the pass before it?
     pub(crate) fn same_relative_start(&mut self, depth: usize) -> bool {
         let slot = self.snapshot_slot(depth);
-        let (now, prev) = (&slot.0, &slot.2);
-        if now.len() != prev.len() || now.is_empty() {
-            return false;
-        }
-        let min_now = now.iter().map(|n| n.total_s).fold(f64::INFINITY, f64::min);
-        let min_prev = prev.iter().map(|n| n.total_s).fold(f64::INFINITY, f64::min);
+        let (now, prev) = (&slot.0.nodes, &slot.1);
         let scale = now.iter().map(|n| n.total_s.abs()).fold(1e-300, f64::max);
-        now.iter()
-            .zip(prev)
-            .all(|(a, b)| ((a.total_s - min_now) - (b.total_s - min_prev)).abs() <= 1e-12 * scale)
+        !now.is_empty() && same_offsets(now, prev, 1e-12 * scale)
     }
 
     /// Adds `passes` more copies of the pass just run (from the last snapshot to now).
@@ -274,15 +275,11 @@ impl Prediction {
         if passes <= 0.0 {
             return;
         }
-        let slot = &self.snapshots[depth];
-        for (n, s) in self.nodes.iter_mut().zip(&slot.0) {
-            n.total_s += passes * (n.total_s - s.total_s);
-            n.compute_s += passes * (n.compute_s - s.compute_s);
-            n.io_s += passes * (n.io_s - s.io_s);
-            n.overhead_s += passes * (n.overhead_s - s.overhead_s);
-            n.blocked_s += passes * (n.blocked_s - s.blocked_s);
+        let start = &self.snapshots[depth].0;
+        for (n, s) in self.nodes.iter_mut().zip(&start.nodes) {
+            *n = n.zip_with(s, |now, then| now + passes * (now - then));
         }
-        for (v, s) in self.section_s.iter_mut().zip(&slot.1) {
+        for (v, s) in self.section_s.iter_mut().zip(&start.sections) {
             *v += passes * (*v - s);
         }
     }
