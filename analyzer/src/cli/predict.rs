@@ -56,7 +56,7 @@ fn consistent(
     measurements: &Measurements,
     measurements_file: &Path,
 ) -> anyhow::Result<()> {
-    use mheta_runtime::format::{SectionItem, MEASUREMENTS_SCHEMA, STRUCTURE_SCHEMA};
+    use mheta_runtime::format::{MEASUREMENTS_SCHEMA, STRUCTURE_SCHEMA};
     let (sf, mf) = (structure_file.display(), measurements_file.display());
     if structure.schema != STRUCTURE_SCHEMA {
         bail!(
@@ -102,15 +102,7 @@ fn consistent(
         .cluster
         .check()
         .map_err(|(field, problem)| anyhow::anyhow!("`{mf}`: field `cluster.{field}` {problem}"))?;
-    let solver = structure
-        .solvers
-        .iter()
-        .find(|s| s.name == measurements.structure.solver)
-        .or(match structure.solvers.as_slice() {
-            [only] if measurements.structure.solver.is_empty() => Some(only),
-            _ => None,
-        });
-    let Some(solver) = solver else {
+    let Some(solver) = structure.solver_named(&measurements.structure.solver) else {
         // The model names this error.
         return Ok(());
     };
@@ -121,22 +113,13 @@ fn consistent(
             solver.name
         );
     }
-    let mut stages = std::collections::HashSet::new();
-    let mut events = std::collections::HashSet::new();
-    for section in &solver.sections {
-        events.extend(section.comm.as_ref().map(|c| c.id));
-        for item in &section.items {
-            match item {
-                SectionItem::Stage(st) => {
-                    stages.insert((section.id, None, st.id));
-                }
-                SectionItem::Tiles(t) => {
-                    events.extend(t.recv.iter().chain(&t.send).map(|c| c.id));
-                    stages.extend(t.stages.iter().map(|st| (section.id, Some(t.id), st.id)));
-                }
-            }
-        }
-    }
+    let stages: std::collections::HashSet<_> = (solver.sections.iter())
+        .flat_map(|section| {
+            (section.stages()).map(move |(stage, tile)| (section.id, tile, stage.id))
+        })
+        .collect();
+    let events: std::collections::HashSet<u32> =
+        solver.sections.iter().flat_map(|s| s.event_ids()).collect();
     for (i, n) in measurements.nodes.iter().enumerate() {
         let keys = (n.stages.iter().map(|s| s.key).enumerate())
             .map(|(k, key)| ("stages", k, key))

@@ -315,6 +315,45 @@ impl Structure {
         let json = serde_json::to_string(self).unwrap_or_default();
         format!("{:016x}", fnv1a64(json.as_bytes()))
     }
+
+    /// The solver that measurements naming `name` (`StructureId::solver`) belong to: the one of
+    /// that name, or the only one when the name is empty (a program that embeds no structure).
+    pub fn solver_named(&self, name: &str) -> Option<&Solver> {
+        match self.solvers.iter().find(|s| s.name == name) {
+            Some(s) => Some(s),
+            None => match self.solvers.as_slice() {
+                [only] if name.is_empty() => Some(only),
+                _ => None,
+            },
+        }
+    }
+}
+
+impl Section {
+    /// Every stage of the section, in order, with the tile loop it lies in.
+    pub fn stages(&self) -> impl Iterator<Item = (&Stage, Option<u32>)> {
+        self.items.iter().flat_map(|item| {
+            let (stages, tile) = match item {
+                SectionItem::Stage(s) => (std::slice::from_ref(s), None),
+                SectionItem::Tiles(t) => (t.stages.as_slice(), Some(t.id)),
+            };
+            stages.iter().map(move |s| (s, tile))
+        })
+    }
+
+    /// The ids of the section's events: its closing event, then its tile loops' receives and
+    /// sends.
+    pub fn event_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        let tiles = self.items.iter().flat_map(|item| match item {
+            SectionItem::Tiles(t) => [t.recv.as_ref(), t.send.as_ref()],
+            SectionItem::Stage(_) => [None, None],
+        });
+        self.comm
+            .as_ref()
+            .into_iter()
+            .chain(tiles.flatten())
+            .map(|e| e.id)
+    }
 }
 
 /// 64-bit FNV-1a: a small, dependency-free, stable hash for identities (not for security).

@@ -33,13 +33,10 @@ impl Model {
 }
 
 fn pick_solver<'a>(structure: &'a Structure, name: &str) -> Result<&'a Solver, ModelError> {
-    if let Some(s) = structure.solvers.iter().find(|s| s.name == name) {
-        return Ok(s);
-    }
-    match structure.solvers.as_slice() {
-        [] => Err(ModelError::NoSolver),
-        [only] if name.is_empty() => Ok(only),
-        _ => Err(ModelError::UnknownSolver(name.to_string())),
+    match structure.solver_named(name) {
+        Some(s) => Ok(s),
+        None if structure.solvers.is_empty() => Err(ModelError::NoSolver),
+        None => Err(ModelError::UnknownSolver(name.to_string())),
     }
 }
 
@@ -118,7 +115,7 @@ impl<'a> Builder<'a> {
         }
         let mut uses: HashMap<&str, f64> = HashMap::new();
         for section in &self.solver.sections {
-            for (stage, tile) in stages_of(section) {
+            for (stage, tile) in section.stages() {
                 let key = StageKey {
                     section: section.id,
                     tile,
@@ -645,18 +642,6 @@ fn close_group(program: &mut [Step], at: usize) {
     if let Step::Group { len: l, .. } = &mut program[at] {
         *l = len;
     }
-}
-
-/// Stages of a section with their tile loop id (None outside tiles).
-fn stages_of(section: &crate::format::Section) -> Vec<(&Stage, Option<u32>)> {
-    let mut out = Vec::new();
-    for item in &section.items {
-        match item {
-            SectionItem::Stage(s) => out.push((s, None)),
-            SectionItem::Tiles(t) => out.extend(t.stages.iter().map(|s| (s, Some(t.id)))),
-        }
-    }
-    out
 }
 
 /// Samples `(rows, seconds)` sorted by rows, with the repeated runs of one row count made one
