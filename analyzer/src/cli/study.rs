@@ -9,6 +9,7 @@
 //! every case so an interrupted study keeps what it measured. A case that fails is a row saying
 //! why, and the study goes on.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -52,6 +53,33 @@ pub struct StudyArgs {
     /// is then judged on identical data, free of the machine's noise between studies.
     #[arg(long)]
     pub repredict: bool,
+}
+
+impl StudyArgs {
+    fn selects_fixture(&self, name: &str) -> bool {
+        self.fixtures.is_empty() || self.fixtures.iter().any(|n| n == name)
+    }
+
+    fn selects_family(&self, family: &str) -> bool {
+        self.families.is_empty() || self.families.iter().any(|n| n == family)
+    }
+
+    fn selects_setting(&self, clock: &str, ranks: usize) -> bool {
+        self.settings.is_empty()
+            || self
+                .settings
+                .iter()
+                .any(|s| *s == format!("{clock}-{ranks}"))
+    }
+
+    /// Whether `--fixtures`, `--families` and `--settings` select a recorded case (its
+    /// cluster is named `{family}-{ranks}`).
+    fn selects(&self, case: &Case) -> bool {
+        let family = case.cluster.rsplit_once('-').map_or("", |(f, _)| f);
+        self.selects_fixture(&case.fixture)
+            && self.selects_family(family)
+            && self.selects_setting(&case.clock, case.ranks)
+    }
 }
 
 /// A fixture and the problem size the study runs it at: big enough that the small-memory nodes
@@ -155,19 +183,17 @@ pub fn run(args: &StudyArgs) -> anyhow::Result<()> {
     }
     let fixtures: Vec<&Fixture> = FIXTURES
         .iter()
-        .filter(|f| args.fixtures.is_empty() || args.fixtures.iter().any(|n| n == f.name))
+        .filter(|f| args.selects_fixture(f.name))
         .collect();
     let families: Vec<&str> = FAMILIES
         .iter()
         .copied()
-        .filter(|f| args.families.is_empty() || args.families.iter().any(|n| n == f))
+        .filter(|f| args.selects_family(f))
         .collect();
     let settings: Vec<(&str, usize)> = SETTINGS
         .iter()
         .copied()
-        .filter(|(c, p)| {
-            args.settings.is_empty() || args.settings.iter().any(|s| *s == format!("{c}-{p}"))
-        })
+        .filter(|&(clock, ranks)| args.selects_setting(clock, ranks))
         .collect();
     if fixtures.is_empty() || families.is_empty() || settings.is_empty() {
         bail!(
@@ -343,22 +369,12 @@ fn repredict(args: &StudyArgs) -> anyhow::Result<()> {
     use mheta_runtime::model::Model;
 
     let cases = earlier_cases(&args.out)?;
-    let selected = |c: &&Case| {
-        (args.fixtures.is_empty() || args.fixtures.contains(&c.fixture))
-            && (args.families.is_empty()
-                || args
-                    .families
-                    .iter()
-                    .any(|f| c.cluster.starts_with(&format!("{f}-"))))
-            && (args.settings.is_empty()
-                || args.settings.contains(&format!("{}-{}", c.clock, c.ranks)))
-    };
     // Per setting: (recorded, re-predicted) outcomes.
-    let mut settings: Vec<(String, Vec<(Outcome, Outcome)>)> = Vec::new();
-    for case in cases.iter().filter(selected) {
-        if !matches!(case.outcome, Outcome::Measured { .. }) {
+    let mut settings: BTreeMap<String, Vec<(Outcome, Outcome)>> = BTreeMap::new();
+    for case in cases.iter().filter(|c| args.selects(c)) {
+        let Some((was, was_min)) = case.outcome.accuracy() else {
             continue;
-        }
+        };
         let dir = args.out.join(&case.dir);
         let file = |name: &str| dir.join(name);
         let mut doc: TuneDocument = super::read_json(&file("tune.json"))?;
@@ -377,21 +393,7 @@ fn repredict(args: &StudyArgs) -> anyhow::Result<()> {
         }
         doc.accuracy = TuneDocument::summarize(&doc.distributions);
         let again = measured(&doc);
-        let (
-            Outcome::Measured {
-                mean_accuracy: was,
-                min_accuracy: was_min,
-                ..
-            },
-            Outcome::Measured {
-                mean_accuracy: now,
-                min_accuracy: now_min,
-                ..
-            },
-        ) = (&case.outcome, &again)
-        else {
-            unreachable!("both outcomes are measured");
-        };
+        let (now, now_min) = again.accuracy().expect("a re-predicted case is measured");
         super::stdout(&format!(
             "{}-{} {} on {}: mean {:.1}% -> {:.1}%, min {:.1}% -> {:.1}%\n",
             case.clock,
@@ -403,15 +405,10 @@ fn repredict(args: &StudyArgs) -> anyhow::Result<()> {
             100.0 * was_min,
             100.0 * now_min
         ))?;
-        let setting = format!("{}-{}", case.clock, case.ranks);
-        let at = match settings.iter().position(|(s, _)| *s == setting) {
-            Some(at) => at,
-            None => {
-                settings.push((setting, Vec::new()));
-                settings.len() - 1
-            }
-        };
-        settings[at].1.push((case.outcome.clone(), again));
+        settings
+            .entry(format!("{}-{}", case.clock, case.ranks))
+            .or_default()
+            .push((case.outcome.clone(), again));
     }
     if settings.is_empty() {
         bail!(
@@ -501,6 +498,20 @@ fn earlier_cases(out: &Path) -> anyhow::Result<Vec<Case>> {
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e).with_context(|| format!("cannot read `{}`", path.display())),
+    }
+}
+
+impl Outcome {
+    /// Mean and min accuracy of a measured case.
+    fn accuracy(&self) -> Option<(f64, f64)> {
+        match self {
+            Outcome::Measured {
+                mean_accuracy,
+                min_accuracy,
+                ..
+            } => Some((*mean_accuracy, *min_accuracy)),
+            Outcome::Failed { .. } => None,
+        }
     }
 }
 
