@@ -14,31 +14,20 @@ const STACK_BYTES: usize = 1 << 30;
 
 /// Runs `f` on a thread with [`STACK_BYTES`] of stack, or on this one should the system refuse
 /// to create it; a panic in `f` goes on unwinding here.
-fn on_big_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(f)));
-    let take = {
-        let slot = std::sync::Arc::clone(&slot);
-        move || {
-            slot.lock()
-                .expect("not poisoned")
-                .take()
-                .expect("runs once")()
-        }
-    };
-    match std::thread::Builder::new()
-        .name("mheta".into())
-        .stack_size(STACK_BYTES)
-        .spawn(take)
-    {
-        Ok(handle) => handle
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-        Err(_) => (slot
-            .lock()
-            .expect("not poisoned")
-            .take()
-            .expect("runs once"))(),
-    }
+fn on_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    let mut f = Some(f);
+    let spawned = std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new()
+            .name("mheta".into())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(scope, || f.take().expect("runs once")());
+        thread.ok().map(|handle| {
+            handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    });
+    spawned.unwrap_or_else(|| f.take().expect("not run when the thread was refused")())
 }
 
 fn main() -> ExitCode {
