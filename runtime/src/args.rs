@@ -61,27 +61,33 @@ impl FromStr for DistributionSpec {
             "in-core" => DistributionSpec::InCore,
             "in-core-balanced" => DistributionSpec::InCoreBalanced,
             "" => return Err("empty distribution".into()),
+            // Row counts; also a list with an entry that is not a whole number of rows
+            // (`-5,2005`, `1.5,2`), unless a file of that name exists. Every error starts with
+            // the text itself.
             _ if t
                 .chars()
-                .all(|c| c.is_ascii_digit() || c == ',' || c.is_whitespace()) =>
+                .all(|c| c.is_ascii_digit() || c == ',' || c.is_whitespace())
+                || t.contains(',') && !std::path::Path::new(t).exists() =>
             {
-                DistributionSpec::Rows(t.parse::<Distribution>().map_err(|e| e.to_string())?.rows)
-            }
-            // A list with an entry that is not a whole number of rows (`-5,2005`, `1.5,2`),
-            // unless a file of that name exists.
-            _ if t.contains(',') && !std::path::Path::new(t).exists() => {
-                let entry = match t
+                if let Some(bad) = t
                     .split(',')
                     .map(str::trim)
                     .find(|e| e.parse::<u64>().is_err())
                 {
-                    Some("") | None => "an entry is empty".to_string(),
-                    Some(bad) => format!("`{bad}` is not a whole number of rows (0 or more)"),
-                };
-                return Err(format!(
-                    "is not block, balanced, in-core, in-core-balanced, row counts `r0,r1,..` or \
-                     a readable file: {entry}"
-                ));
+                    let entry = match bad {
+                        "" => "an entry is empty".to_string(),
+                        bad => format!("`{bad}` is not a whole number of rows (0 or more)"),
+                    };
+                    return Err(format!(
+                        "`{t}` is not block, balanced, in-core, in-core-balanced, row counts \
+                         `r0,r1,..` or a readable file: {entry}"
+                    ));
+                }
+                DistributionSpec::Rows(
+                    t.parse::<Distribution>()
+                        .map_err(|e| format!("`{t}`: {e}"))?
+                        .rows,
+                )
             }
             _ => DistributionSpec::File(PathBuf::from(t)),
         })

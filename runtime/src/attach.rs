@@ -98,11 +98,9 @@ impl EnvSettings {
             instrument_flag.unwrap_or(false) || measurements.is_some() || trace.is_some();
         let distribution = match text("MHETA_DISTRIBUTION")? {
             None => DistributionSpec::Block,
-            Some(t) => t.parse::<DistributionSpec>().map_err(|e| {
-                // The spec's own errors either say what the text `is not` or why it fails.
-                let joint = if e.starts_with("is not") { " " } else { ": " };
-                env_error("MHETA_DISTRIBUTION", &format!(": `{t}`{joint}{e}"))
-            })?,
+            Some(t) => t
+                .parse::<DistributionSpec>()
+                .map_err(|e| env_error("MHETA_DISTRIBUTION", &format!(": {e}")))?,
         };
         if let DistributionSpec::File(p) = &distribution {
             if !p.is_file() {

@@ -213,10 +213,7 @@ impl<T: Element> OocArray<T> {
             &mut self.file_bytes,
             self.fault.take(),
         )?;
-        if self.written.len() <= i {
-            self.written.resize(i + 1, false);
-        }
-        self.written[i] = true;
+        mark_written(&mut self.written, i);
         let bytes = shape.payload_bytes() as u64;
         self.emulate(self.disk().write_seconds(bytes), begin);
         self.record(IoKind::Write, bytes, begin);
@@ -455,6 +452,13 @@ impl<T: Element> OocArray<T> {
 }
 
 /// Remove `*.tmp` files a crash left in an array directory.
+fn mark_written(written: &mut Vec<bool>, block: usize) {
+    if written.len() <= block {
+        written.resize(block + 1, false);
+    }
+    written[block] = true;
+}
+
 /// Removes the temporary files a crash left in an array's directory and returns, per block
 /// index, whether its block file exists (blocks kept from before a reopen count as written).
 fn open_directory(dir: &std::path::Path) -> Result<Vec<bool>, OocError> {
@@ -475,10 +479,7 @@ fn open_directory(dir: &std::path::Path) -> Result<Vec<bool>, OocError> {
                 .file_stem()
                 .and_then(|s| s.to_str()?.parse::<usize>().ok());
             if let Some(i) = index {
-                if written.len() <= i {
-                    written.resize(i + 1, false);
-                }
-                written[i] = true;
+                mark_written(&mut written, i);
             }
         }
     }
