@@ -28,7 +28,6 @@ fn inconsistent_inputs_are_errors_naming_the_file_and_field() {
     let dir = tempfile::tempdir().unwrap();
     let w = workload(Program::Jacobi, 4, 4 * 300);
     let structure_file = dir.path().join("structure.json");
-    let write = |path: &Path, value: &dyn erased::Json| std::fs::write(path, value.json()).unwrap();
     write(&structure_file, &w.structure);
     let good = dir.path().join("measurements.json");
     write(&good, &w.measurements);
@@ -130,14 +129,6 @@ fn inconsistent_inputs_are_errors_naming_the_file_and_field() {
     assert!(stderr.contains("no parallel sections"), "{stderr}");
 }
 
-/// Serialising either input through one closure.
-mod erased {
-    pub trait Json {
-        fn json(&self) -> String;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn json(&self) -> String {
-            serde_json::to_string_pretty(self).unwrap()
-        }
-    }
+fn write(path: &Path, value: &impl serde::Serialize) {
+    std::fs::write(path, serde_json::to_string_pretty(value).unwrap()).unwrap();
 }
