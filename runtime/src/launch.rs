@@ -49,6 +49,44 @@ pub struct Launch<'a> {
     microbenchmarks: bool,
 }
 
+/// Checks that the distributed arrays this process would hold in core fit in the memory it can
+/// use: every rank's under the threads backend (they share the process), this rank's under MPI.
+/// A node holds its rows' bytes, or at most its memory (the rest is out of core).
+fn fits_in_memory(
+    rows: &[u64],
+    bytes_per_row: u64,
+    cluster: &ClusterSpec,
+    backend: Backend,
+) -> Result<(), Error> {
+    let Some(machine) = crate::cluster::machine_memory() else {
+        return Ok(());
+    };
+    let in_core = |rank: usize| {
+        let memory = cluster.nodes[rank].memory_bytes;
+        let demand = u128::from(rows[rank]) * u128::from(bytes_per_row);
+        // u64::MAX is unbounded memory: the whole demand stays in core.
+        if memory == u64::MAX {
+            demand
+        } else {
+            demand.min(u128::from(memory))
+        }
+    };
+    let (held, whose) = match backend {
+        Backend::Threads => ((0..rows.len()).map(in_core).sum(), "its ranks"),
+        Backend::Mpi => (in_core(process_rank(backend)), "this rank"),
+    };
+    if held > u128::from(machine) {
+        return Err(Error::Args(format!(
+            "{} rows of {bytes_per_row} bytes: {whose} would keep {held} bytes of distributed \
+             arrays in core, more than the {machine} bytes this process can use (use fewer \
+             rows, or a cluster description whose nodes have less memory so that the arrays \
+             go out of core)",
+            rows.iter().sum::<u64>()
+        )));
+    }
+    Ok(())
+}
+
 /// One rank's outcome, handed back to the launcher.
 struct RankOutcome<R> {
     result: Option<R>,
@@ -157,6 +195,9 @@ impl<'a> Launch<'a> {
             None => a.distribution.distribution(rows, &cluster, bytes_per_row)?,
         };
         dist.validate(rows, size)?;
+        if let Some(bytes_per_row) = self.bytes_per_row {
+            fits_in_memory(&dist.rows, bytes_per_row, &cluster, a.backend)?;
+        }
         Ok(RunSettings {
             size,
             rows,

@@ -3,6 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+mod common;
+
 use mheta_runtime::comm::{CommError, CommExt};
 use mheta_runtime::{launch, Args, Error};
 
@@ -138,4 +140,35 @@ fn bad_arguments_are_clear_errors() {
         err.contains("2 entries") && err.contains("3 nodes"),
         "{err}"
     );
+}
+
+#[test]
+fn a_problem_larger_than_the_machine_is_refused_before_any_rank_starts() {
+    use mheta_runtime::Launch;
+    // 10^11 rows of 16 kB: the threads backend would hold them all in this process.
+    let huge = Args {
+        ranks: Some(2),
+        rows: Some(100_000_000_000),
+        ..Args::default()
+    };
+    let err = Launch::new(&huge)
+        .bytes_per_row(16_000)
+        .run(|_| -> Result<(), CommError> { panic!("no rank may start") })
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Args(m) if m.contains("1600000000000000 bytes")
+            && m.contains("this process can use")),
+        "{err}"
+    );
+    // On nodes of 1 MiB each the arrays go out of core: what stays in core is 2 MiB.
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = common::cluster_file(dir.path(), "0s", "1GB/s", &[(2, 1.0, "1MiB")]);
+    let settings = Launch::new(&Args {
+        cluster: Some(cluster),
+        ..huge
+    })
+    .bytes_per_row(16_000)
+    .settings()
+    .unwrap();
+    assert_eq!(settings.rows, 100_000_000_000);
 }

@@ -218,6 +218,34 @@ fn zero_rows_and_bad_arguments_are_errors_not_panics() {
 }
 
 #[test]
+fn an_array_larger_than_the_machine_is_an_error_before_it_is_allocated() {
+    let dir = tempfile::tempdir().unwrap();
+    // 10^11 rows of 1000 f64 in core: far beyond any machine, and the product of rows and
+    // row bytes overflows nothing on the way (it is computed in u128).
+    let err = OocArray::<f64>::new(
+        &plain(dir.path()),
+        ArraySpec::new("huge", 100_000_000_000, 1000),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        matches!(
+            err,
+            OocError::TooLarge {
+                in_core: 800_000_000_000_000,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("array `huge`"), "{err}");
+    // The same array on a node with 1 MiB of memory goes out of core: only the ICLA is held.
+    let small = store(dir.path(), 1 << 20, DiskModel::unthrottled(), false);
+    let a = OocArray::<f64>::new(&small, ArraySpec::new("huge", 100_000_000_000, 1000)).unwrap();
+    assert!(a.is_out_of_core());
+}
+
+#[test]
 fn placement_follows_the_shared_budget_policy() {
     let dir = tempfile::tempdir().unwrap();
     // 10 rows of 4 f64 (32 B/row, 320 B) and 10 rows of 8 f64 (64 B/row, 640 B); 700 B.

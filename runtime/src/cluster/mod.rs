@@ -131,3 +131,29 @@ impl ClusterSpec {
         }
     }
 }
+
+/// Bytes of memory this process may use: the machine's physical memory, or less when an
+/// address-space or data-segment limit (`ulimit -v`, `ulimit -d`) is set. `None` when the
+/// system does not say. Allocations above it cannot succeed, or succeed only to be killed by the
+/// kernel when touched, so sizes are checked against it before allocating.
+pub fn machine_memory() -> Option<u64> {
+    // SAFETY: sysconf and getrlimit only read system values; `limit` is a valid out-pointer.
+    let physical = unsafe {
+        let pages = libc::sysconf(libc::_SC_PHYS_PAGES);
+        let page = libc::sysconf(libc::_SC_PAGESIZE);
+        (pages > 0 && page > 0).then(|| (pages as u64).saturating_mul(page as u64))
+    };
+    let limit = |resource| {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: as above.
+        let ok = unsafe { libc::getrlimit(resource, &mut limit) } == 0;
+        (ok && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur as u64)
+    };
+    [physical, limit(libc::RLIMIT_AS), limit(libc::RLIMIT_DATA)]
+        .into_iter()
+        .flatten()
+        .min()
+}

@@ -85,7 +85,24 @@ pub struct OocArray<T: Element> {
 impl<T: Element> OocArray<T> {
     /// Create (or reopen: existing blocks are kept) an array in `store`.
     pub fn new(store: &NodeStore, spec: ArraySpec) -> Result<OocArray<T>, OocError> {
-        let row_bytes = spec.row_len as u64 * T::SIZE as u64;
+        let row_bytes = (spec.row_len as u64).saturating_mul(T::SIZE as u64);
+        // Held in core: the whole array, or at most the node's memory as its ICLA.
+        let demand = u128::from(spec.rows) * u128::from(row_bytes);
+        let in_core = match store.config().memory_bytes {
+            u64::MAX => demand,
+            memory => demand.min(u128::from(memory)),
+        };
+        if let Some(machine) = crate::cluster::machine_memory() {
+            if in_core > u128::from(machine) {
+                return Err(OocError::TooLarge {
+                    array: spec.name.clone(),
+                    rows: spec.rows,
+                    row_bytes,
+                    in_core,
+                    machine,
+                });
+            }
+        }
         let (dir, slot) = store.register(&spec, row_bytes)?;
         std::fs::create_dir_all(&dir).map_err(|source| OocError::Io {
             action: "create array directory",

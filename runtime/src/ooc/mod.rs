@@ -74,6 +74,19 @@ pub enum OocError {
     DuplicateArray { name: String, dir: PathBuf },
     #[error("array `{array}`: the background prefetch thread could not start or stopped")]
     PrefetchThread { array: String },
+    #[error(
+        "array `{array}`: its {rows} rows of {row_bytes} bytes would keep {in_core} bytes in \
+         core, more than the {machine} bytes this process can use (use fewer rows, more ranks, \
+         or give the node less memory in the cluster description so that the array goes out of \
+         core)"
+    )]
+    TooLarge {
+        array: String,
+        rows: u64,
+        row_bytes: u64,
+        in_core: u128,
+        machine: u64,
+    },
     #[error("injected write failure after {after} bytes of {}", path.display())]
     InjectedFault { path: PathBuf, after: usize },
 }
