@@ -150,7 +150,7 @@ pub fn machine_memory() -> Option<u64> {
         };
         // SAFETY: as above.
         let ok = unsafe { libc::getrlimit(resource, &mut limit) } == 0;
-        (ok && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur as u64)
+        (ok && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur)
     };
     [physical, limit(libc::RLIMIT_AS), limit(libc::RLIMIT_DATA)]
         .into_iter()
