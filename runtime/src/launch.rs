@@ -469,35 +469,29 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// The run's scratch directory: the one given, or a fresh temporary one removed at the end.
+/// The run's scratch directory: the one given, or a fresh temporary one (`mheta-run-*`) removed
+/// at the end, or on SIGINT/SIGTERM/SIGHUP, or by the next run if this one is killed
+/// (`cleanup::OwnedDir`).
 struct Scratch {
     path: PathBuf,
-    owned: bool,
+    _owned: Option<crate::cleanup::OwnedDir>,
 }
 
 impl Scratch {
     fn new(given: Option<PathBuf>) -> Result<Scratch, Error> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let (path, owned) = match given {
-            Some(p) => (p, false),
-            None => {
-                let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-                (
-                    std::env::temp_dir().join(format!("mheta-run-{}-{n}", std::process::id())),
-                    true,
-                )
+        match given {
+            Some(path) => {
+                std::fs::create_dir_all(&path).map_err(|e| Error::io(&path, e))?;
+                Ok(Scratch { path, _owned: None })
             }
-        };
-        std::fs::create_dir_all(&path).map_err(|e| Error::io(&path, e))?;
-        Ok(Scratch { path, owned })
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if self.owned {
-            let _ = std::fs::remove_dir_all(&self.path);
+            None => {
+                let owned = crate::cleanup::OwnedDir::create("mheta-run")
+                    .map_err(|e| Error::io(&std::env::temp_dir(), e))?;
+                Ok(Scratch {
+                    path: owned.path().to_path_buf(),
+                    _owned: Some(owned),
+                })
+            }
         }
     }
 }

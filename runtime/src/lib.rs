@@ -11,6 +11,7 @@
 
 pub mod args;
 pub mod attach;
+pub mod cleanup;
 pub mod clock;
 pub mod cluster;
 pub mod comm;

@@ -92,6 +92,8 @@ pub fn abort(rank: usize, message: &str) -> ! {
     let _ = writeln!(err, "mheta: rank {rank} failed: {message}");
     let _ = writeln!(err, "mheta: aborting the MPI job");
     let _ = err.flush();
+    // MPI_Abort ends this process without unwinding: remove its scratch directory first.
+    crate::cleanup::run_now();
     // SAFETY: MPI is initialised (a rank exists); MPI_Abort does not return on success.
     unsafe {
         mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, 1);

@@ -87,6 +87,12 @@ pub enum OocError {
         in_core: u128,
         machine: u64,
     },
+    #[error(
+        "store directory {} is in use by another process{} (give each run its own --scratch)",
+        dir.display(),
+        holder.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    )]
+    InUse { dir: PathBuf, holder: Option<u32> },
     #[error("injected write failure after {after} bytes of {}", path.display())]
     InjectedFault { path: PathBuf, after: usize },
 }

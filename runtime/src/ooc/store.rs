@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::policy::{plan, ArrayDemand, IoEstimate, Placement};
 use super::OocError;
+use crate::cleanup::{DirLock, LockError};
 use crate::cluster::DiskModel;
 use crate::format::NodeSpec;
 
@@ -99,6 +100,8 @@ pub struct NodeStore {
 
 #[derive(Debug)]
 struct Inner {
+    /// The store's directory is this process's while the store is open.
+    _lock: DirLock,
     config: StoreConfig,
     ledger: Mutex<Ledger>,
 }
@@ -119,8 +122,20 @@ impl NodeStore {
             path: config.dir.clone(),
             source,
         })?;
+        let lock = DirLock::acquire(&config.dir).map_err(|e| match e {
+            LockError::Busy(busy) => OocError::InUse {
+                dir: busy.dir,
+                holder: busy.holder,
+            },
+            LockError::Io { path, source } => OocError::Io {
+                action: "lock store directory",
+                path,
+                source,
+            },
+        })?;
         Ok(NodeStore {
             inner: Arc::new(Inner {
+                _lock: lock,
                 config,
                 ledger: Mutex::default(),
             }),
