@@ -359,6 +359,99 @@ fn failures_name_the_step() {
     assert!(stderr.contains("tune.json"), "{stderr}");
 }
 
+#[test]
+fn a_report_directory_another_tune_is_writing_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    std::fs::create_dir(&report).unwrap();
+    // This process stands for the other tune: it holds the directory's lock.
+    let _other = mheta_runtime::cleanup::DirLock::acquire(&report).unwrap();
+    let out = tune_jacobi("hy1-2.toml", &report, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let pid = format!("(pid {})", std::process::id());
+    assert!(
+        stderr.contains("being written by another mheta tune") && stderr.contains(&pid),
+        "{stderr}"
+    );
+}
+
+/// A tune's children end with it: a tune ended by SIGTERM while its program runs ends the
+/// program's process group and removes its copy of the binary and its working directory.
+#[test]
+fn a_tune_ended_by_a_signal_ends_its_program_and_removes_its_files() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut tune = Command::new(env!("CARGO_BIN_EXE_mheta"))
+        .current_dir(root())
+        .args(test_protocol(&[
+            "tune",
+            "fixtures/jacobi",
+            "--cluster",
+            "fixtures/clusters/hy1-2.toml",
+            "--ranks",
+            "2",
+            "--rows",
+            "4000",
+            "--iterations",
+            "400",
+        ]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let tune_pid = tune.id();
+    // The program's copy is `<target>/mheta-tune/run-<tune pid>-<n>/jacobi`.
+    let marker = format!("mheta-tune/run-{tune_pid}-");
+    let start = std::time::Instant::now();
+    let (program, copy_dir) = loop {
+        let found = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let program = String::from_utf8_lossy(cmdline.split(|&b| b == 0).next()?).into_owned();
+            program.contains(&marker).then(|| {
+                let dir = PathBuf::from(&program).parent().unwrap().to_path_buf();
+                (pid, dir)
+            })
+        });
+        if let Some(found) = found {
+            break found;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(300),
+            "the program never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let scratch = std::env::temp_dir();
+    // SAFETY: signals the process this test started.
+    unsafe { libc::kill(tune_pid as libc::pid_t, libc::SIGTERM) };
+    let status = tune.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status}");
+    assert!(!copy_dir.exists(), "{} left behind", copy_dir.display());
+    let own = format!("mheta-tune-{tune_pid}-");
+    let left: Vec<_> = std::fs::read_dir(&scratch)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&own))
+        .collect();
+    assert!(left.is_empty(), "{left:?} left behind");
+    // The program (a zombie until its new parent reaps it, at most) has ended.
+    let ended = || {
+        std::fs::read_to_string(format!("/proc/{program}/stat")).map_or(true, |stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, s)| s.starts_with('Z'))
+        })
+    };
+    let start = std::time::Instant::now();
+    while !ended() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "the program {program} outlived its tune"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Without `--repeat` and `--iterations`, tune follows its measurement protocol: every
 /// compared distribution runs in 5 separate processes, each for enough iterations that its
 /// steady state lasts 0.2 s (a first run that fell short is made again, longer).

@@ -204,7 +204,7 @@ impl OwnedDir {
         let registration = register(Cleanup::Dir(path.clone()));
         let dir_lock = DirLock::acquire(&path).map_err(|e| match e {
             LockError::Io { source, .. } => source,
-            busy => io::Error::new(io::ErrorKind::Other, busy.to_string()),
+            busy => io::Error::other(busy.to_string()),
         })?;
         Ok(OwnedDir {
             path,

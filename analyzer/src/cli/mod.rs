@@ -59,6 +59,43 @@ impl Cli {
 #[error("{0}")]
 pub struct Reported(pub String);
 
+/// Runs `command` to completion and collects its output, like `Command::output` (standard input
+/// is empty), as a child that does not outlive mheta: it starts in a process group of its own
+/// (under `mpirun`, with every rank it starts), which is sent SIGTERM when mheta is ended by
+/// SIGINT, SIGTERM or SIGHUP (`mheta_runtime::cleanup`); and on Linux the child is sent SIGTERM
+/// when mheta dies in any other way (`PR_SET_PDEATHSIG`, armed by the calling thread, so call
+/// this from a thread that lives as long as the child should).
+pub fn output(command: &mut std::process::Command) -> std::io::Result<std::process::Output> {
+    use std::os::unix::process::CommandExt as _;
+    use std::process::Stdio;
+    command.process_group(0);
+    #[cfg(target_os = "linux")]
+    {
+        let parent = std::process::id();
+        // SAFETY: the closure runs in the child between fork and exec and calls only
+        // async-signal-safe functions (prctl, getppid).
+        unsafe {
+            command.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // mheta died before the signal was armed.
+                if libc::getppid() as u32 != parent {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+    }
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let _ended_with_mheta = mheta_runtime::cleanup::end_group_on_signal(child.id());
+    child.wait_with_output()
+}
+
 /// Writes `contents` to `path` atomically (`mheta_runtime::measure::write_atomic`: a flushed
 /// temporary file in the same directory, then rename).
 pub fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {

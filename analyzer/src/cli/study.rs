@@ -302,7 +302,7 @@ fn tune_case(
     if let Some(k) = args.iterations {
         command.args(["--iterations", &k.to_string()]);
     }
-    let output = command
+    command
         .arg(args.fixtures_dir.join(fixture.name))
         .arg("--cluster")
         .arg(&cluster_file)
@@ -311,9 +311,9 @@ fn tune_case(
         .args(["--repeat", &args.repeat.to_string()])
         .args(["--budget", &args.budget])
         .arg("--report")
-        .arg(dir)
-        .output()
-        .with_context(|| format!("cannot run `{}`", mheta.display()))?;
+        .arg(dir);
+    let output =
+        super::output(&mut command).with_context(|| format!("cannot run `{}`", mheta.display()))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let last: Vec<&str> = stderr.lines().rev().take(6).collect();

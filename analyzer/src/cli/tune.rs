@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
+use mheta_runtime::cleanup::{DirLock, LockError, OwnedDir};
 use mheta_runtime::distribution::Distribution;
 use mheta_runtime::format::{Measurements, Structure, Timings};
 use mheta_runtime::model::{self, Model};
@@ -186,16 +187,32 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     }
     // Checked before the (slow) build, so a typo fails at once.
     mheta_runtime::format::ClusterSpec::load(&args.cluster).context("--cluster")?;
-    let scratch;
+    // Without a report directory, the working files go to a directory of this tune's own
+    // (`mheta-tune-*`), removed at the end, on SIGINT, SIGTERM and SIGHUP, or by the next tune
+    // if this one is killed.
+    let private;
+    let _report_lock;
     let work: &Path = match &args.report {
         Some(dir) => {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create report directory `{}`", dir.display()))?;
+            _report_lock = DirLock::acquire(dir).map_err(|e| match e {
+                LockError::Busy(busy) => anyhow::anyhow!(
+                    "report directory `{}` is being written by another mheta tune{}; give \
+                     each tune its own --report",
+                    dir.display(),
+                    busy.holder
+                        .map(|p| format!(" (pid {p})"))
+                        .unwrap_or_default()
+                ),
+                other => anyhow::Error::new(other),
+            })?;
             dir
         }
         None => {
-            scratch = tempfile::tempdir().context("cannot create a temporary directory")?;
-            scratch.path()
+            private =
+                OwnedDir::create("mheta-tune").context("cannot create a temporary directory")?;
+            private.path()
         }
     };
     let mut progress = Progress::new(6 + SPECTRUM.len() as u64 + u64::from(args.report.is_some()));
@@ -237,7 +254,8 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     let interface = interface(args, method)?;
 
     progress.step("building the program (cargo build --release)");
-    let binary = program::build(&args.crate_dir, launcher.cargo_features())
+    // `_copy` holds this tune's own copy of the binary.
+    let (_copy, binary) = program::build(&args.crate_dir, launcher.cargo_features())
         .context("step 2 (build) failed")?;
     let program = Program {
         binary,

@@ -6,6 +6,7 @@ use std::process::{Command, Output};
 use std::time::Instant;
 
 use anyhow::{bail, Context as _};
+use mheta_runtime::cleanup::OwnedDir;
 use mheta_runtime::format::Measurements;
 
 use super::launch::Launcher;
@@ -86,9 +87,8 @@ impl Program {
     /// program's stderr (under MPI, the failing rank's message and the launcher's report).
     pub fn execute(&self, mut command: Command, distribution: &str) -> anyhow::Result<Output> {
         let line = command_line(&command);
-        let output = command
-            .output()
-            .with_context(|| format!("cannot start `{line}`"))?;
+        let output =
+            crate::cli::output(&mut command).with_context(|| format!("cannot start `{line}`"))?;
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let shown = if stderr.trim().is_empty() {
@@ -175,25 +175,37 @@ pub fn iteration_seconds(measurements: &Measurements) -> f64 {
 }
 
 /// Builds the binary of the crate at `dir` with `cargo build --release` and the cargo
-/// `features` (each must be one of the package's features) and returns its path. Cargo's own
-/// output is shown when the build fails.
-pub fn build(dir: &Path, features: &[&str]) -> anyhow::Result<PathBuf> {
+/// `features` (each must be one of the package's features), and copies it into a directory of
+/// this process's own under the target directory (`mheta-tune/run-<pid>-<n>`, where `mpirun`
+/// finds it on every host that shares the workspace, and removed like any
+/// `cleanup::OwnedDir`). Returns that directory and the copy's path. Cargo's own output is shown
+/// when the build fails.
+///
+/// Another tune of a crate in the same workspace may relink the same binary with other features
+/// while this one runs (a threads-backend tune beside an MPI one): so this tune runs its own
+/// copy, and the build and the copy hold the target directory's `.mheta-build.lock`, so that no
+/// other tune relinks the binary in between.
+pub fn build(dir: &Path, features: &[&str]) -> anyhow::Result<(OwnedDir, PathBuf)> {
     let manifest = dir.join("Cargo.toml");
     if !manifest.is_file() {
         bail!("`{}` has no Cargo.toml", dir.display());
     }
     let package = locate(&manifest)?;
     package.check_features(features, &manifest)?;
+    std::fs::create_dir_all(&package.target_dir)
+        .with_context(|| format!("cannot create `{}`", package.target_dir.display()))?;
+    let lock_path = package.target_dir.join(".mheta-build.lock");
+    let lock = std::fs::File::create(&lock_path)
+        .with_context(|| format!("cannot create `{}`", lock_path.display()))?;
+    mheta_runtime::cleanup::flock_wait(&lock)
+        .with_context(|| format!("cannot lock `{}`", lock_path.display()))?;
     let mut command = Command::new(cargo());
     command.args(["build", "--release", "--bin", &package.binary]);
     if !features.is_empty() {
         command.arg("--features").arg(features.join(","));
     }
-    let output = command
-        .arg("--manifest-path")
-        .arg(&manifest)
-        .output()
-        .context("cannot run cargo")?;
+    command.arg("--manifest-path").arg(&manifest);
+    let output = crate::cli::output(&mut command).context("cannot run cargo")?;
     if !output.status.success() {
         bail!(
             "`{}` failed:\n{}",
@@ -213,7 +225,18 @@ pub fn build(dir: &Path, features: &[&str]) -> anyhow::Result<PathBuf> {
             binary.display()
         );
     }
-    Ok(binary)
+    let copies = package.target_dir.join("mheta-tune");
+    std::fs::create_dir_all(&copies)
+        .with_context(|| format!("cannot create `{}`", copies.display()))?;
+    let into = OwnedDir::create_in(&copies, "run")
+        .with_context(|| format!("cannot create a directory in `{}`", copies.display()))?;
+    let copy = into
+        .path()
+        .join(binary.file_name().unwrap_or(binary.as_os_str()));
+    std::fs::copy(&binary, &copy)
+        .with_context(|| format!("cannot copy `{}` to `{}`", binary.display(), copy.display()))?;
+    drop(lock);
+    Ok((into, copy))
 }
 
 /// What `cargo metadata` says about the package being tuned.
