@@ -486,7 +486,7 @@ impl Scratch {
             }
             None => {
                 let owned = crate::cleanup::OwnedDir::create("mheta-run")
-                    .map_err(|e| Error::io(&std::env::temp_dir(), e))?;
+                    .map_err(|e| Error::io(std::env::temp_dir(), e))?;
                 Ok(Scratch {
                     path: owned.path().to_path_buf(),
                     _owned: Some(owned),
