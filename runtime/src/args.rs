@@ -220,6 +220,22 @@ pub struct Args {
     /// Directory for the ranks' out-of-core file stores [default: a fresh temporary directory].
     #[arg(long, value_name = "DIR")]
     pub scratch: Option<PathBuf>,
+    /// With --backend mpi: end the job when one communication waits longer than this (`300s`),
+    /// naming the rank and the operation, instead of hanging when a rank is stopped or hung
+    /// [default: wait forever].
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    pub comm_timeout: Option<std::time::Duration>,
+}
+
+/// A positive duration with its unit (`300s`, `1500ms`).
+fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let seconds = crate::cluster::units::parse_duration(text)?;
+    if !(seconds > 0.0) || !seconds.is_finite() || seconds > 1e9 {
+        return Err(format!(
+            "`{text}` is not a timeout: expected a positive time such as 300s"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds))
 }
 
 impl Default for Args {
@@ -239,6 +255,7 @@ impl Default for Args {
             clock: ClockMode::Wall,
             emit_structure: None,
             scratch: None,
+            comm_timeout: None,
         }
     }
 }

@@ -30,6 +30,8 @@ pub struct RunSettings {
     pub clock: ClockMode,
     /// The run's scratch directory; rank `r` stores its arrays under `rank-r/`.
     pub scratch: PathBuf,
+    /// The longest one MPI communication may wait before the job is ended (`--comm-timeout`).
+    pub comm_timeout: Option<std::time::Duration>,
 }
 
 /// One rank's view of the run, handed to the closure given to `launch`.

@@ -210,6 +210,7 @@ impl<'a> Launch<'a> {
             timing: a.timings.is_some(),
             clock: a.clock,
             scratch: PathBuf::new(),
+            comm_timeout: a.comm_timeout,
         })
     }
 

@@ -271,6 +271,39 @@ fn a_failing_rank_aborts_the_job_and_is_named() {
 }
 
 #[test]
+fn a_stopped_rank_ends_the_job_after_the_communication_timeout() {
+    if !mpirun_available() {
+        return;
+    }
+    // Rank 1 stops; rank 0's receive from it times out.
+    let timeout = ["--backend", "mpi", "--rows", "3", "--comm-timeout", "2s"];
+    let run = mpirun(2, &[&["stopped"][..], &timeout].concat());
+    assert!(!run.success);
+    assert!(
+        run.stderr.contains(
+            "rank 0 failed: receive waited longer than --comm-timeout (2s) for rank 1: it is \
+             stopped, hung or far behind"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(run.seconds < 60.0, "took {} s", run.seconds);
+    // Rank 2 stops; rank 1's all-reduce (which needs it) times out, or rank 0's receive.
+    let run = mpirun(3, &[&["stopped"][..], &timeout].concat());
+    assert!(!run.success);
+    assert!(
+        run.stderr
+            .contains("waited longer than --comm-timeout (2s)"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.seconds < 60.0, "took {} s", run.seconds);
+    let run = mpirun(2, &["heat", "--backend", "mpi", "--comm-timeout", "0s"]);
+    assert!(!run.success);
+    assert!(run.stderr.contains("is not a timeout"), "{}", run.stderr);
+}
+
+#[test]
 fn bad_arguments_are_clear_errors() {
     if !mpirun_available() {
         return;

@@ -709,9 +709,22 @@ fn common_args(args: &TuneArgs) -> Vec<String> {
     if let Some(ranks) = args.ranks {
         common.extend(["--ranks".to_string(), ranks.to_string()]);
     }
+    // Under MPI a stopped or hung rank would hang the tune: its runs end instead once one
+    // communication has waited this long (unless the program's arguments set their own).
+    let own_timeout = args
+        .program_args
+        .iter()
+        .any(|a| a.starts_with("--comm-timeout"));
+    if args.backend == Backend::Mpi && !own_timeout {
+        common.extend(["--comm-timeout".to_string(), MPI_COMM_TIMEOUT.to_string()]);
+    }
     common.extend(args.program_args.iter().cloned());
     common
 }
+
+/// The longest one communication of a tune's MPI run may wait (`--comm-timeout`): far above
+/// any wait of a run tune makes (each lasts seconds), far below forever.
+const MPI_COMM_TIMEOUT: &str = "600s";
 
 /// The chosen algorithm first; with `--report`, every other algorithm after it.
 fn run_searches(model: &Model, args: &TuneArgs) -> Vec<SearchResult> {

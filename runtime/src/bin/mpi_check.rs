@@ -33,6 +33,9 @@ enum Mode {
     Fail,
     FinishedPeer,
     AttachRows,
+    /// The last rank stops itself (SIGSTOP); rank 0 waits to receive from it, the others in an
+    /// all-reduce it never joins.
+    Stopped,
 }
 
 #[derive(Parser)]
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Mode::Fail => fail(&cli.mheta),
         Mode::FinishedPeer => finished_peer(&cli.mheta),
         Mode::AttachRows => attach_rows(),
+        Mode::Stopped => stopped(&cli.mheta),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -480,6 +484,25 @@ fn finished_peer(args: &Args) -> Result<(), BoxError> {
         if ctx.rank() == 0 {
             let mut x = [0.0];
             ctx.comm().receive_into(1, &mut x)?;
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+fn stopped(args: &Args) -> Result<(), BoxError> {
+    Launch::new(args).run(|ctx| -> Result<(), BoxError> {
+        let c = ctx.comm();
+        c.barrier()?;
+        let last = ctx.size() - 1;
+        if ctx.rank() == last {
+            // SAFETY: stops this process; nothing else happens until it is continued or killed.
+            unsafe { libc::raise(libc::SIGSTOP) };
+        } else if ctx.rank() == 0 {
+            let mut x = [0.0];
+            c.receive_into(last, &mut x)?;
+        } else {
+            c.all_reduce_value(1.0, ReduceOp::Sum)?;
         }
         Ok(())
     })?;

@@ -92,6 +92,18 @@ pub enum CommError {
     Aborted { rank: usize },
     #[error("rank {peer} finished without sending the message this rank waits for (tag {tag})")]
     PeerFinished { peer: usize, tag: Tag },
+    #[error(
+        "{operation} waited longer than --comm-timeout ({limit:?}){}",
+        match peer {
+            Some(p) => format!(" for rank {p}: it is stopped, hung or far behind"),
+            None => ": a rank it needs is stopped, hung or far behind".to_string(),
+        }
+    )]
+    TimedOut {
+        operation: &'static str,
+        peer: Option<usize>,
+        limit: std::time::Duration,
+    },
     #[error("{0}")]
     Backend(String),
 }

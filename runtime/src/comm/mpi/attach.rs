@@ -231,6 +231,7 @@ impl Session {
             timing: self.env.timings.is_some(),
             clock: ClockMode::Wall,
             scratch: Default::default(),
+            comm_timeout: None,
         };
         let measurements = self.env.measurements_path();
         let outputs = measure::Outputs {

@@ -35,8 +35,8 @@ where
     E: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let world = super::world()?;
-    let program = MpiComm::duplicate_world()?;
-    let runtime = MpiComm::duplicate_world()?;
+    let program = MpiComm::duplicate_world()?.with_timeout(settings.comm_timeout);
+    let runtime = MpiComm::duplicate_world()?.with_timeout(settings.comm_timeout);
     let rank = world.rank;
     let offset_s = estimate_offset(&runtime)?;
     let gather = settings.instrument || settings.timing;

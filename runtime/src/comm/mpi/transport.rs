@@ -32,6 +32,28 @@ const FINISHED_PEER_GRACE: Duration = Duration::from_secs(20);
 #[derive(Clone)]
 pub struct MpiComm {
     inner: Arc<Inner>,
+    /// The longest one operation may wait (`--comm-timeout`); `None` waits forever.
+    timeout: Option<Duration>,
+}
+
+/// The watchdog of one waiting operation.
+struct Deadline {
+    start: Instant,
+    limit: Option<Duration>,
+}
+
+impl Deadline {
+    fn new(limit: Option<Duration>) -> Deadline {
+        Deadline {
+            start: Instant::now(),
+            limit,
+        }
+    }
+
+    /// `Some(the limit)` once the operation has waited longer than it.
+    fn passed(&self) -> Option<Duration> {
+        self.limit.filter(|&l| self.start.elapsed() > l)
+    }
 }
 
 struct Inner {
@@ -142,7 +164,15 @@ impl MpiComm {
                     finished: vec![false; size],
                 }),
             }),
+            timeout: None,
         })
+    }
+
+    /// This communicator with a watchdog: an operation that waits longer than `limit` ends the
+    /// run naming the rank and the operation (`--comm-timeout`).
+    pub fn with_timeout(mut self, limit: Option<Duration>) -> MpiComm {
+        self.timeout = limit;
+        self
     }
 
     /// Lock the communicator: every MPI call on it happens under this lock.
@@ -252,6 +282,7 @@ impl MpiComm {
         // multiply the CPU time it burns (the threads backend waits without using the CPU).
         let _waiting = clock::not_compute();
         let start = clock::now();
+        let deadline = Deadline::new(self.timeout);
         let mut round = 0;
         loop {
             let mut state = self.lock();
@@ -306,6 +337,13 @@ impl MpiComm {
             if state.finished[source] {
                 return Err(CommError::PeerFinished { peer: source, tag });
             }
+            if let Some(limit) = deadline.passed() {
+                return Err(CommError::TimedOut {
+                    operation: "receive",
+                    peer: Some(source),
+                    limit,
+                });
+            }
             self.poll_notices(&mut state)?;
             self.reap(&mut state)?;
             drop(state);
@@ -339,6 +377,7 @@ impl MpiComm {
         // Waiting, not computation (as in `take`).
         let _waiting = clock::not_compute();
         let start = clock::now();
+        let deadline = Deadline::new(self.timeout);
         let mut round = 0;
         let mut finished_seen: Option<(usize, Instant)> = None;
         loop {
@@ -361,6 +400,15 @@ impl MpiComm {
                 }
             }
             drop(state);
+            if let Some(limit) = deadline.passed() {
+                // As below: the request still refers to the caller's buffers.
+                let e = CommError::TimedOut {
+                    operation,
+                    peer: None,
+                    limit,
+                };
+                super::abort(self.inner.rank, &e.to_string());
+            }
             if let Some((peer, since)) = finished_seen {
                 if since.elapsed() > FINISHED_PEER_GRACE {
                     // The request still refers to the caller's buffers, so this rank cannot
@@ -388,6 +436,7 @@ impl MpiComm {
         }
         let mut round = 0;
         let mut all_finished_at: Option<Instant> = None;
+        let deadline = Deadline::new(self.timeout);
         loop {
             let mut state = self.lock();
             self.reap(&mut state)?;
@@ -396,6 +445,15 @@ impl MpiComm {
                 (0..self.inner.size).all(|r| r == self.inner.rank || state.finished[r]);
             if others_done && state.sends.is_empty() {
                 return Ok(());
+            }
+            if let Some(limit) = deadline.passed() {
+                let peer =
+                    (0..self.inner.size).find(|&r| r != self.inner.rank && !state.finished[r]);
+                return Err(CommError::TimedOut {
+                    operation: "the end of the run",
+                    peer,
+                    limit,
+                });
             }
             if others_done {
                 let since = *all_finished_at.get_or_insert_with(Instant::now);
