@@ -56,9 +56,16 @@ pub fn targets(aliases: &Aliases, init: &syn::Expr, is_array: &dyn Fn(&str) -> b
         Expr::Try(t) => targets(aliases, &t.expr, is_array),
         Expr::Block(b) => tail(aliases, &b.block, is_array),
         Expr::If(i) => {
-            let mut out = tail(aliases, &i.then_branch, is_array);
-            if let Some((_, e)) = &i.else_branch {
-                out.extend(targets(aliases, e, is_array));
+            // An `else if` chain as a list: one vector, not one per level copied into the next.
+            let mut out = Vec::new();
+            let mut level = i;
+            loop {
+                out.extend(tail(aliases, &level.then_branch, is_array));
+                match level.else_branch.as_ref().map(|(_, e)| &**e) {
+                    Some(Expr::If(next)) => level = next,
+                    Some(e) => break out.extend(targets(aliases, e, is_array)),
+                    None => break,
+                }
             }
             out
         }

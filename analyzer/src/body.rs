@@ -423,19 +423,101 @@ impl<'p, 'f> Builder<'p, 'f> {
         }
     }
 
+    /// An `if` and its `else if` chain, walked as a list so that a chain of n branches costs
+    /// O(n) (recursing on `else if` rescanned and retokenized the rest of the chain at every
+    /// level: 2000 branches took seconds). The arms are lowered in source order, then the levels
+    /// are joined from the last: a level whose arms hold no loop, communication or branch is one
+    /// statement, scanned only when it is the outermost or the level above it is a branch.
     fn if_expr(&mut self, whole: &syn::Expr, i: &syn::ExprIf, bound: &[String], loc: Loc) -> Node {
-        let mut then = self.block(&i.then_branch);
-        // `if let Some(p) = up { .. process_at_rank(p) .. }`: the peer is what `up` holds.
-        if let Some((inner, outer)) = unwrapped_binding(&i.cond) {
-            then.iter_mut().for_each(|n| n.rename_peer(&inner, &outer));
+        let mut levels: Vec<(&syn::Expr, &syn::ExprIf)> = vec![(whole, i)];
+        let last_else = loop {
+            let (_, current) = levels[levels.len() - 1];
+            match current.else_branch.as_ref().map(|(_, e)| &**e) {
+                Some(e @ syn::Expr::If(next)) => levels.push((e, next)),
+                other => break other,
+            }
+        };
+        // Every level after the first spans from its `if` to the chain's last token.
+        let end = match last_else {
+            Some(e) => e.span(),
+            None => levels[levels.len() - 1]
+                .1
+                .then_branch
+                .brace_token
+                .span
+                .close(),
+        };
+        let level_loc = |k: usize, ifx: &syn::ExprIf| {
+            if k == 0 {
+                loc
+            } else {
+                let start = ifx.if_token.span;
+                self.loc(start.join(end).unwrap_or(start))
+            }
+        };
+        let locs: Vec<Loc> = levels
+            .iter()
+            .enumerate()
+            .map(|(k, (_, x))| level_loc(k, x))
+            .collect();
+        let mut thens = Vec::with_capacity(levels.len());
+        for (_, level) in &levels {
+            let mut then = self.block(&level.then_branch);
+            // `if let Some(p) = up { .. process_at_rank(p) .. }`: the peer is what `up` holds.
+            if let Some((inner, outer)) = unwrapped_binding(&level.cond) {
+                then.iter_mut().for_each(|n| n.rename_peer(&inner, &outer));
+            }
+            thens.push(then);
         }
-        let mut arms = vec![then];
-        if let Some((_, els)) = &i.else_branch {
+        let mut below: Option<Vec<Node>> = last_else.map(|e| {
             let mut arm = Vec::new();
-            self.expr(els, &[], self.loc(els.span()), &mut arm);
-            arms.push(arm);
+            self.expr(e, &[], self.loc(e.span()), &mut arm);
+            arm
+        });
+        // The level below, when it is one statement not scanned yet, and whether its
+        // conditions (all of its chain's) communicate.
+        let mut unscanned: Option<(usize, bool)> = None;
+        for k in (0..levels.len()).rev() {
+            let (expr, level) = levels[k];
+            let then = thens.pop().unwrap_or_default();
+            let mut arms = vec![then];
+            arms.extend(below.take());
+            let below_comm = unscanned.is_some_and(|(_, comm)| comm);
+            let structured = below_comm
+                || arms
+                    .iter()
+                    .flatten()
+                    .any(|n| n.has_loop() || n.has_comm() || matches!(n, Node::Branch(_)));
+            if !structured {
+                let cond_comm = !self
+                    .scan(Some(&level.cond), bound, locs[k])
+                    .calls
+                    .is_empty();
+                unscanned = Some((k, cond_comm || below_comm));
+                continue;
+            }
+            if let Some((j, _)) = unscanned.take() {
+                let below_bound: &[String] = if j == 0 { bound } else { &[] };
+                arms.push(vec![Node::Stmt(self.scan(
+                    Some(levels[j].0),
+                    below_bound,
+                    locs[j],
+                ))]);
+            }
+            let level_bound: &[String] = if k == 0 { bound } else { &[] };
+            below = Some(vec![self.branch(
+                expr,
+                &level.cond,
+                arms,
+                level_bound,
+                locs[k],
+            )]);
         }
-        self.branch_or_stmt(whole, &i.cond, arms, bound, loc)
+        match (unscanned, below) {
+            (Some((j, _)), _) => Node::Stmt(self.scan(Some(levels[j].0), bound, locs[j])),
+            (None, Some(mut top)) if top.len() == 1 => top.remove(0),
+            _ => unreachable!("the first level is a branch or a statement"),
+        }
     }
 
     fn match_expr(
@@ -483,6 +565,18 @@ impl<'p, 'f> Builder<'p, 'f> {
         if !structured {
             return Node::Stmt(self.scan(Some(whole), bound, loc));
         }
+        self.branch(whole, cond_expr, arms, bound, loc)
+    }
+
+    /// The branch node of `whole` (an `if` or a `match` on `cond_expr`) with its lowered arms.
+    fn branch(
+        &mut self,
+        whole: &syn::Expr,
+        cond_expr: &syn::Expr,
+        arms: Vec<Vec<Node>>,
+        bound: &[String],
+        loc: Loc,
+    ) -> Node {
         let mut cond = self.scan(Some(cond_expr), bound, self.loc(cond_expr.span()));
         if let syn::Expr::Match(m) = whole {
             cond.glue &= m
