@@ -52,16 +52,25 @@ pub struct ThreadWorld {
 }
 
 /// A first-come, first-served counting semaphore: the cores ranks may run on at once.
+///
+/// A release hands its permit to the oldest waiter and wakes that one alone. (Waking every
+/// waiter to let the oldest find it made each release cost one wake-up per waiting rank: a
+/// virtual-clock run of 1024 ranks on 2 cores took 34 s against 1.5 s on the wall clock.)
 struct Gate {
     state: Mutex<GateState>,
-    turn: Condvar,
 }
 
 struct GateState {
     free: usize,
-    /// Tickets of the ranks waiting for a permit, oldest first.
-    waiting: VecDeque<u64>,
-    next_ticket: u64,
+    /// The ranks waiting for a permit, oldest first.
+    waiting: VecDeque<Arc<Waiter>>,
+}
+
+/// One waiting rank: set `granted` and notify to hand it a permit.
+#[derive(Default)]
+struct Waiter {
+    granted: Mutex<bool>,
+    wake: Condvar,
 }
 
 impl Gate {
@@ -70,33 +79,44 @@ impl Gate {
             state: Mutex::new(GateState {
                 free: permits,
                 waiting: VecDeque::new(),
-                next_ticket: 0,
             }),
-            turn: Condvar::new(),
         }
     }
 
     /// Wait for a permit, after every rank that asked before.
     fn acquire(&self) {
-        let mut state = lock(&self.state);
-        let ticket = state.next_ticket;
-        state.next_ticket += 1;
-        state.waiting.push_back(ticket);
-        while !(state.free > 0 && state.waiting.front() == Some(&ticket)) {
-            state = self
-                .turn
-                .wait(state)
+        let waiter = {
+            let mut state = lock(&self.state);
+            if state.free > 0 && state.waiting.is_empty() {
+                state.free -= 1;
+                return;
+            }
+            let waiter = Arc::new(Waiter::default());
+            state.waiting.push_back(Arc::clone(&waiter));
+            waiter
+        };
+        let mut granted = lock(&waiter.granted);
+        while !*granted {
+            granted = waiter
+                .wake
+                .wait(granted)
                 .unwrap_or_else(PoisonError::into_inner);
         }
-        state.waiting.pop_front();
-        state.free -= 1;
-        // The next in line may find a permit free too.
-        self.turn.notify_all();
     }
 
     fn release(&self) {
-        lock(&self.state).free += 1;
-        self.turn.notify_all();
+        let next = {
+            let mut state = lock(&self.state);
+            let next = state.waiting.pop_front();
+            if next.is_none() {
+                state.free += 1;
+            }
+            next
+        };
+        if let Some(waiter) = next {
+            *lock(&waiter.granted) = true;
+            waiter.wake.notify_one();
+        }
     }
 }
 
@@ -408,6 +428,34 @@ mod tests {
         latency_s: 0.0,
         bandwidth_bps: f64::INFINITY,
     };
+
+    #[test]
+    fn the_gate_hands_each_released_permit_to_the_oldest_waiter() {
+        let gate = Arc::new(Gate::new(1));
+        gate.acquire();
+        let (order_tx, order_rx) = mpsc::channel();
+        let mut threads = Vec::new();
+        for k in 0..4 {
+            let (mine, order_tx) = (Arc::clone(&gate), order_tx.clone());
+            threads.push(std::thread::spawn(move || {
+                mine.acquire();
+                order_tx.send(k).unwrap();
+            }));
+            // Queued before the next one asks.
+            while lock(&gate.state).waiting.len() < k + 1 {
+                std::thread::yield_now();
+            }
+        }
+        for k in 0..4 {
+            gate.release();
+            assert_eq!(order_rx.recv().unwrap(), k);
+            // The permit went to waiter k, not back to the pool.
+            assert_eq!(lock(&gate.state).free, 0);
+        }
+        gate.release();
+        assert_eq!(lock(&gate.state).free, 1);
+        threads.into_iter().for_each(|t| t.join().unwrap());
+    }
 
     #[test]
     fn a_gated_world_runs_no_more_ranks_at_once_than_its_cores() {
