@@ -230,7 +230,7 @@ pub struct Args {
 /// A positive duration with its unit (`300s`, `1500ms`).
 fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
     let seconds = crate::cluster::units::parse_duration(text)?;
-    if !(seconds > 0.0) || !seconds.is_finite() || seconds > 1e9 {
+    if !seconds.is_finite() || seconds <= 0.0 || seconds > 1e9 {
         return Err(format!(
             "`{text}` is not a timeout: expected a positive time such as 300s"
         ));
