@@ -483,11 +483,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             let mut arms = vec![then];
             arms.extend(below.take());
             let below_comm = unscanned.is_some_and(|(_, comm)| comm);
-            let structured = below_comm
-                || arms
-                    .iter()
-                    .flatten()
-                    .any(|n| n.has_loop() || n.has_comm() || matches!(n, Node::Branch(_)));
+            let structured = below_comm || holds_structure(&arms);
             if !structured {
                 let cond_comm = !self
                     .scan(Some(&level.cond), bound, locs[k])
@@ -558,11 +554,7 @@ impl<'p, 'f> Builder<'p, 'f> {
         bound: &[String],
         loc: Loc,
     ) -> Node {
-        let structured = arms
-            .iter()
-            .flatten()
-            .any(|n| n.has_loop() || n.has_comm() || matches!(n, Node::Branch(_)));
-        if !structured {
+        if !holds_structure(&arms) {
             return Node::Stmt(self.scan(Some(whole), bound, loc));
         }
         self.branch(whole, cond_expr, arms, bound, loc)
@@ -596,6 +588,14 @@ impl<'p, 'f> Builder<'p, 'f> {
             arms,
         })
     }
+}
+
+/// Whether a branch with these arms stays a branch: an arm holds a loop, communication or a
+/// branch. Otherwise the whole `if`/`match` is one statement.
+fn holds_structure(arms: &[Vec<Node>]) -> bool {
+    arms.iter()
+        .flatten()
+        .any(|n| n.has_loop() || n.has_comm() || matches!(n, Node::Branch(_)))
 }
 
 /// Strips `?`, `.unwrap()`, `.expect(..)`, `.await`, parentheses and references.
