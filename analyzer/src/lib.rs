@@ -87,18 +87,31 @@ impl Analysis {
     }
 }
 
-/// Analyses a crate directory (through its Cargo.toml) or a single `.rs` file.
+/// The stack an analysis runs on. Parsing (syn) and every pass recurse over the syntax tree,
+/// some 100 KB of stack per level of nesting in a debug build, so nested code of a few dozen
+/// levels overflows a test thread's 2 MiB, and thousands of nested parentheses the main
+/// thread's 8 MiB; overflowing aborts the process. The address space is reserved, not used:
+/// only the pages a deep input touches are committed.
+const ANALYSIS_STACK_BYTES: usize = 1 << 30;
+
+/// Analyses a crate directory (through its Cargo.toml) or a single `.rs` file, on a stack of
+/// its own (1 GiB reserved) whatever thread calls.
 pub fn analyze_path(path: &Path, options: &Options) -> Analysis {
-    let mut diags = Diagnostics::default();
-    let program = load::load_path(path, &mut diags);
-    analyze_program(program, diags, options)
+    stacker::grow(ANALYSIS_STACK_BYTES, || {
+        let mut diags = Diagnostics::default();
+        let program = load::load_path(path, &mut diags);
+        analyze_program(program, diags, options)
+    })
 }
 
-/// Analyses one in-memory file (`mod x;` declarations are not followed).
+/// Analyses one in-memory file (`mod x;` declarations are not followed), on a stack of its own
+/// like [`analyze_path`].
 pub fn analyze_source(file_name: &str, source: &str, options: &Options) -> Analysis {
-    let mut diags = Diagnostics::default();
-    let program = load::load_source(file_name, source, &mut diags);
-    analyze_program(program, diags, options)
+    stacker::grow(ANALYSIS_STACK_BYTES, || {
+        let mut diags = Diagnostics::default();
+        let program = load::load_source(file_name, source, &mut diags);
+        analyze_program(program, diags, options)
+    })
 }
 
 fn analyze_program(

@@ -128,6 +128,13 @@ impl Lowered {
                     }
                     Item::Event(draft)
                 }
+                // The parts did not make one event (the condition communicates too, `if {
+                // send(..); x } > 0.0 { all_reduce(..) }`): lowering this branch again would
+                // split it the same way, forever.
+                Item::Node(Node::Branch(b)) => {
+                    self.coarse_branch(b, ctx, facts, "its condition communicates");
+                    continue;
+                }
                 other => other,
             };
             self.item(item, ctx, facts);
@@ -417,6 +424,26 @@ mod tests {
             Some(Node::Branch(b)) => b.arms,
             other => panic!("not a branch: {other:?}"),
         }
+    }
+
+    /// Found by the fuzz target: a rank branch whose condition also communicates was split into
+    /// the same parts again and again until the stack overflowed. It is now one coarse branch.
+    #[test]
+    fn a_rank_branch_whose_condition_communicates_is_lowered_once() {
+        let src = "use mpi::traits::*;\nfn main() {\n let u = mpi::initialize().unwrap();\n \
+                   let world = u.world();\n let rank = world.rank();\n let x = vec![1.0f64; 10];\n \
+                   for it in 0..9 {\n let y = if { if rank > 0 { world.process_at_rank(rank - 1).send(&1.0); } 1.0 } > 0.0 \
+                   { { let mut s = 0.0; world.all_reduce_into(&x[6], &mut s, mpi::collective::SystemOperation::sum()); x[4] } } \
+                   else { 2.0 };\n }\n}\n";
+        let analysis = crate::analyze_source("t.rs", src, &crate::Options::default());
+        assert!(
+            analysis
+                .diagnostics
+                .iter()
+                .any(|d| d.message.contains("its condition communicates")),
+            "{:?}",
+            analysis.diagnostics
+        );
     }
 
     #[test]

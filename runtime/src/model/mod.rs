@@ -69,6 +69,39 @@ pub enum ModelError {
     DistributionLength { expected: usize, actual: usize },
     #[error("group {group}: nested groups are deeper than {max} levels")]
     TooDeep { group: u32, max: usize },
+    #[error(
+        "{what} is {value} per iteration, more than the model replays (at most {max}; the \
+         measurements are corrupt, or the loop should not be a tile loop or group)"
+    )]
+    TooManyPasses {
+        /// `section 2 tile loop 0`, `group 1`.
+        what: String,
+        value: f64,
+        max: u32,
+    },
+}
+
+/// The most tiles per pass, or trips of a group per iteration, the model replays one by one
+/// (a prediction walks every tile of every node): a million is far above any measured program
+/// and still predicts in well under a second, where a corrupt count of 2^32 took minutes.
+pub const MAX_PASSES: u32 = 1 << 20;
+
+/// `value` rounded to a whole number of passes, at least `min`, if it is at most
+/// [`MAX_PASSES`].
+pub(crate) fn passes(
+    what: impl FnOnce() -> String,
+    value: f64,
+    min: f64,
+) -> Result<u32, ModelError> {
+    let rounded = value.round().max(min);
+    if rounded.is_nan() || rounded > f64::from(MAX_PASSES) {
+        return Err(ModelError::TooManyPasses {
+            what: what(),
+            value,
+            max: MAX_PASSES,
+        });
+    }
+    Ok(rounded as u32)
 }
 
 /// Would an in-core run under `rows` give the model a sample it does not already have, given

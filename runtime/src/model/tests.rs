@@ -1278,3 +1278,21 @@ proptest::proptest! {
         }
     }
 }
+
+/// Found by the fuzz target: a corrupt count (2^64 tiles per pass) made a prediction replay
+/// 2^32 tiles on every node, for minutes. Counts above `MAX_PASSES` are errors.
+#[test]
+fn counts_beyond_what_the_model_replays_are_errors() {
+    let mut c = Case::new(&[10, 10]);
+    c.section(true, &[1.0, 0.5], None, None);
+    c.group(0, 4.0e9);
+    assert!(
+        matches!(c.try_model(), Err(ModelError::TooManyPasses { ref what, .. }) if what == "group 0 trips"),
+        "{:?}",
+        c.try_model().err()
+    );
+    c.m.nodes
+        .iter_mut()
+        .for_each(|n| n.groups[0].trips = f64::from(super::MAX_PASSES));
+    assert!(c.try_model().is_ok());
+}

@@ -30,7 +30,11 @@ impl<'a> Builder<'a> {
                     .map(|t| t.count)
             })
             .fold(0.0, f64::max);
-        let tiles = (counted / per_pass).round().max(1.0) as u32;
+        let tiles = crate::model::passes(
+            || format!("measured tiles of section {section} tile loop {}", tl.id),
+            counted / per_pass,
+            1.0,
+        )?;
         let recv = tl.recv.as_ref().map(|e| self.event_measurements(e.id));
         let send = tl.send.as_ref().map(|e| self.event_measurements(e.id));
         let micro = &self.m.micro;

@@ -97,7 +97,7 @@ impl<'a> Builder<'a> {
             trips: HashMap::new(),
         };
         b.rank_arrays()?;
-        b.group_trips();
+        b.group_trips()?;
         Ok(b)
     }
 
@@ -162,7 +162,7 @@ impl<'a> Builder<'a> {
 
     /// Trips per iteration of every group: measured (mean over nodes) or, failing that, the
     /// structure's literal trip count, else 1; rounded to a whole number of passes.
-    fn group_trips(&mut self) {
+    fn group_trips(&mut self) -> Result<(), ModelError> {
         for g in &self.solver.groups {
             let measured: Vec<f64> = self
                 .m
@@ -175,8 +175,10 @@ impl<'a> Builder<'a> {
             } else {
                 measured.iter().sum::<f64>() / measured.len() as f64
             };
-            self.trips.insert(g.id, trips.max(0.0).round() as u32);
+            let trips = crate::model::passes(|| format!("group {} trips", g.id), trips, 0.0)?;
+            self.trips.insert(g.id, trips);
         }
+        Ok(())
     }
 
     fn build(mut self) -> Result<Model, ModelError> {
