@@ -91,7 +91,7 @@ fn monotonic_ns() -> u64 {
         .wrapping_add(ts.tv_nsec as u64)
 }
 
-/// The wall clock's source, chosen and calibrated once per process (at the first
+/// The wall clock's source, chosen and calibrated once per process (at the first wall-clock
 /// [`install`]): the CPU's time-stamp counter where the kernel keeps time by it (x86-64 with
 /// clocksource `tsc`, which the kernel selects only when the counter is invariant and
 /// synchronised across cores), else `CLOCK_MONOTONIC`. A counter read costs about 8 ns here
@@ -212,7 +212,10 @@ pub fn install(mode: ClockMode, cpu: f64) {
         ClockMode::Virtual => VIRTUAL,
         ClockMode::Charged => CHARGED,
     };
-    wall_source();
+    if code == WALL {
+        // Calibrated here, before the rank's first reading, and only by runs that read it.
+        wall_source();
+    }
     MODE.with(|m| m.set(code));
     OPEN_MARKS.with(|m| m.set(0));
     EXCLUDING.with(|e| e.set(false));

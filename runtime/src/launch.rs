@@ -62,14 +62,10 @@ fn fits_in_memory(
         return Ok(());
     };
     let in_core = |rank: usize| {
-        let memory = cluster.nodes[rank].memory_bytes;
-        let demand = u128::from(rows[rank]) * u128::from(bytes_per_row);
-        // u64::MAX is unbounded memory: the whole demand stays in core.
-        if memory == u64::MAX {
-            demand
-        } else {
-            demand.min(u128::from(memory))
-        }
+        ooc::in_core_bytes(
+            u128::from(rows[rank]) * u128::from(bytes_per_row),
+            cluster.nodes[rank].memory_bytes,
+        )
     };
     let (held, whose) = match backend {
         Backend::Threads => ((0..rows.len()).map(in_core).sum(), "its ranks"),

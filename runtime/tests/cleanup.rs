@@ -79,6 +79,8 @@ fn helper() {
             std::fs::write(owned.path().join("block"), [0u8; 64]).unwrap();
             let mut sleeper = Command::new("sleep");
             std::os::unix::process::CommandExt::process_group(&mut sleeper, 0);
+            // Never waited for: this helper is ended by a signal, whose cleanup ends the sleeper.
+            #[allow(clippy::zombie_processes)]
             let sleeper = sleeper.arg("300").spawn().unwrap();
             let _group = cleanup::end_group_on_signal(sleeper.id());
             println!("ready {} {}", owned.path().display(), sleeper.id());

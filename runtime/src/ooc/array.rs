@@ -87,11 +87,10 @@ impl<T: Element> OocArray<T> {
     pub fn new(store: &NodeStore, spec: ArraySpec) -> Result<OocArray<T>, OocError> {
         let row_bytes = (spec.row_len as u64).saturating_mul(T::SIZE as u64);
         // Held in core: the whole array, or at most the node's memory as its ICLA.
-        let demand = u128::from(spec.rows) * u128::from(row_bytes);
-        let in_core = match store.config().memory_bytes {
-            u64::MAX => demand,
-            memory => demand.min(u128::from(memory)),
-        };
+        let in_core = super::in_core_bytes(
+            u128::from(spec.rows) * u128::from(row_bytes),
+            store.config().memory_bytes,
+        );
         if let Some(machine) = crate::cluster::machine_memory() {
             if in_core > u128::from(machine) {
                 return Err(OocError::TooLarge {

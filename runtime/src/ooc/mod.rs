@@ -30,6 +30,15 @@ pub use policy::{choose, plan, ArrayDemand, Choice, IoEstimate, Placement};
 pub use store::{forced_for_instrumentation, ArraySpec, NodeStore, StoreConfig};
 
 /// An out-of-core array operation that failed. Errors about files name the file.
+/// Bytes a node keeps in core of arrays whose rows take `demand` bytes in all: all of them, or
+/// at most its `memory_bytes` (the rest is out of core). `u64::MAX` is unbounded memory.
+pub fn in_core_bytes(demand: u128, memory_bytes: u64) -> u128 {
+    match memory_bytes {
+        u64::MAX => demand,
+        memory => demand.min(u128::from(memory)),
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum OocError {
     #[error("cannot {action} {}: {source}", path.display())]
