@@ -27,6 +27,14 @@ fn disabled_pair() {
     drop(black_box(g));
 }
 
+/// Two reads of the CPU's time-stamp counter: the floor of a clock read on x86-64.
+#[cfg(target_arch = "x86_64")]
+fn tsc_pair() -> u64 {
+    // SAFETY: RDTSC has no preconditions on x86-64.
+    let (a, b) = unsafe { (core::arch::x86_64::_rdtsc(), core::arch::x86_64::_rdtsc()) };
+    black_box(b.wrapping_sub(a))
+}
+
 fn raw_instant_pair() -> Duration {
     let a = Instant::now();
     let b = Instant::now();
@@ -109,6 +117,36 @@ fn print_ratios() {
             timed(n, disabled_pair, || drop(hooks::take_records()))
         })
     });
+    // The same, with the records built from the stream inside the timed region: what a guard
+    // pair costs a run all told, though a run builds them between iterations.
+    let enabled_built = with_hooks(|| {
+        median_ns(rounds, n, |n| {
+            let mut total = Duration::ZERO;
+            let mut left = n;
+            while left > 0 {
+                let batch = left.min(BATCH);
+                let t = Instant::now();
+                for _ in 0..batch {
+                    disabled_pair();
+                }
+                hooks::build_records();
+                total += t.elapsed();
+                drop(hooks::take_records());
+                left -= batch;
+            }
+            total
+        })
+    });
+    #[cfg(target_arch = "x86_64")]
+    let tsc = median_ns(rounds, n, |n| {
+        timed(
+            n,
+            || {
+                tsc_pair();
+            },
+            || (),
+        )
+    });
     let raw = median_ns(rounds, n, |n| {
         timed(
             n,
@@ -122,11 +160,16 @@ fn print_ratios() {
     println!("\nmedian ns per pair ({rounds} rounds of {n}):");
     println!("  guard disabled          {disabled:8.2} ns");
     println!("  guard enabled           {enabled:8.2} ns");
+    println!("  ... with records built  {enabled_built:8.2} ns");
     println!("  raw Instant::now pair   {raw:8.2} ns");
     println!("  tracing span enter/exit {tracing:8.2} ns");
+    #[cfg(target_arch = "x86_64")]
+    println!("  rdtsc pair              {tsc:8.2} ns");
     println!(
-        "ratios: enabled/raw = {:.2}, enabled/tracing = {:.2}, disabled/raw = {:.3}",
+        "ratios: enabled/raw = {:.2}, with records built/raw = {:.2}, enabled/tracing = {:.2}, \
+         disabled/raw = {:.3}",
         enabled / raw,
+        enabled_built / raw,
         enabled / tracing,
         disabled / raw
     );

@@ -180,12 +180,28 @@ fn calibrate_tsc() -> (u64, u64, f64) {
 /// Seconds since the process's wall-clock epoch.
 #[inline]
 fn wall_s() -> f64 {
+    wall_seconds(wall_ticks())
+}
+
+/// The wall clock's raw reading: counter ticks, or monotonic nanoseconds where the counter is
+/// not used. Cheaper than [`now`] by the conversion, which [`wall_seconds`] does later: the
+/// hooks store ticks while a region runs and convert them when their records are read.
+#[inline(always)]
+pub(crate) fn wall_ticks() -> u64 {
+    match wall_source().tsc {
+        Some(_) => read_tsc(),
+        None => monotonic_ns(),
+    }
+}
+
+/// The wall-clock time, in seconds since the epoch, of a [`wall_ticks`] reading: the value
+/// [`now`] would have returned on a wall clock at that moment.
+#[inline]
+pub(crate) fn wall_seconds(ticks: u64) -> f64 {
     let source = wall_source();
     match source.tsc {
-        Some((start, seconds_per_tick)) => {
-            read_tsc().saturating_sub(start) as f64 * seconds_per_tick
-        }
-        None => monotonic_ns().saturating_sub(source.epoch_ns) as f64 * 1e-9,
+        Some((start, seconds_per_tick)) => ticks.saturating_sub(start) as f64 * seconds_per_tick,
+        None => ticks.saturating_sub(source.epoch_ns) as f64 * 1e-9,
     }
 }
 

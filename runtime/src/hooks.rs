@@ -16,18 +16,28 @@
 //! process records or emulates a slower CPU, every guard costs one relaxed atomic load and a
 //! branch. On a wall clock, a stage guard of a node with CPU power below 1 also spins to emulate
 //! the slower CPU ([`crate::clock::ComputeMark`]), instrumented or not.
+//!
+//! An instrumented rank on the wall clock at full CPU power records guards in *stream mode*
+//! ([`stream`]): a guard's open or close appends one raw clock reading and its ids to a
+//! preallocated buffer, and the regions' records (their nesting, stage and event context) are
+//! built from that stream later, when the buffer fills or the records are read. Other ranks
+//! (virtual and charged clocks, emulated slower CPUs, `--timings` runs) build each record as
+//! its guard closes. Both ways give the same records.
 
 pub mod foreign;
 mod guards;
 mod record;
+mod stream;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 pub use crate::format::IoKind;
 use crate::format::{ArrayInfo, StageKey};
 use guards::Frame;
+use stream::Tick;
 pub use guards::{event, group, io, iteration, section, stage, tile, Guard, IoGuard};
 pub use record::{io_code, io_kind, CallKind, Record, RecordKind, NONE};
 
@@ -65,6 +75,9 @@ const PREALLOCATED_RECORDS: usize = 8192;
 const PREALLOCATED_ITERATIONS: usize = 1024;
 /// Open regions reserved per rank up front (the deepest nesting expected).
 const PREALLOCATED_FRAMES: usize = 64;
+/// Stream-mode entries reserved per rank up front: 32 bytes each; when they are used up, the
+/// stream is turned into records (about 5 ns an entry) and starts again.
+const PREALLOCATED_TICKS: usize = 16384;
 
 /// Ranks (threads) of this process with hooks installed: zero means every hook is a no-op.
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
@@ -80,7 +93,23 @@ fn guards_regions(config: &HookConfig) -> bool {
 }
 
 thread_local! {
-    static RECORDER: RefCell<Option<Recorder>> = const { RefCell::new(None) };
+    /// This thread's recorder, owned here so that it is dropped when the thread exits. Hooks
+    /// reach it through [`CURRENT`].
+    static OWNER: RefCell<Owner> = const { RefCell::new(Owner(None)) };
+    /// The recorder [`OWNER`] holds, or null: what every hook reads. A `Cell` of a pointer is
+    /// one thread-local load, with no borrow flag and no lazy initialisation to check.
+    /// [`with_recorder`] sets it to null while it lends the recorder out, so no hook reached
+    /// from inside can alias that loan.
+    static CURRENT: Cell<*mut Recorder> = const { Cell::new(ptr::null_mut()) };
+}
+
+struct Owner(Option<Box<Recorder>>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        // The thread is exiting: no later hook may reach the recorder being freed.
+        CURRENT.set(ptr::null_mut());
+    }
 }
 
 struct Recorder {
@@ -90,6 +119,17 @@ struct Recorder {
     recording: bool,
     /// Recording iteration guards (instrumented or `--timings`).
     timing: bool,
+    /// Recording guards as a stream of raw clock readings ([`stream`]): an instrumented,
+    /// recording rank on the wall clock at full CPU power.
+    fast: bool,
+    /// The stream: guard opens and closes, and I/O and communication records waiting for
+    /// their context. Empty unless `fast`.
+    ticks: Vec<Tick>,
+    /// Records of I/O and communication in the stream, in stream order, without their
+    /// context (key, `in_stage`, event) yet.
+    pending: Vec<Record>,
+    /// Regions open at the end of the stream (frames, then opens less closes in the stream).
+    depth: u32,
     records: Vec<Record>,
     /// Regions open on this thread, innermost last.
     frames: Vec<Frame>,
@@ -113,6 +153,18 @@ impl Recorder {
             None => (self.last_stage, false),
         }
     }
+
+    /// Record an I/O or communication `record` in the current stage and event context: now,
+    /// or, in stream mode, when the stream reaches it.
+    fn push_in_context(&mut self, mut record: Record) {
+        if self.fast {
+            self.defer(record);
+            return;
+        }
+        (record.key, record.in_stage) = self.context_key();
+        record.event = self.event;
+        self.records.push(record);
+    }
 }
 
 /// Install hooks on the calling (rank) thread.
@@ -120,49 +172,70 @@ pub fn install(config: HookConfig) {
     if !(config.instrument || config.slowdown || config.timing) {
         return;
     }
-    RECORDER.with(|r| {
-        let mut r = r.borrow_mut();
-        if r.is_none() {
+    let mut recorder = Box::new(Recorder {
+        config,
+        recording: false,
+        timing: false,
+        fast: false,
+        ticks: if config.instrument {
+            stream::prefaulted(PREALLOCATED_TICKS)
+        } else {
+            Vec::new()
+        },
+        pending: Vec::new(),
+        depth: 0,
+        records: if config.instrument {
+            prefaulted(PREALLOCATED_RECORDS)
+        } else if config.timing {
+            prefaulted(PREALLOCATED_ITERATIONS)
+        } else {
+            Vec::new()
+        },
+        frames: Vec::with_capacity(PREALLOCATED_FRAMES),
+        seq: 0,
+        stage: None,
+        last_stage: StageKey {
+            section: 0,
+            tile: None,
+            stage: 0,
+        },
+        event: NONE,
+        arrays: Vec::new(),
+        calibration: None,
+    });
+    let current: *mut Recorder = &mut *recorder;
+    let old = OWNER.with(|o| o.borrow_mut().0.replace(recorder));
+    match &old {
+        None => {
             ACTIVE.fetch_add(1, Ordering::SeqCst);
         }
-        if r.as_ref().is_some_and(|old| guards_regions(&old.config)) {
+        Some(old) if guards_regions(&old.config) => {
             REGIONS.fetch_sub(1, Ordering::SeqCst);
         }
-        if guards_regions(&config) {
-            REGIONS.fetch_add(1, Ordering::SeqCst);
-        }
-        *r = Some(Recorder {
-            config,
-            recording: false,
-            timing: false,
-            records: if config.instrument {
-                prefaulted(PREALLOCATED_RECORDS)
-            } else if config.timing {
-                prefaulted(PREALLOCATED_ITERATIONS)
-            } else {
-                Vec::new()
-            },
-            frames: Vec::with_capacity(PREALLOCATED_FRAMES),
-            seq: 0,
-            stage: None,
-            last_stage: StageKey {
-                section: 0,
-                tile: None,
-                stage: 0,
-            },
-            event: NONE,
-            arrays: Vec::new(),
-            calibration: None,
-        });
-    });
+        Some(_) => {}
+    }
+    if guards_regions(&config) {
+        REGIONS.fetch_add(1, Ordering::SeqCst);
+    }
+    // The box keeps its address when moved into `OWNER`.
+    CURRENT.set(current);
+    drop(old);
 }
 
 /// Start or stop recording on this thread (hooks stay installed): everything in an
 /// instrumented run, the iteration guards alone in a timing run.
 pub fn set_recording(on: bool) {
     with_recorder(|r| {
+        r.flush();
         r.recording = on && r.config.instrument;
         r.timing = on && (r.config.instrument || r.config.timing);
+        // Stream mode leaves out what only the other modes do: emulating a slower CPU
+        // (`clock::not_compute`, compute marks) and hiding bookkeeping from a virtual clock.
+        r.fast = r.recording
+            && !r.config.slowdown
+            && clock::mode() == clock::ClockMode::Wall
+            && clock::cpu_power() >= 1.0;
+        r.depth = r.frames.len() as u32;
     });
 }
 
@@ -197,6 +270,7 @@ fn prefaulted(capacity: usize) -> Vec<Record> {
 /// buffer, already paged in, so that recording after this call stays free of page faults.
 pub fn take_records() -> Vec<Record> {
     with_recorder(|r| {
+        r.flush();
         let taken = r.records.clone();
         r.records.clear();
         taken
@@ -204,10 +278,19 @@ pub fn take_records() -> Vec<Record> {
     .unwrap_or_default()
 }
 
+/// Build the records of what this thread's stream holds so far (see [`stream`]); they are
+/// otherwise built between iterations and when read. For benchmarks of the hooks.
+#[doc(hidden)]
+pub fn build_records() {
+    with_recorder(Recorder::flush);
+}
+
 /// Remove this thread's hooks and return what it recorded.
 pub fn uninstall() -> RankRecords {
-    RECORDER.with(|r| match r.borrow_mut().take() {
-        Some(rec) => {
+    CURRENT.set(ptr::null_mut());
+    match OWNER.with(|o| o.borrow_mut().0.take()) {
+        Some(mut rec) => {
+            rec.flush();
             ACTIVE.fetch_sub(1, Ordering::SeqCst);
             if guards_regions(&rec.config) {
                 REGIONS.fetch_sub(1, Ordering::SeqCst);
@@ -219,7 +302,7 @@ pub fn uninstall() -> RankRecords {
             }
         }
         None => RankRecords::default(),
-    })
+    }
 }
 
 /// Does some rank of this process have hooks that time regions or emulate a slower CPU? One
@@ -237,8 +320,25 @@ fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed) != 0
 }
 
+/// Run `f` on this thread's recorder, if hooks are installed. While `f` runs, [`CURRENT`] is
+/// null: a hook reached from inside `f` finds no recorder and does nothing.
 fn with_recorder<R>(f: impl FnOnce(&mut Recorder) -> R) -> Option<R> {
-    RECORDER.with(|r| r.try_borrow_mut().ok().and_then(|mut r| r.as_mut().map(f)))
+    /// Puts the recorder back however `f` ends.
+    struct Lend(*mut Recorder);
+    impl Drop for Lend {
+        fn drop(&mut self) {
+            CURRENT.set(self.0);
+        }
+    }
+    let current = CURRENT.replace(ptr::null_mut());
+    if current.is_null() {
+        return None;
+    }
+    let _lend = Lend(current);
+    // SAFETY: a non-null `CURRENT` points to the recorder boxed in this thread's `OWNER`, which
+    // frees it only after nulling `CURRENT` (`uninstall`, thread exit). `CURRENT` stays null
+    // until `_lend` drops, so this is the only reference to the recorder while `f` runs.
+    Some(f(unsafe { &mut *current }))
 }
 
 /// Is the current rank taking an instrumented run (seed Fig. 5.6 semantics apply)?
@@ -336,16 +436,15 @@ fn push_var(kind: RecordKind, var: VarId, aux: u32, bytes: u64, begin_s: f64, en
         if !r.recording {
             return;
         }
-        let (key, in_stage) = r.context_key();
         let open = r.next_seq();
         let close = r.next_seq();
-        let record = Record {
+        r.push_in_context(Record {
             kind,
             id: var.0,
             aux,
-            key,
-            in_stage,
-            event: r.event,
+            key: r.last_stage,
+            in_stage: false,
+            event: NONE,
             peer: NONE,
             traffic: Traffic::default(),
             bytes,
@@ -353,8 +452,7 @@ fn push_var(kind: RecordKind, var: VarId, aux: u32, bytes: u64, begin_s: f64, en
             end_s,
             open,
             close,
-        };
-        r.records.push(record);
+        });
     });
 }
 
@@ -409,15 +507,14 @@ fn push_comm(
         traffic.blocked_s = end_s - begin_s;
     }
     with_recorder(|r| {
-        let (key, in_stage) = r.context_key();
         let close = r.next_seq();
-        let record = Record {
+        r.push_in_context(Record {
             kind: RecordKind::Comm,
             id: 0,
             aux: call as u32,
-            key,
-            in_stage,
-            event: r.event,
+            key: r.last_stage,
+            in_stage: false,
+            event: NONE,
             peer: peer.map_or(NONE, |p| p as u32),
             traffic,
             bytes: 0,
@@ -425,8 +522,7 @@ fn push_comm(
             end_s,
             open,
             close,
-        };
-        r.records.push(record);
+        });
     });
 }
 

@@ -9,11 +9,18 @@
 //! load and a branch, and dropping it is the same load and branch. In particular, the unwinding
 //! path of a region (a bounds check or a `?` inside it) needs no value from the guard, so the
 //! compiler keeps the region's loops exactly as it would without instrumentation.
+//!
+//! An enabled guard first tries the stream ([`super::stream`]): in stream mode its open and
+//! close each append one entry, inline. Otherwise, or when the stream is full, it takes the
+//! out-of-line path, which opens and closes frames on the recorder directly
+//! ([`Recorder::open_region`], [`Recorder::close_region`]); the stream is later replayed
+//! through the same two functions.
 
 use std::marker::PhantomData;
 
 use super::{
-    active, bookkeeping, record_io, with_recorder, IoKind, Record, RecordKind, VarId, NONE,
+    active, bookkeeping, record_io, stream, with_recorder, IoKind, Record, RecordKind, Recorder,
+    VarId, NONE,
 };
 use crate::clock::{self, ComputeMark};
 use crate::comm::Traffic;
@@ -44,15 +51,60 @@ pub(super) struct Frame {
     saved_event: u32,
 }
 
+/// A guard's ids, as the stream stores them: `aux` is a tile's section, or a stage's section;
+/// `tile` is a stage's tile loop, or [`NONE`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Region {
+    pub(super) kind: RecordKind,
+    pub(super) id: u32,
+    pub(super) aux: u32,
+    pub(super) tile: u32,
+}
+
+impl Region {
+    fn new(kind: RecordKind, id: u32) -> Region {
+        Region {
+            kind,
+            id,
+            aux: 0,
+            tile: NONE,
+        }
+    }
+
+    /// The record's `aux`, and the region's own stage key (a stage's or a tile's; other regions
+    /// take the enclosing context's).
+    fn decode(self) -> (u32, Option<StageKey>) {
+        match self.kind {
+            RecordKind::Stage => (
+                0,
+                Some(StageKey {
+                    section: self.aux,
+                    tile: (self.tile != NONE).then_some(self.tile),
+                    stage: self.id,
+                }),
+            ),
+            RecordKind::Tile => (
+                self.aux,
+                Some(StageKey {
+                    section: self.aux,
+                    tile: Some(self.id),
+                    stage: 0,
+                }),
+            ),
+            _ => (self.aux, None),
+        }
+    }
+}
+
 impl Guard {
     const TOKEN: Guard = Guard {
         _thread_bound: PhantomData,
     };
 
     #[inline(always)]
-    fn open(kind: RecordKind, id: u32, aux: u32, key: Option<StageKey>) -> Guard {
-        if active() {
-            open_installed(kind, id, aux, key);
+    fn open(region: Region) -> Guard {
+        if active() && !stream::open(region) {
+            open_installed(region);
         }
         Guard::TOKEN
     }
@@ -60,47 +112,19 @@ impl Guard {
 
 #[cold]
 #[inline(never)]
-fn open_installed(kind: RecordKind, id: u32, aux: u32, key: Option<StageKey>) {
+fn open_installed(region: Region) {
     // Bookkeeping, not the program's computation: an enclosing stage's slowdown skips it.
     let _bookkeeping = clock::not_compute();
-    bookkeeping(|| open_frame(kind, id, aux, key));
-}
-
-fn open_frame(kind: RecordKind, id: u32, aux: u32, key: Option<StageKey>) {
-    with_recorder(|r| {
-        let key = key.unwrap_or_else(|| r.context_key().0);
-        let mut frame = Frame {
-            kind,
-            id,
-            aux,
-            key,
-            recording: if kind == RecordKind::Iteration {
-                r.timing
+    bookkeeping(|| {
+        with_recorder(|r| {
+            if r.fast {
+                r.flush();
+                r.tick_open(region);
             } else {
-                r.recording
-            },
-            begin_s: 0.0,
-            open: 0,
-            compute: None,
-            saved_stage: r.stage,
-            saved_event: r.event,
-        };
-        match kind {
-            RecordKind::Stage => {
-                r.stage = Some(key);
-                if r.config.slowdown {
-                    frame.compute = ComputeMark::start();
-                }
+                // Last, so that the region's time excludes the bookkeeping before it.
+                r.open_region(region, |r| (r.next_seq(), clock::now()));
             }
-            RecordKind::Event => r.event = id,
-            _ => {}
-        }
-        if frame.recording {
-            frame.open = r.next_seq();
-            // Last, so that the region's time excludes the bookkeeping above.
-            frame.begin_s = clock::now();
-        }
-        r.frames.push(frame);
+        })
     });
 }
 
@@ -110,33 +134,84 @@ fn close_installed() {
     // Bookkeeping, not the program's computation: an enclosing stage's slowdown skips it (and
     // skips this region's own slowdown spin, which the span measures too).
     let _bookkeeping = clock::not_compute();
-    bookkeeping(close_frame);
+    bookkeeping(|| {
+        with_recorder(|r| {
+            if r.fast {
+                r.flush();
+                r.tick_close();
+            } else {
+                r.close_region(|r| (r.next_seq(), clock::now()));
+            }
+        })
+    });
 }
 
-fn close_frame() {
-    with_recorder(|r| {
-        let Some(frame) = r.frames.pop() else {
+impl Recorder {
+    /// Open `region`: push its frame and enter its stage or event context. `stamp` gives the
+    /// region's opening sequence number and begin time, when it records; it runs last.
+    pub(super) fn open_region(
+        &mut self,
+        region: Region,
+        stamp: impl FnOnce(&mut Recorder) -> (u32, f64),
+    ) {
+        let (aux, own_key) = region.decode();
+        let key = own_key.unwrap_or_else(|| self.context_key().0);
+        let mut frame = Frame {
+            kind: region.kind,
+            id: region.id,
+            aux,
+            key,
+            recording: if region.kind == RecordKind::Iteration {
+                self.timing
+            } else {
+                self.recording
+            },
+            begin_s: 0.0,
+            open: 0,
+            compute: None,
+            saved_stage: self.stage,
+            saved_event: self.event,
+        };
+        match region.kind {
+            RecordKind::Stage => {
+                self.stage = Some(key);
+                if self.config.slowdown {
+                    frame.compute = ComputeMark::start();
+                }
+            }
+            RecordKind::Event => self.event = region.id,
+            _ => {}
+        }
+        if frame.recording {
+            (frame.open, frame.begin_s) = stamp(self);
+        }
+        self.frames.push(frame);
+    }
+
+    /// Close the innermost open region: record it (when it records) and restore the context it
+    /// replaced. `stamp` gives its closing sequence number and end time.
+    pub(super) fn close_region(&mut self, stamp: impl FnOnce(&mut Recorder) -> (u32, f64)) {
+        let Some(frame) = self.frames.pop() else {
             return; // Opened before this thread's hooks were installed.
         };
         // The emulated slowdown is part of the stage; the bookkeeping below is not.
         if let Some(mark) = frame.compute {
             mark.finish();
         }
-        let end_s = if frame.recording { clock::now() } else { 0.0 };
-        let in_stage = frame.kind == RecordKind::Stage || r.stage.is_some();
-        r.stage = frame.saved_stage;
-        r.event = frame.saved_event;
+        let end = frame.recording.then(|| stamp(self));
+        let in_stage = frame.kind == RecordKind::Stage || self.stage.is_some();
+        self.stage = frame.saved_stage;
+        self.event = frame.saved_event;
         if frame.kind == RecordKind::Stage {
-            r.last_stage = frame.key;
+            self.last_stage = frame.key;
         }
-        if frame.recording {
-            let close = r.next_seq();
+        if let Some((close, end_s)) = end {
             let event = if frame.kind == RecordKind::Event {
                 frame.id
             } else {
-                r.event
+                self.event
             };
-            r.records.push(Record {
+            self.records.push(Record {
                 kind: frame.kind,
                 id: frame.id,
                 aux: frame.aux,
@@ -152,13 +227,13 @@ fn close_frame() {
                 close,
             });
         }
-    });
+    }
 }
 
 impl Drop for Guard {
     #[inline(always)]
     fn drop(&mut self) {
-        if active() {
+        if active() && !stream::close() {
             close_installed();
         }
     }
@@ -167,46 +242,44 @@ impl Drop for Guard {
 /// One trip of the main iterative loop; `index` counts from 0.
 #[inline(always)]
 pub fn iteration(index: u64) -> Guard {
-    Guard::open(RecordKind::Iteration, index as u32, 0, None)
+    Guard::open(Region::new(RecordKind::Iteration, index as u32))
 }
 
 /// A parallel section.
 #[inline(always)]
 pub fn section(id: u32) -> Guard {
-    Guard::open(RecordKind::Section, id, 0, None)
+    Guard::open(Region::new(RecordKind::Section, id))
 }
 
 /// One trip (one tile) of tile loop `tile` of section `section`.
 #[inline(always)]
 pub fn tile(section: u32, tile: u32) -> Guard {
-    Guard::open(
-        RecordKind::Tile,
-        tile,
-        section,
-        Some(StageKey {
-            section,
-            tile: Some(tile),
-            stage: 0,
-        }),
-    )
+    Guard::open(Region {
+        aux: section,
+        ..Region::new(RecordKind::Tile, tile)
+    })
 }
 
 /// A stage. I/O and communication recorded while it is open belong to it.
 #[inline(always)]
 pub fn stage(key: StageKey) -> Guard {
-    Guard::open(RecordKind::Stage, key.stage, 0, Some(key))
+    Guard::open(Region {
+        aux: key.section,
+        tile: key.tile.unwrap_or(NONE),
+        ..Region::new(RecordKind::Stage, key.stage)
+    })
 }
 
 /// A communication event. Communication calls recorded while it is open belong to it.
 #[inline(always)]
 pub fn event(id: u32) -> Guard {
-    Guard::open(RecordKind::Event, id, 0, None)
+    Guard::open(Region::new(RecordKind::Event, id))
 }
 
 /// One trip of the nested iteration (repeated group) `id`.
 #[inline(always)]
 pub fn group(id: u32) -> Guard {
-    Guard::open(RecordKind::Group, id, 0, None)
+    Guard::open(Region::new(RecordKind::Group, id))
 }
 
 /// An I/O operation timed by a guard (an alternative to [`super::record_io`]).

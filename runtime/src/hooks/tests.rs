@@ -149,3 +149,104 @@ fn disabled_guards_record_nothing_and_a_later_install_starts_clean() {
     .unwrap();
     assert_eq!(kinds(&records), [(RecordKind::Stage, 1)]);
 }
+
+/// A solver-shaped script: iterations of a section with `tiles` tiles, stages, an event with
+/// calls, I/O inside and outside stages, and an early exit; `trips` iterations.
+fn script(trips: u64, tiles: u32) {
+    let var = register_var("stream_test");
+    for it in 0..trips {
+        let _it = iteration(it);
+        let _section = section(0);
+        for t in 0..tiles {
+            let _tile = tile(0, 0);
+            let _s = stage(StageKey {
+                section: 0,
+                tile: Some(0),
+                stage: t,
+            });
+            io_now(var);
+        }
+        {
+            let _s = stage(key(1, 0));
+            let _e = event(4);
+            let start = comm_begin();
+            comm_end(start, CallKind::AllReduce, Some(0), &Traffic::sent(8));
+        }
+        io_now(var);
+        let early = || -> Result<(), ()> {
+            let _g = group(2);
+            let _s = stage(key(1, 1));
+            Err(())
+        };
+        assert!(early().is_err());
+    }
+}
+
+/// The records of `script(trips, tiles)` on a fresh rank thread with `mode`'s clock, and
+/// whether that rank recorded in stream mode.
+fn scripted(mode: ClockMode, trips: u64, tiles: u32) -> (Vec<Record>, bool) {
+    std::thread::spawn(move || {
+        clock::install(mode, 1.0);
+        install(HookConfig {
+            instrument: true,
+            slowdown: false,
+            timing: false,
+        });
+        set_recording(true);
+        let streaming = with_recorder(|r| r.fast).unwrap();
+        script(trips, tiles);
+        let records = uninstall().records;
+        clock::uninstall();
+        (records, streaming)
+    })
+    .join()
+    .expect("the rank thread runs")
+}
+
+#[test]
+fn stream_mode_records_what_the_direct_path_records() {
+    // 29 ticks and 17 records per trip: 2,000 trips fill half the stream seven times, so it is
+    // replayed between iterations. A trip of 4,000 tiles (20,000 ticks) holds more than the
+    // whole stream, so it is replayed inside an iteration too.
+    for (trips, tiles, records) in [(2000, 3, 17), (3, 4000, 12008)] {
+        let (direct, streamed_direct) = scripted(ClockMode::Charged, trips, tiles);
+        let (stream, streamed) = scripted(ClockMode::Wall, trips, tiles);
+        assert!(!streamed_direct && streamed);
+        assert_eq!(stream.len() as u64, records * trips);
+        same_records_but_times(&stream, &direct);
+    }
+}
+
+/// `stream` (recorded on the wall clock) and `direct` are the same records but for their
+/// times, and `stream`'s times are consistent.
+fn same_records_but_times(stream: &[Record], direct: &[Record]) {
+    let untimed = |records: &[Record]| -> Vec<Record> {
+        records
+            .iter()
+            .map(|r| Record {
+                begin_s: 0.0,
+                end_s: 0.0,
+                traffic: Traffic {
+                    blocked_s: 0.0,
+                    ..r.traffic
+                },
+                ..*r
+            })
+            .collect()
+    };
+    assert_eq!(untimed(stream), untimed(direct));
+    // The streamed times are wall-clock times: each region lies inside its enclosing ones,
+    // and regions end in order.
+    for pair in stream.windows(2) {
+        assert!(pair[0].end_s <= pair[1].end_s);
+    }
+    for r in stream {
+        assert!(r.begin_s <= r.end_s && r.begin_s > 0.0);
+    }
+    let first_trips = &stream[..stream.len().min(340)];
+    for r in first_trips {
+        for outer in first_trips.iter().filter(|o| r.is_inside(o)) {
+            assert!(outer.begin_s <= r.begin_s && r.end_s <= outer.end_s);
+        }
+    }
+}
