@@ -5,10 +5,11 @@
 //!   `T_α(i) = T_τ(0) + N_→(0,i)·O_→(q) + T_{0→i}(q)`, `T_w(i) = max(0, T_α(i) − T_τ(i))`,
 //!   then processes it: `T_Υ^i = T_w(i) + O_←(q)`; the root spends `T_Υ^0 = N_→(0,*)·O_→(q)`.
 //! - gather: every other node sends its rows to the root and goes on (sends are asynchronous,
-//!   §5.1): `T_Υ^i = O_→(q)`; the root blocks for the last one as in Eq. 5.12 and processes all:
-//!   `T_Υ^0 = T_w(0,q) + N_←(0,*)·O_←(q)`.
+//!   §5.1): `T_Υ^i = O_→(q)`; the root takes the messages in rank order, waiting for each that
+//!   has not arrived (Eq. 5.12 in the runtime's order, [`receive_in_rank_order`]), and
+//!   processes all: `T_Υ^0 = T_w(0,q) + N_←(0,*)·O_←(q)`.
 
-use super::comm::CommCost;
+use super::comm::{receive_in_rank_order, CommCost};
 use super::{Model, Prediction};
 use crate::format::Pattern;
 
@@ -39,15 +40,20 @@ pub(crate) fn run_broadcast(model: &Model, comm: &CommCost, rows: &[u64], out: &
 pub(crate) fn run_gather(model: &Model, comm: &CommCost, rows: &[u64], out: &mut Prediction) {
     let p = model.nodes;
     let r = comm.root.min(p - 1);
-    let mut latest_arrival = f64::NEG_INFINITY;
+    if p == 1 {
+        return;
+    }
     for i in (0..p).filter(|&i| i != r) {
         let bytes = comm.msg_bytes(i, rows[i]);
-        let o = comm.o_send(model, i, bytes, &out.ooc[i]);
-        latest_arrival = latest_arrival.max(out.nodes[i].total_s + o + model.transfer(bytes));
-        out.charge_comm(i, o, 0.0, 0.0);
+        out.scratch[i] = comm.o_send(model, i, bytes, &out.ooc[i]);
+        out.scratch2[i] = out.nodes[i].total_s + out.scratch[i] + model.transfer(bytes);
     }
-    if p > 1 {
-        let t_w = (latest_arrival - out.nodes[r].total_s).max(0.0);
-        out.charge_comm(r, f64::from(comm.n_recv[r]) * comm.o_recv[r], t_w, 0.0);
+    let received = f64::from(comm.n_recv[r]) * comm.o_recv[r];
+    let arrivals = (0..p).filter(|&i| i != r).map(|i| out.scratch2[i]);
+    let (t_w, _) =
+        receive_in_rank_order(out.nodes[r].total_s, arrivals, received / (p - 1) as f64);
+    for i in (0..p).filter(|&i| i != r) {
+        out.charge_comm(i, out.scratch[i], 0.0, 0.0);
     }
+    out.charge_comm(r, received, t_w, 0.0);
 }

@@ -108,6 +108,28 @@ pub(crate) fn star_position(root: usize, i: usize) -> f64 {
     }
 }
 
+/// The root of a gather-shaped event (reduction, gather, all-gather, barrier) receives one
+/// message from every other node, in rank order, as the runtime's collectives do, spending
+/// `per_message_s` on each once it has arrived. `arrivals` are the messages' arrival times in
+/// that order and `clock` the root's clock when it starts receiving. Returns the time the root
+/// waits in all and the moment it has processed the last message.
+///
+/// Seed Eq. 5.12 instead waits for the last arrival and then processes all `N_←(0,*)` messages:
+/// `clock + T_w(0,q) + N_←(0,*)·O_←(q)`. That is the same when the messages arrive together,
+/// and later by up to `(N − 1)·O_←(q)` when they arrive one after another, as they do in the
+/// steady state after a broadcast in rank order: the root processes each while the next is
+/// still on its way.
+pub(crate) fn receive_in_rank_order(
+    clock: f64,
+    arrivals: impl Iterator<Item = f64>,
+    per_message_s: f64,
+) -> (f64, f64) {
+    arrivals.fold((0.0, clock), |(waited, clock), arrival| {
+        let wait = (arrival - clock).max(0.0);
+        (waited + wait, clock + wait + per_message_s)
+    })
+}
+
 /// Every node's point-to-point calls of one run of an event, in program order, each receive
 /// matched with the send of its message (generalised Eq. 5.11: a node sends a message only
 /// after the calls before it, including receives, have completed).

@@ -7,7 +7,7 @@
 //! - `all_gather`: a gather of every node's rows to the root, then the root sends the assembled
 //!   data (all S rows) back, which is how the runtime's collectives implement it.
 
-use super::comm::{star_position, CommCost};
+use super::comm::{receive_in_rank_order, star_position, CommCost};
 use super::{Model, Prediction};
 use crate::format::Pattern;
 
@@ -21,15 +21,9 @@ pub(crate) fn run(model: &Model, comm: &CommCost, rows: &[u64], out: &mut Predic
         return;
     }
     // O_→(q) per node for its contribution.
-    let mut latest_arrival = f64::NEG_INFINITY;
     for i in 0..p {
         let bytes = comm.msg_bytes(i, rows[i]);
         out.scratch[i] = comm.o_send(model, i, bytes, &out.ooc[i]);
-        if i != r {
-            // T_→(i, 0) + T_{i→0}(q) (Eq. 5.11 with one recipient).
-            let arrival = out.nodes[i].total_s + out.scratch[i] + model.transfer(bytes);
-            latest_arrival = latest_arrival.max(arrival);
-        }
     }
     let t_r = if comm.pattern == Pattern::Reduction {
         comm.t_reduce
@@ -42,12 +36,17 @@ pub(crate) fn run(model: &Model, comm: &CommCost, rows: &[u64], out: &mut Predic
         _ => comm.msg_bytes(r, rows[r]),
     };
     let o_back = comm.o_send(model, r, back_bytes, &out.ooc[r]);
-    let clock_r = out.nodes[r].total_s;
-    // Eq. 5.12 at the root, which sends nothing before it has received: T_w(0,q).
-    let t_w0 = (latest_arrival - clock_r).max(0.0);
     let received = f64::from(comm.n_recv[r]) * comm.o_recv[r];
+    // T_w(0,q): the root, which sends nothing before it has received, takes the contributions
+    // in rank order (Eq. 5.12 in the order the runtime receives them). A contribution arrives
+    // at T_→(i, 0) + T_{i→0}(q) (Eq. 5.11 with one recipient).
+    let arrivals = (0..p).filter(|&i| i != r).map(|i| {
+        out.nodes[i].total_s + out.scratch[i] + model.transfer(comm.msg_bytes(i, rows[i]))
+    });
+    let (t_w0, received_at) =
+        receive_in_rank_order(out.nodes[r].total_s, arrivals, received / (p - 1) as f64);
     // The moment the root starts sending the result: T_τ(0) + T_w(0,q) + N_←(0,*)·O_← + T_r.
-    let release = clock_r + t_w0 + received + t_r;
+    let release = received_at + t_r;
     for i in (0..p).filter(|&i| i != r) {
         // Multi-node Eq. 5.8: T_α(i) = T_τ(0) + T_w(0,q) + [N_←(0,*)·O_←(q)] + T_r
         //                              + [N_→(0,i)·O_→(q)] + T_{0→i}(q).

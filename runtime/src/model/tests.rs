@@ -571,8 +571,10 @@ fn broadcast_and_gather() {
     assert!(close(p.synchronized[0].total_s, 1.02), "{p:?}");
     assert!(close(p.synchronized[1].total_s, 1.13));
     assert!(close(p.synchronized[2].total_s, 2.02));
-    // Gather to 0, same T_τ: senders pay O_→ and go on: 0.51, 2.01. The root waits for the last
-    // arrival 2.0 + 0.01 + 0.1 = 2.11, then processes two messages: 2.11 + 0.04 = 2.15.
+    // Gather to 0, same T_τ: senders pay O_→ and go on: 0.51, 2.01. The root takes the messages
+    // in rank order: node 1's arrived at 0.61, so it is processed at once (1.02); node 2's
+    // arrives at 2.0 + 0.01 + 0.1 = 2.11, after a wait of 1.09, and is processed by 2.13. (Eq.
+    // 5.12 as the seed writes it waits for the last arrival before processing any: 2.15.)
     let mut c = Case::new(&[10, 10, 10]);
     c.section(
         true,
@@ -581,9 +583,35 @@ fn broadcast_and_gather() {
         None,
     );
     let p = c.model().predict(&[10, 10, 10]).unwrap();
-    assert!(close(p.synchronized[0].total_s, 2.15), "{p:?}");
+    assert!(close(p.synchronized[0].total_s, 2.13), "{p:?}");
+    assert!(close(p.synchronized[0].blocked_s, 1.09), "{p:?}");
     assert!(close(p.synchronized[1].total_s, 0.51));
     assert!(close(p.synchronized[2].total_s, 2.01));
+}
+
+#[test]
+fn a_reduction_root_takes_the_contributions_in_rank_order() {
+    // Reduction to 0, T_τ = (1.0, 0.5, 2.0). Node 1's contribution leaves at 0.51 and arrives
+    // at 0.61, before the root is ready: the root processes it at once (1.02). Node 2's arrives
+    // at 2.0 + 0.01 + 0.1 = 2.11: the root waits 1.09, processes it by 2.13 and sends the
+    // result in rank order, ending at 2.15. Node 1's copy arrives at 2.13 + 0.01 + 0.1 = 2.24
+    // (blocked 2.24 − 0.51 = 1.73, ends 2.26); node 2's at 2.25 (blocked 0.24, ends 2.27).
+    // Eq. 5.12 as the seed writes it would release at 2.11 + 0.04 = 2.15, each end 0.02 later.
+    let mut c = Case::new(&[10, 10, 10]);
+    c.section(
+        true,
+        &[1.0, 0.5, 2.0],
+        Some((Pattern::Reduction, &["0"])),
+        None,
+    );
+    let p = c.model().predict(&[10, 10, 10]).unwrap();
+    let s = &p.synchronized;
+    assert!(close(s[0].total_s, 2.15), "{p:?}");
+    assert!(close(s[0].blocked_s, 1.09), "{p:?}");
+    assert!(close(s[1].total_s, 2.26), "{p:?}");
+    assert!(close(s[1].blocked_s, 1.73), "{p:?}");
+    assert!(close(s[2].total_s, 2.27), "{p:?}");
+    assert!(close(s[2].blocked_s, 0.24), "{p:?}");
 }
 
 #[test]
