@@ -5,10 +5,13 @@
 //! first message with the wanted tag from the source's queue, waiting on its condition variable
 //! while there is none. Per (source, tag) messages are received in the order they were sent.
 //!
-//! Network emulation: a message of `b` bytes takes `latency + b / bandwidth`. On a wall clock the
-//! receiver waits until the message's delivery instant; on a virtual clock the message carries
-//! the sender's clock plus that transfer time and the receiver's clock jumps forward to it if it
-//! is behind. Either wait is the receive's blocked time. There is no link contention.
+//! Network emulation: a message of `b` bytes takes `latency + b / bandwidth` from the moment the
+//! send has copied it (so the send's own overhead comes before the transfer, as in the seed's
+//! Eq. 5.11 and LogP). On a wall clock the receiver waits until the message's delivery instant;
+//! on a virtual clock the message carries the sender's clock plus that transfer time and the
+//! receiver's clock jumps forward to it if it is behind. Either wait is the receive's blocked
+//! time. There is no link contention. Waking the receiver's thread is not charged to a virtual
+//! clock.
 //!
 //! CPU gate (virtual clocks): a virtual clock counts each rank's thread CPU time, as if each rank
 //! had a node of its own. When there are more ranks than cores, the OS would time-slice them,
@@ -375,6 +378,9 @@ impl Comm for ThreadComm {
         if world.aborted.load(Ordering::SeqCst) {
             return Err(world.aborted_error());
         }
+        // The message leaves once the send has copied it (the send overhead O_S, seed §5.3.2),
+        // and takes the transfer time from then on.
+        let copy = data.to_vec();
         let transfer = world.transfer_s(data.len());
         let (arrival_s, deliver_at) = match world.mode {
             ClockMode::Wall if transfer > 0.0 => (
@@ -386,13 +392,15 @@ impl Comm for ThreadComm {
         };
         let message = Message {
             tag,
-            data: data.to_vec(),
+            data: copy,
             arrival_s,
             deliver_at,
         };
         let mailbox = &world.mailboxes[dest];
         lock(&mailbox.queues)[self.rank].push_back(message);
-        mailbox.ready.notify_all();
+        // Waking the receiver's thread is the emulator's work, not the sender's: a node's send
+        // does not pay for the receiving node's scheduler. Off a virtual clock's time.
+        clock::unclocked(|| mailbox.ready.notify_all());
         Ok(Traffic::sent(data.len()))
     }
 
@@ -527,6 +535,46 @@ mod tests {
         assert!(polls > 0, "rank 0 polled before rank 1 could send");
         poller.join().unwrap();
         sender.join().unwrap();
+    }
+
+    #[test]
+    fn a_message_leaves_when_its_send_has_copied_it() {
+        // Virtual clocks: a 64 MiB send on a node of CPU power 0.01 spends a long time copying
+        // (the receiver, at full power, copies it 100 times as fast). The message's transfer
+        // time (1 ms latency) starts after the sender's copy, so the receiver's clock ends at
+        // least a latency past the sender's clock after the send.
+        const LATENCY_S: f64 = 1e-3;
+        let network = NetworkSpec {
+            latency_s: LATENCY_S,
+            bandwidth_bps: f64::INFINITY,
+        };
+        let world = ThreadWorld::new(2, network, ClockMode::Virtual);
+        let (sent_at, received_at) = std::thread::scope(|s| {
+            let sender = s.spawn(|| {
+                world.start();
+                clock::install(ClockMode::Virtual, 0.01);
+                let data = vec![7u8; 64 << 20];
+                world.comm(0).send_bytes(1, 3, &data).unwrap();
+                let sent_at = clock::now();
+                world.finish(0);
+                sent_at
+            });
+            let receiver = s.spawn(|| {
+                world.start();
+                clock::install(ClockMode::Virtual, 1.0);
+                let mut into = vec![0u8; 64 << 20];
+                world.comm(1).receive_bytes(0, 3, &mut into).unwrap();
+                let received_at = clock::now();
+                world.finish(1);
+                received_at
+            });
+            (sender.join().unwrap(), receiver.join().unwrap())
+        });
+        assert!(sent_at > 1e-3, "the copy took CPU time: {sent_at}");
+        assert!(
+            received_at >= sent_at + LATENCY_S,
+            "sent at {sent_at}, received at {received_at}"
+        );
     }
 
     #[test]
