@@ -132,6 +132,12 @@ pub trait Comm: Send + Sync {
         into: &mut [u8],
     ) -> Result<Option<Traffic>, CommError>;
 
+    /// The network this communicator emulates, when it emulates one (the threads backend
+    /// applies exactly this latency and bandwidth to every message); `None` for a real one.
+    fn emulated_network(&self) -> Option<crate::format::NetworkSpec> {
+        None
+    }
+
     /// Wait until every rank has entered the barrier.
     fn barrier_bytes(&self) -> Result<Traffic, CommError> {
         collectives::barrier(self)

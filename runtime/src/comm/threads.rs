@@ -372,6 +372,10 @@ impl Comm for ThreadComm {
         self.world.size()
     }
 
+    fn emulated_network(&self) -> Option<NetworkSpec> {
+        Some(self.world.network)
+    }
+
     fn send_bytes(&self, dest: usize, tag: Tag, data: &[u8]) -> Result<Traffic, CommError> {
         check_rank(dest, self.world.size())?;
         let world = &*self.world;
