@@ -137,6 +137,30 @@ fn a_full_disk_on_standard_output_is_an_error_not_a_panic() {
 }
 
 #[test]
+fn help_on_a_full_standard_output_is_an_error() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return; // not Linux
+    };
+    for args in [&["--help"][..], &["--version"], &["analyze", "--help"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_mheta"))
+            .args(args)
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("cannot write to standard output"),
+            "{stderr}"
+        );
+    }
+    // Where stdout takes it, help still succeeds.
+    let out = mheta(&["--help"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: mheta"));
+}
+
+#[test]
 fn out_files_are_written_through_symbolic_links() {
     let dir = tempfile::tempdir().unwrap();
     let real = dir.path().join("structure.json");

@@ -37,7 +37,7 @@ fn inconsistent_inputs_are_errors_naming_the_file_and_field() {
 
     // Each case: a change to the measurements (or the structure), and what the error says.
     type Edit = fn(&mut Measurements, &mut Structure);
-    let cases: [(&str, Edit, &[&str]); 9] = [
+    let cases: [(&str, Edit, &[&str]); 12] = [
         (
             "schema",
             |m, _| m.schema = "mheta-measurements/9".into(),
@@ -94,6 +94,30 @@ fn inconsistent_inputs_are_errors_naming_the_file_and_field() {
             "unknown event",
             |m, _| m.nodes[1].events[0].event = 999,
             &["measurements.json", "`nodes[1].events[0]`", "event 999"],
+        ),
+        (
+            "negative blocked time",
+            |m, _| m.nodes[1].events[0].blocked_s = -1.0,
+            &[
+                "measurements.json",
+                "`nodes[1].events[0].blocked_s` is -1",
+                "cannot be negative",
+            ],
+        ),
+        (
+            "negative stage count",
+            |m, _| m.nodes[3].stages[0].count = -2.0,
+            &["measurements.json", "`nodes[3].stages[0].count` is -2"],
+        ),
+        (
+            "fewer nodes than the cluster",
+            |m, _| m.nodes.truncate(2),
+            &[
+                "measurements.json",
+                "structure.json",
+                "the cluster it was measured on",
+                "cover 2 nodes",
+            ],
         ),
     ];
     for (name, edit, expected) in cases {

@@ -39,7 +39,18 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help` and `--version` go to stdout, which may refuse them like any other output.
+        Err(e) if !e.use_stderr() => {
+            if let Err(io) = e.print().and_then(|()| std::io::Write::flush(&mut std::io::stdout())) {
+                eprintln!("error: cannot write to standard output: {io}");
+                return ExitCode::from(1);
+            }
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => e.exit(),
+    };
     match on_big_stack(move || cli.run()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -98,6 +98,12 @@ fn consistent(
             );
         }
     }
+    if let Some((field, value)) = measurements.first_negative() {
+        bail!(
+            "`{mf}`: field `{field}` is {value}: a measured time, count, size or rate cannot be \
+             negative"
+        );
+    }
     measurements
         .cluster
         .check()
@@ -160,6 +166,9 @@ pub struct Inputs {
     pub structure: Structure,
     pub measurements: Measurements,
     pub cluster: ClusterSpec,
+    /// Where each came from, for messages: the files given on the command line (the
+    /// cluster's is `None` when it is the one the measurements were taken on).
+    files: (PathBuf, PathBuf, Option<PathBuf>),
 }
 
 impl Inputs {
@@ -173,23 +182,36 @@ impl Inputs {
         let structure: Structure = read_json(structure_file)?;
         let measurements: Measurements = read_json(measurements_file)?;
         consistent(&structure, structure_file, &measurements, measurements_file)?;
-        let cluster = match cluster {
+        let cluster_spec = match cluster {
             Some(path) => ClusterSpec::load(path)?,
             None => measurements.cluster.clone(),
         };
         Ok(Inputs {
             structure,
             measurements,
-            cluster,
+            cluster: cluster_spec,
+            files: (
+                structure_file.to_path_buf(),
+                measurements_file.to_path_buf(),
+                cluster.map(Path::to_path_buf),
+            ),
         })
     }
 
+    /// The model; its errors name the files it was built from.
     pub fn model(&self) -> anyhow::Result<Model> {
-        Ok(Model::new(
-            &self.structure,
-            &self.measurements,
-            &self.cluster,
-        )?)
+        let (structure, measurements, cluster) = &self.files;
+        Model::new(&self.structure, &self.measurements, &self.cluster).with_context(|| {
+            format!(
+                "cannot build the model of `{}` from `{}` for {}",
+                structure.display(),
+                measurements.display(),
+                match cluster {
+                    Some(c) => format!("the cluster `{}`", c.display()),
+                    None => "the cluster it was measured on".to_string(),
+                }
+            )
+        })
     }
 
     /// A named generator, a file or an inline list, validated against S and the cluster.

@@ -44,6 +44,41 @@ pub struct Measurements {
 }
 
 impl Measurements {
+    /// The first number in these measurements that no measurement can give: every time, count,
+    /// size, rate and row count a run measures is finite and non-negative. Returns the field's
+    /// path (`nodes[0].events[1].blocked_s`) and its value.
+    pub fn first_negative(&self) -> Option<(String, f64)> {
+        fn walk(value: &serde_json::Value, path: &mut String) -> Option<(String, f64)> {
+            match value {
+                serde_json::Value::Number(n) => n
+                    .as_f64()
+                    .filter(|x| !x.is_finite() || *x < 0.0)
+                    .map(|x| (path.clone(), x)),
+                serde_json::Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| {
+                    let len = path.len();
+                    path.push_str(&format!("[{i}]"));
+                    let found = walk(v, path);
+                    path.truncate(len);
+                    found
+                }),
+                serde_json::Value::Object(fields) => fields.iter().find_map(|(k, v)| {
+                    let len = path.len();
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(k);
+                    let found = walk(v, path);
+                    path.truncate(len);
+                    found
+                }),
+                _ => None,
+            }
+        }
+        // Serialising a parsed document cannot fail: its maps have string keys.
+        let value = serde_json::to_value(self).ok()?;
+        walk(&value, &mut String::new())
+    }
+
     /// Take the in-core computation from `kept`, an instrumented run of the same program, rows
     /// and cluster made with `--keep-in-core`, under any distribution: every stage of a node
     /// that did no block I/O there (all its arrays were in core) gets an `in_core` sample with
