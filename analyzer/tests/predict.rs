@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 use mheta_runtime::format::{Measurements, Structure};
-use mheta_runtime::model::synthetic::{workload, Program};
+use mheta_model::synthetic::{workload, Program};
 
 fn predict(structure: &Path, measurements: &Path) -> (Option<i32>, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_mheta"))

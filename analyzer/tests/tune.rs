@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use mheta_runtime::model::adds_in_core_sample;
+use mheta_model::adds_in_core_sample;
 
 mod protocol;
 use protocol::test_protocol;
@@ -301,7 +301,7 @@ fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts_and_th
         serde_json::from_str(&std::fs::read_to_string(report.join("structure.json")).unwrap())
             .unwrap();
     let measured: mheta_runtime::format::Measurements = serde_json::from_value(measured).unwrap();
-    let model = mheta_runtime::model::Model::new(&structure, &measured, &measured.cluster).unwrap();
+    let model = mheta_model::Model::new(&structure, &measured, &measured.cluster).unwrap();
     for d in distributions {
         let rows: Vec<u64> = serde_json::from_value(d["rows"].clone()).unwrap();
         let predicted = model.predict(&rows).unwrap().iteration_s;

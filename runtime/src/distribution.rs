@@ -277,7 +277,7 @@ fn capacities(bytes_per_row: u64, cluster: &ClusterSpec) -> Result<Vec<u64>, Dis
 /// Splits `total` into integers proportional to `weights` (all positive) with the largest
 /// remainder method: floors first, then one extra row to the largest fractional parts (ties to
 /// the lower index). The result sums exactly to `total`.
-pub(crate) fn largest_remainder(total: u64, weights: &[f64]) -> Vec<u64> {
+pub fn largest_remainder(total: u64, weights: &[f64]) -> Vec<u64> {
     let sum: f64 = weights.iter().sum();
     let shares: Vec<f64> = weights.iter().map(|w| total as f64 * w / sum).collect();
     round_shares(total, &shares)

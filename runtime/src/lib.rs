@@ -1,8 +1,8 @@
 //! mheta runtime: what every instrumented program links.
 //!
-//! Communicators and backends, timing hooks, out-of-core arrays, cluster emulation, the file
-//! formats, and the MHETA model and distribution searches (pure computation on those formats).
-//! This crate never depends on syn: every user program links it.
+//! Communicators and backends, timing hooks, out-of-core arrays, cluster emulation and the file
+//! formats. The MHETA model and the distribution searches, which only the `mheta` tool calls,
+//! are the `mheta-model` crate. This crate never depends on syn: every user program links it.
 //!
 //! A program: `launch(&args, |ctx| { ... })` runs the closure on every rank with a [`Context`]
 //! (rank, size, communicator through [`CommExt`], this node's rows, out-of-core arrays); hook
@@ -24,9 +24,7 @@ pub mod hooks;
 pub mod launch;
 pub mod measure;
 pub mod micro;
-pub mod model;
 pub mod ooc;
-pub mod search;
 pub mod stats;
 pub mod testing;
 

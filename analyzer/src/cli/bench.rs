@@ -1,9 +1,9 @@
 //! `mheta bench [--json] [--budget 1s] [--nodes 8,64,128,1024]`: model evaluation and search
-//! speed on synthetic heterogeneous workloads (see `mheta_runtime::search::bench`).
+//! speed on synthetic heterogeneous workloads (see `mheta_model::search::bench`).
 
 use std::time::Duration;
 
-use mheta_runtime::search::bench::{self, BenchConfig};
+use mheta_model::search::bench::{self, BenchConfig};
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mheta_runtime::search::{self, Algorithm, SearchConfig};
+use mheta_model::search::{self, Algorithm, SearchConfig};
 
 use super::predict::Inputs;
 

@@ -366,7 +366,7 @@ fn measured(doc: &TuneDocument) -> Outcome {
 /// select), each predicted again from its saved `structure.json` and `measurements.json`.
 fn repredict(args: &StudyArgs) -> anyhow::Result<()> {
     use mheta_runtime::format::{Measurements, Structure};
-    use mheta_runtime::model::Model;
+    use mheta_model::Model;
 
     let cases = earlier_cases(&args.out)?;
     // Per setting: (recorded, re-predicted) outcomes.

@@ -36,8 +36,8 @@ use anyhow::{bail, Context as _};
 use mheta_runtime::cleanup::{DirLock, LockError, OwnedDir};
 use mheta_runtime::distribution::Distribution;
 use mheta_runtime::format::{Measurements, Structure, Timings};
-use mheta_runtime::model::{self, Model};
-use mheta_runtime::search::{self, Algorithm, SearchConfig, SearchResult};
+use mheta_model::{self as model, Model};
+use mheta_model::search::{self, Algorithm, SearchConfig, SearchResult};
 use mheta_runtime::{Backend, ClockMode};
 
 use document::{

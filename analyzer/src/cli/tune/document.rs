@@ -122,8 +122,8 @@ pub struct NodeBreakdown {
     pub blocked_s: f64,
 }
 
-impl From<&mheta_runtime::model::NodeBreakdown> for NodeBreakdown {
-    fn from(n: &mheta_runtime::model::NodeBreakdown) -> Self {
+impl From<&mheta_model::NodeBreakdown> for NodeBreakdown {
+    fn from(n: &mheta_model::NodeBreakdown) -> Self {
         NodeBreakdown {
             total_s: n.total_s,
             compute_s: n.compute_s,

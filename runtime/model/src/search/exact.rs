@@ -10,7 +10,7 @@
 //! per-node searches shrink as T converges: O(P · (log S + 64)) evaluations in all.
 
 use super::{NodeCosts, SearchConfig, SearchResult, Tracker};
-use crate::distribution::Distribution;
+use mheta_runtime::distribution::Distribution;
 
 /// Runs `exact` on per-node costs.
 pub fn exact<C: NodeCosts + ?Sized>(costs: &C, config: &SearchConfig) -> SearchResult {

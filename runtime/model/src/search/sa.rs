@@ -7,7 +7,7 @@
 //! reassigned the same way.
 
 use super::{start_vector, Objective, Rng, SearchConfig, SearchResult, Tracker};
-use crate::distribution::largest_remainder;
+use mheta_runtime::distribution::largest_remainder;
 
 /// Initial `K_B · T` as a fraction of the start vector's value.
 const INITIAL_TEMPERATURE: f64 = 0.1;

@@ -1,11 +1,11 @@
 //! Speed of one MHETA evaluation (issue 6 targets: ≤ 2 µs at 8 nodes, ≤ 1 ms at 1024 nodes).
 //!
-//! `cargo bench -p mheta-runtime --bench model`
+//! `cargo bench -p mheta-model --bench model`
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use mheta_runtime::model::synthetic::{workload, Program};
-use mheta_runtime::model::{Model, Prediction};
-use mheta_runtime::search::Rng;
+use mheta_model::synthetic::{workload, Program};
+use mheta_model::{Model, Prediction};
+use mheta_model::search::Rng;
 
 fn predict(c: &mut Criterion) {
     let mut group = c.benchmark_group("model_predict");

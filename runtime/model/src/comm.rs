@@ -4,7 +4,7 @@
 
 use super::out_of_core::OocState;
 use super::Model;
-use crate::format::{Pattern, PeerOp};
+use mheta_runtime::format::{Pattern, PeerOp};
 
 /// A receive edge of node `i` in a point-to-point pattern: a message from `src`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

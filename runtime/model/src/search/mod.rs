@@ -6,7 +6,7 @@
 //!
 //! - [`NodeCosts`]: independent per-node cost functions `f_i(x_i)` (seed §4.2); the objective is
 //!   `max_i f_i(x_i)`. GBS, GS and `exact` need this form (they are optimal, or nearly, when
-//!   every `f_i` is monotone non-decreasing). [`crate::model::Model`] provides it without
+//!   every `f_i` is monotone non-decreasing). [`crate::Model`] provides it without
 //!   blocked time.
 //! - [`Objective`]: any evaluation of a whole distribution that also reports per-node values;
 //!   GA, SA and `refine` use it. [`FullModel`] is the complete MHETA model, blocked time included.
@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::model::{Model, Prediction};
+use crate::{Model, Prediction};
 
 pub use exact::exact;
 pub use ga::genetic;

@@ -80,7 +80,7 @@ impl OocState {
 }
 
 /// Applies the heuristic to a node holding `rows` rows: the runtime's own choice
-/// ([`crate::ooc::choose`]), with this node's measured I/O costs as the estimate.
+/// ([`mheta_runtime::ooc::choose`]), with this node's measured I/O costs as the estimate.
 pub(crate) fn decide(arrays: &[ArrayCost], memory: &NodeMemory, rows: u64) -> OocState {
     let w = rows as f64;
     let resident: f64 = arrays
@@ -90,9 +90,9 @@ pub(crate) fn decide(arrays: &[ArrayCost], memory: &NodeMemory, rows: u64) -> Oo
         .sum();
     let free = (memory.memory_bytes - resident).max(0.0);
     let candidates = || arrays.iter().enumerate().filter(|(_, a)| !a.resident);
-    let choice = crate::ooc::choose(free, candidates().count(), |j| {
+    let choice = mheta_runtime::ooc::choose(free, candidates().count(), |j| {
         let (m, a) = candidates().nth(j).expect("j < the candidates' count");
-        let io = crate::ooc::IoEstimate {
+        let io = mheta_runtime::ooc::IoEstimate {
             per_block_s: memory.io_per_piece[m],
             per_byte_s: memory.io_per_byte[m],
         };
@@ -262,22 +262,22 @@ mod tests {
     /// and Block ran 0.675 s per iteration against 0.175 s predicted).
     #[test]
     fn the_model_predicts_the_runtimes_own_placement_of_a_sliver() {
-        let disk = crate::cluster::DiskModel {
+        let disk = mheta_runtime::cluster::DiskModel {
             latency_s: 1e-3,
             read_bps: 200e6,
             write_bps: 150e6,
         };
-        let io = crate::ooc::IoEstimate::on_disk(&disk, 2);
-        let demand = crate::ooc::ArrayDemand {
+        let io = mheta_runtime::ooc::IoEstimate::on_disk(&disk, 2);
+        let demand = mheta_runtime::ooc::ArrayDemand {
             rows: 1000,
             row_bytes: 8000,
             uses: 2,
             io,
         };
-        let runtime = crate::ooc::plan(8_020_000, &[demand, demand]);
+        let runtime = mheta_runtime::ooc::plan(8_020_000, &[demand, demand]);
         assert_eq!(
             runtime,
-            vec![crate::ooc::Placement::OutOfCore { icla_rows: 501 }; 2]
+            vec![mheta_runtime::ooc::Placement::OutOfCore { icla_rows: 501 }; 2]
         );
         // The model's own estimates (measured; here about the disk's): the same choice.
         let mut mem = memory(8.02e6);

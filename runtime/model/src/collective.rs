@@ -11,7 +11,7 @@
 
 use super::comm::{receive_in_rank_order, CommCost};
 use super::{Model, Prediction};
-use crate::format::Pattern;
+use mheta_runtime::format::Pattern;
 
 /// Broadcast and scatter.
 pub(crate) fn run_broadcast(model: &Model, comm: &CommCost, rows: &[u64], out: &mut Prediction) {

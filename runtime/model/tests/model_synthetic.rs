@@ -3,9 +3,9 @@
 
 use mheta_runtime::distribution::Distribution;
 use mheta_runtime::format::{Measurements, Structure};
-use mheta_runtime::model::synthetic::{workload, Program, Workload};
-use mheta_runtime::model::{distributed_bytes_per_row, Model};
-use mheta_runtime::search::Rng;
+use mheta_model::synthetic::{workload, Program, Workload};
+use mheta_model::{distributed_bytes_per_row, Model};
+use mheta_model::search::Rng;
 use proptest::prelude::*;
 
 fn model(w: &Workload) -> Model {

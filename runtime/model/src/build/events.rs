@@ -2,10 +2,10 @@
 //! (per-message overheads, message sizes, roots and peers).
 
 use super::{check, Builder};
-use crate::format::{add_up, per_message, CommEvent, EventMeasurement, Pattern, PeerOp, TileLoop};
-use crate::model::comm::{CommCost, RecvEdge, Schedule};
-use crate::model::pipeline::{TileCost, TileWeights};
-use crate::model::ModelError;
+use mheta_runtime::format::{add_up, per_message, CommEvent, EventMeasurement, Pattern, PeerOp, TileLoop};
+use crate::comm::{CommCost, RecvEdge, Schedule};
+use crate::pipeline::{TileCost, TileWeights};
+use crate::ModelError;
 
 impl<'a> Builder<'a> {
     pub(super) fn tiles(
@@ -30,7 +30,7 @@ impl<'a> Builder<'a> {
                     .map(|t| t.count)
             })
             .fold(0.0, f64::max);
-        let tiles = crate::model::passes(
+        let tiles = crate::passes(
             || format!("measured tiles of section {section} tile loop {}", tl.id),
             counted / per_pass,
             1.0,
@@ -373,6 +373,6 @@ fn overheads(i: usize, e: &EventMeasurement) -> Result<(Option<f64>, Option<f64>
             recv.push(check(&field("recv_s"), v)?);
         }
     }
-    let median = |mut v: Vec<f64>| (!v.is_empty()).then(|| crate::stats::median(&mut v));
+    let median = |mut v: Vec<f64>| (!v.is_empty()).then(|| mheta_runtime::stats::median(&mut v));
     Ok((median(send), median(recv)))
 }

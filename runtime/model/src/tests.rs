@@ -2,7 +2,7 @@
 //! in the comment above it from the seed's equations, independently of the implementation.
 
 use super::*;
-use crate::format::*;
+use mheta_runtime::format::*;
 
 const L: f64 = 0.1; // T_{i→i'}(q): latency only (per-byte cost 0).
 const OS: f64 = 0.01; // O_S(q)
@@ -1155,7 +1155,7 @@ fn a_node_measured_with_no_rows_borrows_the_others_rate() {
 
 #[test]
 fn a_distribution_adds_an_in_core_sample_only_where_the_model_would_not_pool_it() {
-    use crate::model::adds_in_core_sample;
+    use crate::adds_in_core_sample;
     let sampled = [vec![100, 200], vec![287, 13]];
     // 107 and 193 rows are within 20 % of 100 and 200: pooled with In-Core-Balanced's samples.
     assert!(!adds_in_core_sample(&sampled, &[107, 193]));

@@ -6,8 +6,8 @@
 //! `rows · seconds_per_row / cpu` on a node, every potentially out-of-core array is forced
 //! through disk (seed Fig. 5.6), messages cost the microbenchmarked overheads.
 
-use crate::distribution::Distribution;
-use crate::format::*;
+use mheta_runtime::distribution::Distribution;
+use mheta_runtime::format::*;
 
 /// A generated model input.
 #[derive(Debug, Clone)]

@@ -1,5 +1,5 @@
 //! `mheta bench`: how fast the model evaluates a distribution and how fast each search reaches
-//! its best, on synthetic but realistic workloads ([`crate::model::synthetic`]) of 8, 64, 128
+//! its best, on synthetic but realistic workloads ([`crate::synthetic`]) of 8, 64, 128
 //! and 1024 heterogeneous nodes.
 //!
 //! Model evaluations are timed on the Jacobi-like workload (mean of many evaluations of random
@@ -19,8 +19,8 @@ use super::{
     annealing, exact, gbs, genetic, greedy, Algorithm, MaxCost, NodeCosts, Rng, SearchConfig,
     SearchResult,
 };
-use crate::model::synthetic::{workload, Program};
-use crate::model::{Model, ModelError, Prediction};
+use crate::synthetic::{workload, Program};
+use crate::{Model, ModelError, Prediction};
 
 /// Settings of one benchmark run.
 #[derive(Debug, Clone)]

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use mheta_runtime::distribution::Distribution;
-use mheta_runtime::model::synthetic::{workload, Program};
-use mheta_runtime::model::Model;
-use mheta_runtime::search::{
+use mheta_model::synthetic::{workload, Program};
+use mheta_model::Model;
+use mheta_model::search::{
     exact, refine, search_model, Algorithm, FullModel, Objective, SearchConfig,
 };
 
@@ -56,7 +56,7 @@ fn the_search_beats_every_generator_of_the_seed_spectrum() {
     // distributions; GBS + refine on the model should do at least as well as the best of them.
     let w = workload(Program::Jacobi, 8, 8 * 512);
     let m = Model::new(&w.structure, &w.measurements, &w.cluster).unwrap();
-    let bpr = mheta_runtime::model::distributed_bytes_per_row(&w.measurements);
+    let bpr = mheta_model::distributed_bytes_per_row(&w.measurements);
     let s = m.total_rows();
     let spectrum = [
         Distribution::block(s, 8).unwrap(),

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use super::compute::{InCore, StageCost, StageIo, SAMPLE_SPREAD};
 use super::out_of_core::{ArrayCost, IoMode, NodeMemory};
 use super::{Model, ModelError, SectionCost, Step};
-use crate::format::{
+use mheta_runtime::format::{
     ClusterSpec, IoKind, Measurements, NodeMeasurements, SectionItem, Solver, Stage, StageKey,
     Structure, VarClass,
 };
@@ -175,7 +175,7 @@ impl<'a> Builder<'a> {
             } else {
                 measured.iter().sum::<f64>() / measured.len() as f64
             };
-            let trips = crate::model::passes(|| format!("group {} trips", g.id), trips, 0.0)?;
+            let trips = crate::passes(|| format!("group {} trips", g.id), trips, 0.0)?;
             self.trips.insert(g.id, trips);
         }
         Ok(())
@@ -567,7 +567,7 @@ impl<'a> Builder<'a> {
                 InCore::Samples(spread_samples(median_per_row_count(points)))
             } else {
                 let mut seconds: Vec<f64> = points.iter().map(|p| p.1).collect();
-                InCore::Rate(crate::stats::median(&mut seconds))
+                InCore::Rate(mheta_runtime::stats::median(&mut seconds))
             }));
         }
         // Each known node's rate, normalised by its CPU power: per row at its largest sample
@@ -589,7 +589,7 @@ impl<'a> Builder<'a> {
         if normalised.is_empty() {
             return Ok(None);
         }
-        let median = crate::stats::median(&mut normalised);
+        let median = mheta_runtime::stats::median(&mut normalised);
         Ok(Some(
             known
                 .into_iter()
@@ -659,7 +659,7 @@ fn median_per_row_count(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
         seconds.clear();
         seconds.extend(points[at..].iter().take_while(|p| p.0 == rows).map(|p| p.1));
         at += seconds.len();
-        out.push((rows, crate::stats::median(&mut seconds)));
+        out.push((rows, mheta_runtime::stats::median(&mut seconds)));
     }
     out
 }
@@ -687,7 +687,7 @@ fn spread_samples(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     out.iter().map(mean).collect()
 }
 
-fn find_stage(n: &NodeMeasurements, key: StageKey) -> Option<&crate::format::StageMeasurement> {
+fn find_stage(n: &NodeMeasurements, key: StageKey) -> Option<&mheta_runtime::format::StageMeasurement> {
     n.stages.iter().find(|s| s.key == key)
 }
 

@@ -9,7 +9,7 @@
 
 use super::comm::{receive_in_rank_order, star_position, CommCost};
 use super::{Model, Prediction};
-use crate::format::Pattern;
+use mheta_runtime::format::Pattern;
 
 /// Advances every node's clock through one rooted reduction-shaped event.
 // Indexing several per-node slices by rank reads clearer than zipping them.

@@ -2,14 +2,14 @@
 //! nodes ≤ 1 s; `exact` at 1024 nodes ≤ 100 ms). Each iteration runs one whole search to
 //! convergence on the CG-like workload's per-node costs, from a fixed random start.
 //!
-//! `cargo bench -p mheta-runtime --bench search`
+//! `cargo bench -p mheta-model --bench search`
 
 use std::time::Duration;
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use mheta_runtime::model::synthetic::{workload, Program};
-use mheta_runtime::model::Model;
-use mheta_runtime::search::{exact, gbs, greedy, SearchConfig};
+use mheta_model::synthetic::{workload, Program};
+use mheta_model::Model;
+use mheta_model::search::{exact, gbs, greedy, SearchConfig};
 
 fn model(nodes: usize) -> Model {
     let w = workload(Program::Cg, nodes, 512 * nodes as u64);

@@ -1,5 +1,9 @@
 //! The MHETA execution-time model (seed §5.3): structure + measurements + cluster + candidate
-//! distribution → predicted seconds per iteration, with a per-node breakdown.
+//! distribution → predicted seconds per iteration, with a per-node breakdown; and the searches
+//! for the distribution it predicts fastest ([`search`]).
+//!
+//! Only the `mheta` tool links this crate: an instrumented program links `mheta-runtime`, which
+//! writes the measurements this crate reads, and never the model.
 //!
 //! The model is a pure function. Everything that does not depend on the candidate distribution
 //! (per-row compute rates, I/O modes and costs, message overheads, peers, the program's
@@ -37,9 +41,10 @@ mod out_of_core;
 mod pipeline;
 mod prediction;
 mod reduction;
+pub mod search;
 pub mod synthetic;
 
-use crate::format::{Measurements, Pattern};
+use mheta_runtime::format::{Measurements, Pattern};
 
 pub use prediction::{NodeBreakdown, Prediction};
 
@@ -120,7 +125,7 @@ pub fn adds_in_core_sample(sampled: &[Vec<u64>], rows: &[u64]) -> bool {
 }
 
 /// Bytes one row occupies summed over the distributed arrays of the measurements: the
-/// `bytes_per_row` the In-Core generators of [`crate::distribution::Distribution`] need.
+/// `bytes_per_row` the In-Core generators of [`mheta_runtime::distribution::Distribution`] need.
 pub fn distributed_bytes_per_row(measurements: &Measurements) -> u64 {
     measurements
         .arrays
@@ -200,7 +205,7 @@ impl Model {
     /// Predicts one iteration into `out`, reusing its buffers (no allocation once sized).
     ///
     /// `rows` needs one entry per node; it normally sums to the measured S (searches and
-    /// [`crate::distribution::Distribution::validate`] guarantee it), but need not: the model
+    /// [`mheta_runtime::distribution::Distribution::validate`] guarantee it), but need not: the model
     /// then extrapolates the per-row costs to the other problem size.
     pub fn predict_into(&self, rows: &[u64], out: &mut Prediction) -> Result<(), ModelError> {
         if rows.len() != self.nodes {
