@@ -25,6 +25,7 @@ pub mod launch;
 pub mod measure;
 pub mod micro;
 pub mod ooc;
+mod rank;
 pub mod stats;
 pub mod testing;
 

@@ -14,9 +14,34 @@ use std::os::raw::{c_int, c_void};
 
 use mpi::ffi;
 
-use super::transport::{count, MpiComm};
 use crate::comm::collectives::{check_counts, check_gather_layout, check_scatter_layout, invalid};
 use crate::comm::{check_rank, reduce_bytes, Comm, CommError, ElemKind, ReduceOp, Traffic};
+
+/// What the collectives need of a transport: a communicator (rank and size) that starts one
+/// non-blocking MPI collective at a time and waits for it to complete. The transport
+/// (`super::transport::MpiComm`) implements it with its lock and its polling wait; this module
+/// does not know the transport, so the two do not import each other.
+pub(super) trait Nonblocking: Comm {
+    /// Start a non-blocking collective: `start` makes the MPI call on the raw communicator and
+    /// request.
+    fn start(
+        &self,
+        call: &str,
+        start: impl FnOnce(ffi::MPI_Comm, &mut ffi::MPI_Request) -> c_int,
+    ) -> Result<ffi::MPI_Request, CommError>;
+
+    /// Wait for `request` to complete; returns the seconds waited (blocked time).
+    fn complete(&self, operation: &'static str, request: ffi::MPI_Request)
+        -> Result<f64, CommError>;
+}
+
+/// A buffer length as an MPI count.
+pub(super) fn count(len: usize, operation: &'static str) -> Result<c_int, CommError> {
+    c_int::try_from(len).map_err(|_| CommError::InvalidArgument {
+        operation,
+        problem: format!("{len} bytes exceed MPI's count limit"),
+    })
+}
 
 /// MPI counts and displacements of byte blocks laid out in rank order.
 fn layout(
@@ -107,7 +132,7 @@ fn bytes() -> ffi::MPI_Datatype {
     unsafe { ffi::RSMPI_UINT8_T }
 }
 
-pub fn barrier(c: &MpiComm) -> Result<Traffic, CommError> {
+pub fn barrier(c: &impl Nonblocking) -> Result<Traffic, CommError> {
     // SAFETY (closure): valid communicator and request pointer.
     let request = c.start("MPI_Ibarrier", |comm, req| unsafe {
         ffi::MPI_Ibarrier(comm, req)
@@ -121,7 +146,7 @@ pub fn barrier(c: &MpiComm) -> Result<Traffic, CommError> {
     })
 }
 
-pub fn broadcast(c: &MpiComm, root: usize, buf: &mut [u8]) -> Result<Traffic, CommError> {
+pub fn broadcast(c: &impl Nonblocking, root: usize, buf: &mut [u8]) -> Result<Traffic, CommError> {
     check_rank(root, c.size())?;
     let n = count(buf.len(), "broadcast")?;
     let ptr = recv_ptr(buf);
@@ -141,7 +166,7 @@ pub fn broadcast(c: &MpiComm, root: usize, buf: &mut [u8]) -> Result<Traffic, Co
 /// Every rank's `send` (equal lengths) concatenated in rank order, on `root` (`Some`) or on
 /// every rank (`None`). Returns the blocked time.
 fn collect_equal(
-    c: &MpiComm,
+    c: &impl Nonblocking,
     root: Option<usize>,
     send: &[u8],
     all: &mut [u8],
@@ -173,7 +198,7 @@ fn fold(kind: ElemKind, op: ReduceOp, all: &[u8], recv: &mut [u8]) {
 }
 
 pub fn reduce(
-    c: &MpiComm,
+    c: &impl Nonblocking,
     root: usize,
     kind: ElemKind,
     op: ReduceOp,
@@ -228,7 +253,7 @@ pub fn reduce(
 }
 
 pub fn all_reduce(
-    c: &MpiComm,
+    c: &impl Nonblocking,
     kind: ElemKind,
     op: ReduceOp,
     send: &[u8],
@@ -277,7 +302,7 @@ pub fn all_reduce(
 }
 
 pub fn gather(
-    c: &MpiComm,
+    c: &impl Nonblocking,
     root: usize,
     send: &[u8],
     recv: &mut [u8],
@@ -319,7 +344,7 @@ pub fn gather(
 }
 
 pub fn scatter(
-    c: &MpiComm,
+    c: &impl Nonblocking,
     root: usize,
     send: &[u8],
     counts: &[usize],
@@ -360,7 +385,7 @@ pub fn scatter(
 }
 
 pub fn all_gather(
-    c: &MpiComm,
+    c: &impl Nonblocking,
     send: &[u8],
     recv: &mut [u8],
     counts: &[usize],
@@ -409,7 +434,7 @@ pub fn all_gather(
 }
 
 pub fn all_to_all(
-    c: &MpiComm,
+    c: &impl Nonblocking,
     send: &[u8],
     send_counts: &[usize],
     recv: &mut [u8],

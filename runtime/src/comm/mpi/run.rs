@@ -1,7 +1,7 @@
 //! `launch` under MPI: this process runs one rank, then every rank's records go to rank 0.
 //!
 //! Order of a run: estimate this rank's clock offset to rank 0; run the rank's work exactly as
-//! a threads rank does (`launch::rank_work`: clock, CPU slowdown, hooks, microbenchmarks, the
+//! a threads rank does (`rank::rank_work`: clock, CPU slowdown, hooks, microbenchmarks, the
 //! program); on failure abort the job; announce the end of the work and wait for every rank
 //! ([`MpiComm::finish`]); in an instrumented run pack the records (times shifted onto rank 0's
 //! clock) and gather them to rank 0. The runtime's own messages travel on a communicator of
@@ -16,7 +16,7 @@ use crate::context::{Context, RunSettings};
 use crate::error::Error;
 use crate::format::Microbenchmarks;
 use crate::hooks::RankRecords;
-use crate::launch::rank_work;
+use crate::rank::rank_work;
 use crate::measure::pack;
 
 /// Ping-pong rounds per rank of the clock offset estimation.

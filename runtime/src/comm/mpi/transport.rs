@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use mpi::ffi;
 
+use super::collective::{self, count, Nonblocking};
 use crate::clock;
 use crate::comm::{check_rank, Comm, CommError, Tag, Traffic};
 
@@ -94,14 +95,6 @@ pub(super) fn check(rc: c_int, call: &str) -> Result<(), CommError> {
             "{call} failed with MPI error code {rc}"
         )))
     }
-}
-
-/// A buffer length as an MPI count.
-pub(super) fn count(len: usize, operation: &'static str) -> Result<c_int, CommError> {
-    c_int::try_from(len).map_err(|_| CommError::InvalidArgument {
-        operation,
-        problem: format!("{len} bytes exceed MPI's count limit"),
-    })
 }
 
 /// Spin, then yield, then sleep briefly: a polling loop's pause after `round` unsuccessful polls
@@ -352,81 +345,6 @@ impl MpiComm {
         }
     }
 
-    /// Wait for a started collective `request`, polling; returns the seconds waited (the
-    /// operation's blocked time). A collective cannot complete if a rank it needs has finished
-    /// its work: after a grace period with a finished peer, the job is aborted instead of hanging.
-    /// Start a non-blocking collective under the lock: `start` makes the MPI call on the raw
-    /// communicator and request.
-    pub(super) fn start(
-        &self,
-        call: &str,
-        start: impl FnOnce(ffi::MPI_Comm, &mut ffi::MPI_Request) -> c_int,
-    ) -> Result<ffi::MPI_Request, CommError> {
-        let _state = self.lock();
-        // SAFETY: reading a constant handle initialised by rsmpi's C shim.
-        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
-        check(start(self.inner.raw, &mut request), call)?;
-        Ok(request)
-    }
-
-    pub(super) fn complete(
-        &self,
-        operation: &'static str,
-        mut request: ffi::MPI_Request,
-    ) -> Result<f64, CommError> {
-        // Waiting, not computation (as in `take`).
-        let _waiting = clock::not_compute();
-        let start = clock::now();
-        let deadline = Deadline::new(self.timeout);
-        let mut round = 0;
-        let mut finished_seen: Option<(usize, Instant)> = None;
-        loop {
-            let mut state = self.lock();
-            let mut done = 0;
-            // SAFETY: `request` is the active request the caller just started, tested under
-            // the lock; MPI sets it to MPI_REQUEST_NULL once complete.
-            check(
-                unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) },
-                "MPI_Test",
-            )?;
-            if done != 0 {
-                return Ok(clock::now() - start);
-            }
-            self.poll_notices(&mut state)?;
-            self.reap(&mut state)?;
-            if finished_seen.is_none() {
-                if let Some(peer) = state.finished.iter().position(|&f| f) {
-                    finished_seen = Some((peer, Instant::now()));
-                }
-            }
-            drop(state);
-            if let Some(limit) = deadline.passed() {
-                // As below: the request still refers to the caller's buffers.
-                let e = CommError::TimedOut {
-                    operation,
-                    peer: None,
-                    limit,
-                };
-                super::abort(self.inner.rank, &e.to_string());
-            }
-            if let Some((peer, since)) = finished_seen {
-                if since.elapsed() > FINISHED_PEER_GRACE {
-                    // The request still refers to the caller's buffers, so this rank cannot
-                    // return; it ends the job instead.
-                    super::abort(
-                        self.inner.rank,
-                        &format!(
-                            "{operation} cannot complete: rank {peer} finished its work without \
-                             taking part"
-                        ),
-                    );
-                }
-            }
-            pause(round);
-            round = round.saturating_add(1);
-        }
-    }
-
     /// End of this rank's work: tell every other rank, then wait until every send has completed
     /// and every other rank has finished too. A send still pending once every rank has finished
     /// was never received: that is an error naming it.
@@ -523,6 +441,83 @@ impl Drop for Inner {
     }
 }
 
+impl Nonblocking for MpiComm {
+    /// Start a non-blocking collective under the lock: `start` makes the MPI call on the raw
+    /// communicator and request.
+    fn start(
+        &self,
+        call: &str,
+        start: impl FnOnce(ffi::MPI_Comm, &mut ffi::MPI_Request) -> c_int,
+    ) -> Result<ffi::MPI_Request, CommError> {
+        let _state = self.lock();
+        // SAFETY: reading a constant handle initialised by rsmpi's C shim.
+        let mut request = unsafe { ffi::RSMPI_REQUEST_NULL };
+        check(start(self.inner.raw, &mut request), call)?;
+        Ok(request)
+    }
+
+    /// Wait for a started collective `request`, polling; returns the seconds waited (the
+    /// operation's blocked time). A collective cannot complete if a rank it needs has finished
+    /// its work: after a grace period with a finished peer, the job is aborted instead of hanging.
+    fn complete(
+        &self,
+        operation: &'static str,
+        mut request: ffi::MPI_Request,
+    ) -> Result<f64, CommError> {
+        // Waiting, not computation (as in `take`).
+        let _waiting = clock::not_compute();
+        let start = clock::now();
+        let deadline = Deadline::new(self.timeout);
+        let mut round = 0;
+        let mut finished_seen: Option<(usize, Instant)> = None;
+        loop {
+            let mut state = self.lock();
+            let mut done = 0;
+            // SAFETY: `request` is the active request the caller just started, tested under
+            // the lock; MPI sets it to MPI_REQUEST_NULL once complete.
+            check(
+                unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) },
+                "MPI_Test",
+            )?;
+            if done != 0 {
+                return Ok(clock::now() - start);
+            }
+            self.poll_notices(&mut state)?;
+            self.reap(&mut state)?;
+            if finished_seen.is_none() {
+                if let Some(peer) = state.finished.iter().position(|&f| f) {
+                    finished_seen = Some((peer, Instant::now()));
+                }
+            }
+            drop(state);
+            if let Some(limit) = deadline.passed() {
+                // As below: the request still refers to the caller's buffers.
+                let e = CommError::TimedOut {
+                    operation,
+                    peer: None,
+                    limit,
+                };
+                super::abort(self.inner.rank, &e.to_string());
+            }
+            if let Some((peer, since)) = finished_seen {
+                if since.elapsed() > FINISHED_PEER_GRACE {
+                    // The request still refers to the caller's buffers, so this rank cannot
+                    // return; it ends the job instead.
+                    super::abort(
+                        self.inner.rank,
+                        &format!(
+                            "{operation} cannot complete: rank {peer} finished its work without \
+                             taking part"
+                        ),
+                    );
+                }
+            }
+            pause(round);
+            round = round.saturating_add(1);
+        }
+    }
+}
+
 impl Comm for MpiComm {
     fn rank(&self) -> usize {
         self.inner.rank
@@ -560,11 +555,11 @@ impl Comm for MpiComm {
     }
 
     fn barrier_bytes(&self) -> Result<Traffic, CommError> {
-        super::collective::barrier(self)
+        collective::barrier(self)
     }
 
     fn broadcast_bytes(&self, root: usize, buf: &mut [u8]) -> Result<Traffic, CommError> {
-        super::collective::broadcast(self, root, buf)
+        collective::broadcast(self, root, buf)
     }
 
     fn reduce_bytes(
@@ -575,7 +570,7 @@ impl Comm for MpiComm {
         send: &[u8],
         recv: &mut [u8],
     ) -> Result<Traffic, CommError> {
-        super::collective::reduce(self, root, kind, op, send, recv)
+        collective::reduce(self, root, kind, op, send, recv)
     }
 
     fn all_reduce_bytes(
@@ -585,7 +580,7 @@ impl Comm for MpiComm {
         send: &[u8],
         recv: &mut [u8],
     ) -> Result<Traffic, CommError> {
-        super::collective::all_reduce(self, kind, op, send, recv)
+        collective::all_reduce(self, kind, op, send, recv)
     }
 
     fn gather_bytes(
@@ -595,7 +590,7 @@ impl Comm for MpiComm {
         recv: &mut [u8],
         counts: &[usize],
     ) -> Result<Traffic, CommError> {
-        super::collective::gather(self, root, send, recv, counts)
+        collective::gather(self, root, send, recv, counts)
     }
 
     fn scatter_bytes(
@@ -605,7 +600,7 @@ impl Comm for MpiComm {
         counts: &[usize],
         recv: &mut [u8],
     ) -> Result<Traffic, CommError> {
-        super::collective::scatter(self, root, send, counts, recv)
+        collective::scatter(self, root, send, counts, recv)
     }
 
     fn all_gather_bytes(
@@ -614,7 +609,7 @@ impl Comm for MpiComm {
         recv: &mut [u8],
         counts: &[usize],
     ) -> Result<Traffic, CommError> {
-        super::collective::all_gather(self, send, recv, counts)
+        collective::all_gather(self, send, recv, counts)
     }
 
     fn all_to_all_bytes(
@@ -624,6 +619,6 @@ impl Comm for MpiComm {
         recv: &mut [u8],
         recv_counts: &[usize],
     ) -> Result<Traffic, CommError> {
-        super::collective::all_to_all(self, send, send_counts, recv, recv_counts)
+        collective::all_to_all(self, send, send_counts, recv, recv_counts)
     }
 }
