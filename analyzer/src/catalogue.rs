@@ -193,7 +193,7 @@ const RUNTIME: &[Entry] = &[
 
 /// Methods of the runtime's communicator types that do not communicate: queries and the
 /// request's non-blocking state check. Together with [`RUNTIME`] this covers the runtime API.
-pub const RUNTIME_NON_COMMUNICATION: &[&str] = &["rank", "size", "is_complete"];
+pub const RUNTIME_NON_COMMUNICATION: &[&str] = &["rank", "size", "is_complete", "emulated_network"];
 
 /// Free functions of rsmpi that communicate (`mpi::request::wait_all(&mut reqs)`, …).
 const MPI_FREE: &[Entry] = &[

@@ -12,7 +12,6 @@ pub mod binding;
 pub mod body;
 pub mod catalogue;
 pub mod classify;
-pub mod cli;
 pub mod config;
 pub mod diagnostics;
 pub mod emit;

@@ -2,7 +2,7 @@
 """Bad-input sweep (issue 21): run `mheta` and the fixture binaries on bad inputs and count how
 each run ends.
 
-    cargo build --release -p mheta-analyzer -p jacobi -p jacobi-prefetch -p cg -p lanczos -p rna
+    cargo build --release -p mheta-cli -p jacobi -p jacobi-prefetch -p cg -p lanczos -p rna
     python3 tests/bad-inputs/sweep.py [--target target/release] [--seed-dir tests/fuzz-seeds]
 
 Two parts:

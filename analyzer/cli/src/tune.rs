@@ -619,7 +619,7 @@ fn analyze(dir: &Path) -> anyhow::Result<Structure> {
             dir.display()
         );
     }
-    let analysis = crate::analyze_path(dir, &crate::Options { trace: false });
+    let analysis = mheta_analyzer::analyze_path(dir, &mheta_analyzer::Options { trace: false });
     let rendered = analysis.render_diagnostics();
     if !rendered.is_empty() {
         eprint!("{rendered}");

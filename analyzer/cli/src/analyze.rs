@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use crate::emit::{self, Format};
+use mheta_analyzer::emit::{self, Format};
 
 #[derive(Debug, clap::Args)]
 pub struct AnalyzeArgs {
@@ -27,8 +27,8 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<()> {
     if !args.path.exists() {
         anyhow::bail!("`{}` does not exist", args.path.display());
     }
-    let options = crate::Options { trace: args.trace };
-    let analysis = crate::analyze_path(&args.path, &options);
+    let options = mheta_analyzer::Options { trace: args.trace };
+    let analysis = mheta_analyzer::analyze_path(&args.path, &options);
     if args.trace {
         eprint!("{}", analysis.render_trace());
     }

@@ -9,7 +9,7 @@ mod protocol;
 use protocol::test_protocol;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn mheta(args: &[&str]) -> std::process::Output {

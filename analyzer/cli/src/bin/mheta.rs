@@ -1,9 +1,9 @@
-//! The `mheta` command line (a thin front end over `mheta_analyzer::cli`).
+//! The `mheta` command line (a thin front end over the `mheta_cli` library).
 
 use std::process::ExitCode;
 
 use clap::Parser;
-use mheta_analyzer::cli::{Cli, Reported};
+use mheta_cli::{Cli, Reported};
 
 /// The stack every subcommand runs on. Analysis builds and walks syntax trees recursively (syn
 /// and every pass), so deeply nested input (thousands of nested parentheses, a sum of 30,000

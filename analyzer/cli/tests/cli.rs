@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/analysis")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/analysis")
 }
 
 fn mheta(args: &[&str]) -> std::process::Output {

@@ -88,7 +88,7 @@ impl Program {
     pub fn execute(&self, mut command: Command, distribution: &str) -> anyhow::Result<Output> {
         let line = command_line(&command);
         let output =
-            crate::cli::output(&mut command).with_context(|| format!("cannot start `{line}`"))?;
+            crate::output(&mut command).with_context(|| format!("cannot start `{line}`"))?;
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let shown = if stderr.trim().is_empty() {
@@ -134,7 +134,7 @@ impl Program {
             }
         }
         self.execute(command, spec.distribution)?;
-        crate::cli::read_json(spec.measurements)
+        crate::read_json(spec.measurements)
             .context("the program exited successfully, but its measurements")
     }
 
@@ -205,7 +205,7 @@ pub fn build(dir: &Path, features: &[&str]) -> anyhow::Result<(OwnedDir, PathBuf
         command.arg("--features").arg(features.join(","));
     }
     command.arg("--manifest-path").arg(&manifest);
-    let output = crate::cli::output(&mut command).context("cannot run cargo")?;
+    let output = crate::output(&mut command).context("cannot run cargo")?;
     if !output.status.success() {
         bail!(
             "`{}` failed:\n{}",

@@ -733,7 +733,7 @@ mod tests {
 
     #[test]
     fn figures_come_from_the_tune_document() {
-        let text = include_str!("../../tests/data/tune-document.json");
+        let text = include_str!("../tests/data/tune-document.json");
         let mut doc: TuneDocument = serde_json::from_str(text).unwrap();
         // Hand-set times: best 0.2 s actual, block 1.0 s, the fastest run (in-core) 0.16 s,
         // balanced the least accurate (predicted 0.5 against 1.0 actual: accuracy 0).

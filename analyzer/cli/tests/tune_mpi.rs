@@ -1,6 +1,6 @@
 //! `mheta tune --backend mpi` under a real `mpirun` (analyzer feature `mpi`; needs Open MPI or
 //! another MPI with `mpirun` on PATH). Run by `.ci/run` as
-//! `cargo test -p mheta-analyzer --features mpi --test tune_mpi`.
+//! `cargo test -p mheta-cli --features mpi --test tune_mpi`.
 //!
 //! The accuracy test runs the same tune command on the threads backend and on 4 MPI processes
 //! and requires the MPI run's model to be as accurate as the threads run's. The MPI backend only
@@ -54,7 +54,7 @@ const MEAN_TOLERANCE: f64 = 0.35;
 const BLOCK_TOLERANCE: f64 = 0.1;
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 struct Run {

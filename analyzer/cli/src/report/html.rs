@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use super::svg::{self, escape, Series};
-use crate::cli::tune::accuracy::run_range;
-use crate::cli::tune::document::TuneDocument;
+use crate::tune::accuracy::run_range;
+use crate::tune::document::TuneDocument;
 
 const PREDICTED: &str = "#4c78a8";
 const ACTUAL: &str = "#f58518";
@@ -217,8 +217,8 @@ fn cluster_table(out: &mut String, doc: &TuneDocument) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::report::svg::tests::assert_well_formed;
-    use crate::cli::tune::document::tests::sample;
+    use crate::report::svg::tests::assert_well_formed;
+    use crate::tune::document::tests::sample;
 
     #[test]
     fn page_is_well_formed_and_shows_every_distribution() {
