@@ -19,7 +19,8 @@ pub mod context;
 pub mod distribution;
 pub mod embedded;
 pub mod error;
-pub mod format;
+/// The file formats (crate `mheta-format`), here under the name the runtime has always used.
+pub use mheta_format as format;
 pub mod hooks;
 pub mod launch;
 pub mod measure;

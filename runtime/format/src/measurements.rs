@@ -365,7 +365,7 @@ pub struct GroupMeasurement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{ClusterSpec, NetworkSpec, NodeSpec};
+    use crate::{ClusterSpec, NetworkSpec, NodeSpec};
 
     fn measurements(io_on: &[bool], compute: f64) -> Measurements {
         let node = |rank: usize| NodeMeasurements {

@@ -13,7 +13,7 @@ use toml::Spanned;
 
 use super::units::{parse_duration, parse_rate, parse_size};
 use super::ClusterError;
-use crate::format::{ClusterSpec, NetworkSpec, NodeSpec};
+use super::{ClusterSpec, NetworkSpec, NodeSpec};
 
 /// The most ranks one `[[node]]` table may expand to.
 pub const MAX_COUNT: i64 = 1 << 16;
