@@ -14,7 +14,7 @@ use crate::catalogue::{self, CallKind, Family, ValueKind};
 use crate::config::Config;
 use crate::diagnostics::{FileId, Loc};
 use crate::ir::CallSite;
-use crate::load::SourceMap;
+use crate::sources::SourceMap;
 
 /// A communicator-flavoured value: what it is, which API it belongs to, and for a process its
 /// peer as written.
@@ -42,7 +42,7 @@ pub struct Env {
     /// Fields (by name) whose declared type is a communicator, and config-named expressions.
     fields: HashMap<String, CommValue>,
     configured: Vec<String>,
-    /// The program's `use` names (see [`crate::load::Program::imports`]).
+    /// The program's `use` names (`Program::imports` of the loaded program).
     imports: std::rc::Rc<HashMap<String, String>>,
 }
 
@@ -125,7 +125,7 @@ impl Env {
         for input in &sig.inputs {
             if let syn::FnArg::Typed(pt) = input {
                 let value = type_value(&pt.ty).or_else(|| {
-                    let name = crate::load::type_name(&pt.ty);
+                    let name = crate::syntax::type_name(&pt.ty);
                     generic.get(&name).map(|&(k, f)| CommValue::new(k, f))
                 });
                 for name in pattern_idents(&pt.pat) {

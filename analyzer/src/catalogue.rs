@@ -405,7 +405,7 @@ mod tests {
                             _ => None,
                         }));
                     }
-                    syn::Item::Impl(im) if crate::load::type_name(&im.self_ty) == "Request" => {
+                    syn::Item::Impl(im) if crate::syntax::type_name(&im.self_ty) == "Request" => {
                         out.extend(im.items.iter().filter_map(|i| match i {
                             syn::ImplItem::Fn(f) if matches!(f.vis, syn::Visibility::Public(_)) => {
                                 Some(f.sig.ident.to_string())
@@ -469,7 +469,7 @@ mod tests {
             .items
             .iter()
             .filter_map(|i| match i {
-                syn::Item::Impl(im) if crate::load::type_name(&im.self_ty) == "OocArray" => {
+                syn::Item::Impl(im) if crate::syntax::type_name(&im.self_ty) == "OocArray" => {
                     Some(im)
                 }
                 _ => None,

@@ -14,7 +14,7 @@ use crate::automaton::StageOut;
 use crate::body::Facts;
 use crate::diagnostics::Loc;
 use crate::ir::IndexAccess;
-use crate::load::SourceMap;
+use crate::sources::SourceMap;
 use crate::lower::{Lowered, Token};
 
 /// The class of every variable the solver declares, after mheta.toml overrides. A slice or

@@ -9,54 +9,9 @@ use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, termcolor::NoColor};
 use mheta_runtime::format::{self, Level};
 
-use crate::load::SourceMap;
+pub use crate::sources::{FileId, Loc};
+use crate::sources::SourceMap;
 
-/// A file in the [`SourceMap`].
-pub type FileId = usize;
-
-/// A source range: `file`, start and end as (1-based line, 0-based character column).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Loc {
-    pub file: FileId,
-    pub start: (u32, u32),
-    pub end: (u32, u32),
-    /// Where the analysis reached this code through inlined calls: 0 in the function itself,
-    /// else an inline site of the [`SourceMap`] ([`SourceMap::inline_site`]), so two inlined
-    /// copies of one callee have different locations.
-    pub via: u32,
-}
-
-impl Loc {
-    /// The location of a syn/proc-macro2 span in `file`.
-    pub fn of(file: FileId, span: proc_macro2::Span) -> Loc {
-        let (s, e) = (span.start(), span.end());
-        Loc {
-            file,
-            start: (s.line as u32, s.column as u32),
-            end: (e.line as u32, e.column as u32),
-            via: 0,
-        }
-    }
-
-    /// The same location reached through inline site `via`.
-    pub fn via(self, via: u32) -> Loc {
-        Loc { via, ..self }
-    }
-
-    /// The smallest location covering both (the start of `self` to the end of `other` when they
-    /// are in the same file, `self` otherwise).
-    pub fn to(self, other: Loc) -> Loc {
-        if self.file != other.file {
-            return self;
-        }
-        Loc {
-            file: self.file,
-            start: self.start.min(other.start),
-            end: self.end.max(other.end),
-            via: self.via,
-        }
-    }
-}
 
 /// One problem found while analysing.
 #[derive(Debug, Clone, PartialEq)]

@@ -22,6 +22,8 @@ pub mod load;
 pub mod lower;
 pub mod scan;
 pub mod solver;
+pub mod sources;
+pub mod syntax;
 
 use std::path::Path;
 
@@ -45,7 +47,7 @@ pub struct Analysis {
     pub diagnostics: Vec<Diagnostic>,
     /// Per solver: tokens, automaton outline and trace.
     pub solvers: Vec<SolverAnalysis>,
-    pub sources: load::SourceMap,
+    pub sources: sources::SourceMap,
 }
 
 impl Analysis {

@@ -234,7 +234,7 @@ impl Lowered {
     }
 
     /// A short description of a token for traces.
-    pub fn describe_token(&self, t: Token, sources: &crate::load::SourceMap) -> String {
+    pub fn describe_token(&self, t: Token, sources: &crate::sources::SourceMap) -> String {
         let at = |loc: Option<Loc>| {
             loc.map(|l| format!(" @{}:{}", l.start.0, l.start.1 + 1))
                 .unwrap_or_default()

@@ -1,0 +1,160 @@
+//! Where analysed code comes from: the text of every loaded file ([`SourceMap`]) and locations
+//! in it ([`Loc`]), with the inline sites through which inlined code was reached. Every pass
+//! and the diagnostics use these; this module uses none of them.
+
+use mheta_runtime::format::Span;
+
+/// A file in the [`SourceMap`].
+pub type FileId = usize;
+
+/// A source range: `file`, start and end as (1-based line, 0-based character column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Loc {
+    pub file: FileId,
+    pub start: (u32, u32),
+    pub end: (u32, u32),
+    /// Where the analysis reached this code through inlined calls: 0 in the function itself,
+    /// else an inline site of the [`SourceMap`] ([`SourceMap::inline_site`]), so two inlined
+    /// copies of one callee have different locations.
+    pub via: u32,
+}
+
+impl Loc {
+    /// The location of a syn/proc-macro2 span in `file`.
+    pub fn of(file: FileId, span: proc_macro2::Span) -> Loc {
+        let (s, e) = (span.start(), span.end());
+        Loc {
+            file,
+            start: (s.line as u32, s.column as u32),
+            end: (e.line as u32, e.column as u32),
+            via: 0,
+        }
+    }
+
+    /// The same location reached through inline site `via`.
+    pub fn via(self, via: u32) -> Loc {
+        Loc { via, ..self }
+    }
+
+    /// The smallest location covering both (the start of `self` to the end of `other` when they
+    /// are in the same file, `self` otherwise).
+    pub fn to(self, other: Loc) -> Loc {
+        if self.file != other.file {
+            return self;
+        }
+        Loc {
+            file: self.file,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+            via: self.via,
+        }
+    }
+}
+
+/// The text of every loaded file, for spans, snippets and rendering.
+#[derive(Debug, Default, Clone)]
+pub struct SourceMap {
+    files: Vec<SourceFile>,
+    /// Inline sites: the call expression each inlined copy of a callee was reached through
+    /// (itself inside a callee when its `via` is not 0). Site `k` is entry `k - 1`.
+    inline_sites: std::cell::RefCell<InlineSites>,
+}
+
+/// The inline sites of a [`SourceMap`]: site `k` is `calls[k - 1]`, found again by its call.
+#[derive(Debug, Default, Clone)]
+struct InlineSites {
+    calls: Vec<Loc>,
+    by_call: std::collections::HashMap<Loc, u32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// The name shown in spans: relative to the crate root, or the path as given.
+    pub name: String,
+    pub text: String,
+    line_starts: Vec<usize>,
+}
+
+impl SourceMap {
+    pub fn add(&mut self, name: String, text: String) -> FileId {
+        let mut line_starts = vec![0];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        self.files.push(SourceFile {
+            name,
+            text,
+            line_starts,
+        });
+        self.files.len() - 1
+    }
+
+    pub fn files(&self) -> &[SourceFile] {
+        &self.files
+    }
+
+    /// The inline site of a call expression (`call.via` is the site the call itself was reached
+    /// through): the same call always gets the same site.
+    pub fn inline_site(&self, call: Loc) -> u32 {
+        let mut sites = self.inline_sites.borrow_mut();
+        let next = sites.calls.len() as u32 + 1;
+        let site = *sites.by_call.entry(call).or_insert(next);
+        if site == next {
+            sites.calls.push(call);
+        }
+        site
+    }
+
+    /// The structure-file span of a location (1-based columns), with the call sites it was
+    /// reached through (`via`, outermost first).
+    pub fn span(&self, loc: Loc) -> Span {
+        let mut span = self.plain_span(loc);
+        let sites = self.inline_sites.borrow();
+        let mut at = loc.via;
+        while let Some(call) = at.checked_sub(1).and_then(|i| sites.calls.get(i as usize)) {
+            span.via.insert(0, self.plain_span(*call));
+            at = call.via;
+        }
+        span
+    }
+
+    fn plain_span(&self, loc: Loc) -> Span {
+        let name = self
+            .files
+            .get(loc.file)
+            .map(|f| f.name.clone())
+            .unwrap_or_default();
+        Span::range(
+            name,
+            (loc.start.0, loc.start.1 + 1),
+            (loc.end.0, loc.end.1 + 1),
+        )
+    }
+
+    /// Byte offset of a (1-based line, 0-based character column) position.
+    fn offset(&self, file: FileId, (line, column): (u32, u32)) -> Option<usize> {
+        let f = self.files.get(file)?;
+        let start = *f.line_starts.get((line as usize).checked_sub(1)?)?;
+        let rest = &f.text[start..];
+        let within = rest
+            .char_indices()
+            .nth(column as usize)
+            .map(|(i, _)| i)
+            .unwrap_or(rest.len());
+        Some(start + within)
+    }
+
+    /// The byte range of a location, if it lies inside its file.
+    pub fn byte_range(&self, loc: Loc) -> Option<std::ops::Range<usize>> {
+        let (a, b) = (
+            self.offset(loc.file, loc.start)?,
+            self.offset(loc.file, loc.end)?,
+        );
+        (a <= b).then_some(a..b)
+    }
+
+    /// The source text of a location with runs of whitespace collapsed to one space.
+    pub fn snippet(&self, loc: Loc) -> Option<String> {
+        let range = self.byte_range(loc)?;
+        let text = self.files.get(loc.file)?.text.get(range)?;
+        Some(text.split_whitespace().collect::<Vec<_>>().join(" "))
+    }
+}
