@@ -42,7 +42,18 @@ fn raw_instant_pair() -> Duration {
 }
 
 /// Time `iters` calls of `f` in batches, running `between` untimed after each batch.
-fn timed(iters: u64, mut f: impl FnMut(), mut between: impl FnMut()) -> Duration {
+fn timed(iters: u64, f: impl FnMut(), between: impl FnMut()) -> Duration {
+    timed_with(iters, f, || (), between)
+}
+
+/// Time `iters` calls of `f` in batches, each batch followed by `end` (timed) and `between`
+/// (untimed).
+fn timed_with(
+    iters: u64,
+    mut f: impl FnMut(),
+    mut end: impl FnMut(),
+    mut between: impl FnMut(),
+) -> Duration {
     let mut total = Duration::ZERO;
     let mut left = iters;
     while left > 0 {
@@ -51,6 +62,7 @@ fn timed(iters: u64, mut f: impl FnMut(), mut between: impl FnMut()) -> Duration
         for _ in 0..n {
             f();
         }
+        end();
         total += t.elapsed();
         between();
         left -= n;
@@ -121,20 +133,9 @@ fn print_ratios() {
     // pair costs a run all told, though a run builds them between iterations.
     let enabled_built = with_hooks(|| {
         median_ns(rounds, n, |n| {
-            let mut total = Duration::ZERO;
-            let mut left = n;
-            while left > 0 {
-                let batch = left.min(BATCH);
-                let t = Instant::now();
-                for _ in 0..batch {
-                    disabled_pair();
-                }
-                hooks::build_records();
-                total += t.elapsed();
-                drop(hooks::take_records());
-                left -= batch;
-            }
-            total
+            timed_with(n, disabled_pair, hooks::build_records, || {
+                drop(hooks::take_records())
+            })
         })
     });
     #[cfg(target_arch = "x86_64")]
