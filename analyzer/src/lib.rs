@@ -17,6 +17,7 @@ pub mod config;
 pub mod diagnostics;
 pub mod emit;
 pub mod events;
+pub mod extent;
 pub mod glue;
 pub mod ir;
 pub mod load;

@@ -11,6 +11,7 @@ use crate::automaton::{self, ItemOut, Outline};
 use crate::body::{self, Facts};
 use crate::classify;
 use crate::diagnostics::{Diagnostic, Loc};
+use crate::extent::Extent;
 use crate::ir::{Loop, Node};
 use crate::load::Program;
 use crate::lower::{self, Lowered};
@@ -84,7 +85,7 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
 
 /// Where a function's body is.
 fn body_of(f: &crate::load::Function) -> Loc {
-    Loc::of(f.file, syn::spanned::Spanned::span(&f.block))
+    Loc::of(f.file, f.block.extent())
 }
 
 fn within(loc: Loc, body: Loc) -> bool {
