@@ -114,8 +114,7 @@ fn holds_foreign_solver_loop(n: &Node, body: Loc) -> bool {
 /// (`while coll.incomplete() > 0 { coll.test_some(..) }`); no collective is inside.
 fn over_peers(l: &Loop) -> bool {
     use crate::catalogue::CallKind;
-    let node = Node::Loop(l.clone());
-    let all = node.calls();
+    let all = l.calls();
     let calls: Vec<_> = all
         .iter()
         .filter(|c| c.kind != CallKind::Complete)
@@ -188,7 +187,7 @@ pub fn main_loop<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) ->
     }
     let mixed = all
         .iter()
-        .find(|l| !Node::Loop((**l).clone()).only_comm_and_glue());
+        .find(|l| !l.only_comm_and_glue());
     if let Some(l) = mixed {
         return Some(l);
     }
@@ -197,7 +196,7 @@ pub fn main_loop<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) ->
     }
     all.into_iter().max_by_key(|l| {
         (
-            Node::Loop((*l).clone()).calls().len(),
+            l.calls().len(),
             std::cmp::Reverse(l.loc.start),
         )
     })
