@@ -144,8 +144,8 @@ fn analyze_program(
         diags.push(d);
     }
     let mut solvers = Vec::new();
-    for (index, found_by) in found {
-        let analysis = solver::analyze(&program, index, found_by, &comm_fns, options);
+    for found in found {
+        let analysis = solver::analyze(&program, found, &comm_fns, options);
         for d in &analysis.diags {
             diags.push(d.clone());
         }

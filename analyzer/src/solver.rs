@@ -25,19 +25,35 @@ pub struct SolverAnalysis {
     pub diags: Vec<Diagnostic>,
 }
 
-/// Finds the solvers of a program: `(function index, found_by)`.
-pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> {
+/// A solver function of a program and how it was found.
+pub struct Found {
+    pub function: usize,
+    pub found_by: &'static str,
+    /// The body the heuristic built to find it, and the facts gathered building it: the
+    /// analysis takes them instead of building the same body again.
+    pub built: Option<(Vec<Node>, Facts)>,
+}
+
+/// Finds the solvers of a program.
+pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<Found> {
     let mut out = Vec::new();
     for (i, f) in program.functions.iter().enumerate() {
         let attr = f.attrs.iter().any(|a| {
             let segs = crate::scan::path_idents(a.path());
             segs == ["mheta", "solver"] || (segs == ["solver"] && f.solver_imported)
         });
-        if attr {
-            out.push((i, "attribute"));
+        let found_by = if attr {
+            "attribute"
         } else if program.config.is_solver(&f.path) {
-            out.push((i, "config"));
-        }
+            "config"
+        } else {
+            continue;
+        };
+        out.push(Found {
+            function: i,
+            found_by,
+            built: None,
+        });
     }
     if !out.is_empty() {
         return out;
@@ -64,7 +80,7 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
             if main.body.iter().any(|n| holds_foreign_solver_loop(n, body)) {
                 wrappers.insert(i);
             }
-            candidates.push(i);
+            candidates.push((i, (nodes, facts)));
             callees.push((i, called));
         }
     }
@@ -76,10 +92,13 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
             .any(|(c, set)| *c != i && !wrappers.contains(c) && set.contains(&i))
     };
     candidates
-        .iter()
-        .copied()
-        .filter(|&i| !wrappers.contains(&i) && !called_by_candidate(i))
-        .map(|i| (i, "heuristic"))
+        .into_iter()
+        .filter(|(i, _)| !wrappers.contains(i) && !called_by_candidate(*i))
+        .map(|(i, built)| Found {
+            function: i,
+            found_by: "heuristic",
+            built: Some(built),
+        })
         .collect()
 }
 
@@ -221,15 +240,22 @@ fn counters(main: &Loop) -> Vec<String> {
 /// Analyses one solver function.
 pub fn analyze(
     program: &Program,
-    index: usize,
-    found_by: &str,
+    found: Found,
     comm_fns: &[bool],
     options: &crate::Options,
 ) -> SolverAnalysis {
+    let Found {
+        function: index,
+        found_by,
+        built,
+    } = found;
     let f = &program.functions[index];
     let name_loc = Loc::of(f.file, f.sig.ident.span());
-    let mut facts = Facts::default();
-    let (nodes, _) = body::build_function(program, index, comm_fns, &mut facts);
+    let (nodes, facts) = built.unwrap_or_else(|| {
+        let mut facts = Facts::default();
+        let (nodes, _) = body::build_function(program, index, comm_fns, &mut facts);
+        (nodes, facts)
+    });
     let name = if program.crate_name.is_empty() {
         f.path.clone()
     } else {
