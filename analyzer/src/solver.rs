@@ -221,6 +221,20 @@ pub fn main_loop<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) ->
     })
 }
 
+/// Moves the body out of the loop `main` points to, one of the loops in `nodes` (the main loop
+/// [`main_loop`] found: lowering takes the body, and nothing reads the tree after it).
+fn take_body(nodes: &mut [Node], main: *const Loop) -> Vec<Node> {
+    fn find(nodes: &mut [Node], main: *const Loop) -> Option<Vec<Node>> {
+        nodes.iter_mut().find_map(|n| match n {
+            Node::Loop(l) if std::ptr::eq(l, main) => Some(std::mem::take(&mut l.body)),
+            Node::Loop(l) => find(&mut l.body, main),
+            Node::Branch(b) => b.arms.iter_mut().find_map(|arm| find(arm, main)),
+            Node::Stmt(_) => None,
+        })
+    }
+    find(nodes, main).unwrap_or_default()
+}
+
 /// The main loop's iteration counters: its own variables and the names its body steps by a
 /// constant at the top level (`it += 1`).
 fn counters(main: &Loop) -> Vec<String> {
@@ -251,7 +265,7 @@ pub fn analyze(
     } = found;
     let f = &program.functions[index];
     let name_loc = Loc::of(f.file, f.sig.ident.span());
-    let (nodes, facts) = built.unwrap_or_else(|| {
+    let (mut nodes, facts) = built.unwrap_or_else(|| {
         let mut facts = Facts::default();
         let (nodes, _) = body::build_function(program, index, comm_fns, &mut facts);
         (nodes, facts)
@@ -264,11 +278,13 @@ pub fn analyze(
     let mut diags: Vec<Diagnostic> = facts.diags.0.clone();
     let body = body_of(f);
     let heuristic = (found_by == "heuristic").then_some(&facts);
-    let (lowered, outline, main) = match main_loop(&nodes, body, heuristic) {
-        Some(main) => {
-            let lowered = lower::lower(main.body.clone(), &facts, counters(main));
+    let found = main_loop(&nodes, body, heuristic)
+        .map(|main| (main as *const Loop, main.loc, main.kind, counters(main)));
+    let (lowered, outline, main) = match found {
+        Some((main, loc, kind, counters)) => {
+            let lowered = lower::lower(take_body(&mut nodes, main), &facts, counters);
             let outline = automaton::run(&lowered);
-            (lowered, outline, Some((main.loc, main.kind)))
+            (lowered, outline, Some((loc, kind)))
         }
         None => {
             let d = Diagnostic::error(format!("solver `{}` has no loop that communicates", f.path), Some(name_loc))
