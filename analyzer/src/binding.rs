@@ -8,11 +8,10 @@
 
 use std::collections::HashMap;
 
-use syn::spanned::Spanned;
-
 use crate::catalogue::{self, CallKind, Family, ValueKind};
 use crate::config::Config;
 use crate::diagnostics::{FileId, Loc};
+use crate::extent::Extent;
 use crate::ir::CallSite;
 use crate::sources::SourceMap;
 
@@ -302,7 +301,7 @@ impl Env {
                 message
             },
             elem_type,
-            loc: text.loc(m.method.span()).to(text.loc(m.span())),
+            loc: text.loc(m.method.span()).to(text.loc(m.extent())),
             pattern_hint: None,
             ranges: vec![],
         })
@@ -335,7 +334,7 @@ impl Env {
             peers,
             message: c.args.first().map(|a| strip_ref(&text.of(a))),
             elem_type: None,
-            loc: text.loc(c.span()),
+            loc: text.loc(c.extent()),
             pattern_hint: None,
             ranges: vec![],
         })
@@ -476,9 +475,9 @@ impl Text<'_> {
     }
 
     /// The source text of a node as written (whitespace collapsed), or its tokens.
-    pub fn of<T: Spanned + quote::ToTokens>(&self, node: &T) -> String {
+    pub fn of<T: Extent + quote::ToTokens>(&self, node: &T) -> String {
         self.sources
-            .snippet(self.loc(node.span()))
+            .snippet(self.loc(node.extent()))
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| node.to_token_stream().to_string())
     }

@@ -10,11 +10,11 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use syn::spanned::Spanned;
 
 use crate::binding::{pattern_idents, type_value, Env, Text};
 use crate::catalogue::ValueKind;
 use crate::diagnostics::{Diagnostics, Loc};
+use crate::extent::Extent;
 use crate::ir::{Branch, Loop, LoopKind, Node, Stmt};
 use crate::load::{Function, Program};
 use crate::scan::{base_var, is_glue, Scanner, UserCall};
@@ -188,13 +188,13 @@ impl<'p, 'f> Builder<'p, 'f> {
     fn stmt(&mut self, s: &syn::Stmt, out: &mut Vec<Node>) {
         match s {
             syn::Stmt::Local(l) => self.local(l, out),
-            syn::Stmt::Expr(e, _) => self.expr(e, &[], self.loc(s.span()), out),
+            syn::Stmt::Expr(e, _) => self.expr(e, &[], self.loc(s.extent()), out),
             syn::Stmt::Macro(m) => {
                 let e = syn::Expr::Macro(syn::ExprMacro {
                     attrs: m.attrs.clone(),
                     mac: m.mac.clone(),
                 });
-                out.push(Node::Stmt(self.scan(Some(&e), &[], self.loc(s.span()))));
+                out.push(Node::Stmt(self.scan(Some(&e), &[], self.loc(s.extent()))));
             }
             syn::Stmt::Item(_) => {}
         }
@@ -218,7 +218,7 @@ impl<'p, 'f> Builder<'p, 'f> {
     /// initialiser lowered like an expression statement.
     fn local(&mut self, l: &syn::Local, out: &mut Vec<Node>) {
         let names = pattern_idents(&l.pat);
-        let loc = self.loc(l.span());
+        let loc = self.loc(l.extent());
         let init = l.init.as_ref().map(|i| &*i.expr);
         let annotated = match &l.pat {
             syn::Pat::Type(t) => type_value(&t.ty),
@@ -301,7 +301,7 @@ impl<'p, 'f> Builder<'p, 'f> {
                         );
                     }
                 }
-                let mut header = self.scan(Some(&f.expr), bound, self.loc(f.expr.span()));
+                let mut header = self.scan(Some(&f.expr), bound, self.loc(f.expr.extent()));
                 // Iterating over a list of ranks built by glue (`for (k, &nb) in
                 // nbrs.iter().enumerate()`) is envelope work like iterating over a range.
                 if !header.glue && header.calls.is_empty() {
@@ -314,7 +314,7 @@ impl<'p, 'f> Builder<'p, 'f> {
                 }
                 let body = self.block(&f.body);
                 out.push(Node::Loop(Loop {
-                    loc: self.loc(e.span()),
+                    loc: self.loc(e.extent()),
                     kind: LoopKind::For,
                     bound_reads: header.reads.clone(),
                     header_text: self.text.of(&*f.expr),
@@ -327,7 +327,7 @@ impl<'p, 'f> Builder<'p, 'f> {
                 }));
             }
             Expr::While(w) => {
-                let header = self.scan(Some(&w.cond), bound, self.loc(w.cond.span()));
+                let header = self.scan(Some(&w.cond), bound, self.loc(w.cond.extent()));
                 let body = self.block(&w.body);
                 let vars = match &*w.cond {
                     Expr::Let(l) => pattern_idents(&l.pat),
@@ -345,7 +345,7 @@ impl<'p, 'f> Builder<'p, 'f> {
                         .collect(),
                 };
                 out.push(Node::Loop(Loop {
-                    loc: self.loc(e.span()),
+                    loc: self.loc(e.extent()),
                     kind: LoopKind::While,
                     bound_reads: header.reads.clone(),
                     header_text: self.text.of(&*w.cond),
@@ -360,7 +360,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             Expr::Loop(l) => {
                 let body = self.block(&l.body);
                 out.push(Node::Loop(Loop {
-                    loc: self.loc(e.span()),
+                    loc: self.loc(e.extent()),
                     kind: LoopKind::Loop,
                     vars: vec![],
                     bound_reads: vec![],
@@ -439,7 +439,7 @@ impl<'p, 'f> Builder<'p, 'f> {
         };
         // Every level after the first spans from its `if` to the chain's last token.
         let end = match last_else {
-            Some(e) => e.span(),
+            Some(e) => e.extent(),
             None => levels[levels.len() - 1]
                 .1
                 .then_branch
@@ -471,7 +471,7 @@ impl<'p, 'f> Builder<'p, 'f> {
         }
         let mut below: Option<Vec<Node>> = last_else.map(|e| {
             let mut arm = Vec::new();
-            self.expr(e, &[], self.loc(e.span()), &mut arm);
+            self.expr(e, &[], self.loc(e.extent()), &mut arm);
             arm
         });
         // The level below, when it is one statement not scanned yet, and whether its
@@ -538,7 +538,7 @@ impl<'p, 'f> Builder<'p, 'f> {
         let mut arms = Vec::new();
         for arm in &m.arms {
             let mut nodes = Vec::new();
-            self.expr(&arm.body, &[], self.loc(arm.body.span()), &mut nodes);
+            self.expr(&arm.body, &[], self.loc(arm.body.extent()), &mut nodes);
             arms.push(nodes);
         }
         self.branch_or_stmt(whole, &m.expr, arms, bound, loc)
@@ -569,7 +569,7 @@ impl<'p, 'f> Builder<'p, 'f> {
         bound: &[String],
         loc: Loc,
     ) -> Node {
-        let mut cond = self.scan(Some(cond_expr), bound, self.loc(cond_expr.span()));
+        let mut cond = self.scan(Some(cond_expr), bound, self.loc(cond_expr.extent()));
         if let syn::Expr::Match(m) = whole {
             cond.glue &= m
                 .arms

@@ -147,47 +147,45 @@ fn is_glue_item(item: &Item) -> bool {
 
 fn attach_glue(items: Vec<Item>) -> Vec<Item> {
     let mut out: Vec<Item> = Vec::new();
-    let mut i = 0;
-    while i < items.len() {
-        if !is_glue_item(&items[i]) {
-            out.push(items[i].clone());
-            i += 1;
+    let mut items = items.into_iter().peekable();
+    while let Some(item) = items.next() {
+        if !is_glue_item(&item) {
+            out.push(item);
             continue;
         }
-        let start = i;
-        while i < items.len() && is_glue_item(&items[i]) {
-            i += 1;
+        let mut run = vec![item];
+        while let Some(glue) = items.next_if(is_glue_item) {
+            run.push(glue);
         }
         // An open implicit stage (a statement just before the glue) keeps recording the glue,
         // except the event's own messages and receive targets at its end; otherwise glue
         // directly before an event belongs to that event.
         let stage_open = matches!(out.last(), Some(Item::Node(Node::Stmt(_))));
-        let staging = items[start..i]
+        let staging = run
             .iter()
             .rev()
             .take_while(|it| matches!(it, Item::Node(Node::Stmt(s)) if s.stages_message))
             .count();
-        let (stage_open, start) = match (stage_open, items.get(i)) {
+        let stage_open = match (stage_open, items.peek()) {
             (true, Some(Item::Event(_))) if staging > 0 => {
-                out.extend(items[start..i - staging].iter().cloned());
-                (false, i - staging)
+                out.extend(run.drain(..run.len() - staging));
+                false
             }
-            _ => (stage_open, start),
+            _ => stage_open,
         };
-        let first = items[start..i].iter().find_map(|it| {
-            if let Item::Node(n) = it {
-                n.loc()
-            } else {
-                None
-            }
-        });
-        match (items.get(i), stage_open) {
-            (Some(Item::Event(e)), false) => {
-                let mut e = e.clone();
+        match (items.peek(), stage_open) {
+            (Some(Item::Event(_)), false) => {
+                let Some(Item::Event(mut e)) = items.next() else {
+                    unreachable!("the next item is an event");
+                };
+                let first = run.iter().find_map(|it| match it {
+                    Item::Node(n) => n.loc(),
+                    Item::Event(_) => None,
+                });
                 if let Some(first) = first {
                     e.loc = first.to(e.loc);
                 }
-                let first_alt = items[start..i].iter().find_map(|it| match it {
+                let first_alt = run.iter().find_map(|it| match it {
                     Item::Node(n) => node_alt(n),
                     Item::Event(_) => None,
                 });
@@ -195,7 +193,6 @@ fn attach_glue(items: Vec<Item>) -> Vec<Item> {
                     *alt = first.to(*alt);
                 }
                 out.push(Item::Event(e));
-                i += 1;
             }
             // Unpacking right after an event that no other event follows belongs to it
             // (`u[0] = halo[0]`, `if rank > 0 { u[..nx].clone_from_slice(&top) }`); the
@@ -204,7 +201,6 @@ fn attach_glue(items: Vec<Item>) -> Vec<Item> {
                 if !matches!(next, Some(Item::Event(_)))
                     && matches!(out.last(), Some(Item::Event(_))) =>
             {
-                let run = &items[start..i];
                 let unpacking = run
                     .iter()
                     .take_while(|it| matches!(it, Item::Node(n) if n.unpacks()))
@@ -216,9 +212,9 @@ fn attach_glue(items: Vec<Item>) -> Vec<Item> {
                 if let (Some(Item::Event(e)), Some(last)) = (out.last_mut(), last) {
                     e.loc = e.loc.to(last);
                 }
-                out.extend(run[unpacking..].iter().cloned());
+                out.extend(run.drain(unpacking..));
             }
-            _ => out.extend(items[start..i].iter().cloned()),
+            _ => out.extend(run),
         }
     }
     out

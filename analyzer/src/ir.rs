@@ -130,6 +130,62 @@ pub struct Loop {
     pub alt: Option<Loc>,
 }
 
+impl Loop {
+    /// The header and every statement of the body, in source order (see [`Node::each_stmt`]).
+    fn each_stmt<'a>(&'a self, f: &mut impl FnMut(&'a Stmt)) {
+        f(&self.header);
+        self.body.iter().for_each(|n| n.each_stmt(f));
+    }
+
+    /// Whether any communication call is inside (see [`Node::has_comm`]).
+    pub fn has_comm(&self) -> bool {
+        !self.header.calls.is_empty() || self.body.iter().any(Node::has_comm)
+    }
+
+    /// Whether the loop holds only communication and glue (see [`Node::only_comm_and_glue`]).
+    /// A loop that does not communicate is glue only when it only moves elements between
+    /// arrays and message buffers (packing, unpacking); otherwise it computes.
+    pub fn only_comm_and_glue(&self) -> bool {
+        self.is_glue()
+            // The header may communicate itself: `while let Some(..) = coll.wait_any()`.
+            || self.has_comm()
+                && (self.header.glue || !self.header.computes && self.header.io.is_empty())
+                && self.body.iter().all(Node::only_comm_and_glue)
+    }
+
+    /// One loop level that moves elements from one array into another, perhaps under envelope
+    /// guards (`for &(k, _, data) in &done { if k < 2 { halo[k] = data[0] } }`); see
+    /// [`Node::is_glue`].
+    pub fn is_glue(&self) -> bool {
+        fn packs(n: &Node) -> bool {
+            match n {
+                Node::Stmt(s) => s.glue && s.calls.is_empty(),
+                Node::Branch(b) => b.cond.glue && b.arms.iter().flatten().all(packs),
+                Node::Loop(_) => false,
+            }
+        }
+        fn moves(n: &Node) -> bool {
+            match n {
+                Node::Stmt(s) => s.moves_elements() || n.unpacks(),
+                Node::Branch(b) => b.arms.iter().flatten().any(moves),
+                Node::Loop(_) => false,
+            }
+        }
+        self.kind != LoopKind::Iterator
+            && self.header.glue
+            && self.header.calls.is_empty()
+            && self.body.iter().all(packs)
+            && self.body.iter().any(moves)
+    }
+
+    /// Every communication call inside, in source order.
+    pub fn calls(&self) -> Vec<&CallSite> {
+        let mut out = Vec::new();
+        self.each_stmt(&mut |s| out.extend(&s.calls));
+        out
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Branch {
     pub loc: Loc,
@@ -155,10 +211,7 @@ impl Node {
     fn each_stmt<'a>(&'a self, f: &mut impl FnMut(&'a Stmt)) {
         match self {
             Node::Stmt(s) => f(s),
-            Node::Loop(l) => {
-                f(&l.header);
-                l.body.iter().for_each(|n| n.each_stmt(f));
-            }
+            Node::Loop(l) => l.each_stmt(f),
             Node::Branch(b) => {
                 f(&b.cond);
                 b.arms.iter().flatten().for_each(|n| n.each_stmt(f));
@@ -209,7 +262,7 @@ impl Node {
     pub fn has_comm(&self) -> bool {
         match self {
             Node::Stmt(s) => !s.calls.is_empty(),
-            Node::Loop(l) => !l.header.calls.is_empty() || l.body.iter().any(Node::has_comm),
+            Node::Loop(l) => l.has_comm(),
             Node::Branch(b) => {
                 !b.cond.calls.is_empty() || b.arms.iter().flatten().any(Node::has_comm)
             }
@@ -220,15 +273,7 @@ impl Node {
     pub fn only_comm_and_glue(&self) -> bool {
         match self {
             Node::Stmt(s) => s.glue || (!s.calls.is_empty() && !s.computes && s.io.is_empty()),
-            // A loop that does not communicate is glue only when it only moves elements
-            // between arrays and message buffers (packing, unpacking); otherwise it computes.
-            Node::Loop(l) => {
-                self.is_glue()
-                    // The header may communicate itself: `while let Some(..) = coll.wait_any()`.
-                    || self.has_comm()
-                        && (l.header.glue || !l.header.computes && l.header.io.is_empty())
-                        && l.body.iter().all(Node::only_comm_and_glue)
-            }
+            Node::Loop(l) => l.only_comm_and_glue(),
             Node::Branch(b) => b.cond.glue && b.arms.iter().flatten().all(Node::only_comm_and_glue),
         }
     }
@@ -238,29 +283,7 @@ impl Node {
     pub fn is_glue(&self) -> bool {
         match self {
             Node::Stmt(s) => s.glue && s.calls.is_empty(),
-            // One loop level that moves elements from one array into another, perhaps under
-            // envelope guards (`for &(k, _, data) in &done { if k < 2 { halo[k] = data[0] } }`).
-            Node::Loop(l) => {
-                fn packs(n: &Node) -> bool {
-                    match n {
-                        Node::Stmt(s) => s.glue && s.calls.is_empty(),
-                        Node::Branch(b) => b.cond.glue && b.arms.iter().flatten().all(packs),
-                        Node::Loop(_) => false,
-                    }
-                }
-                fn moves(n: &Node) -> bool {
-                    match n {
-                        Node::Stmt(s) => s.moves_elements() || n.unpacks(),
-                        Node::Branch(b) => b.arms.iter().flatten().any(moves),
-                        Node::Loop(_) => false,
-                    }
-                }
-                l.kind != LoopKind::Iterator
-                    && l.header.glue
-                    && l.header.calls.is_empty()
-                    && l.body.iter().all(packs)
-                    && l.body.iter().any(moves)
-            }
+            Node::Loop(l) => l.is_glue(),
             // Guarded glue: `if rank > 0 { u[..nx].clone_from_slice(&top_in) }`.
             Node::Branch(b) => {
                 b.cond.glue && b.cond.calls.is_empty() && b.arms.iter().flatten().all(Node::is_glue)

@@ -16,6 +16,7 @@ pub mod config;
 pub mod diagnostics;
 pub mod emit;
 pub mod events;
+pub mod extent;
 pub mod glue;
 pub mod ir;
 pub mod load;
@@ -144,8 +145,8 @@ fn analyze_program(
         diags.push(d);
     }
     let mut solvers = Vec::new();
-    for (index, found_by) in found {
-        let analysis = solver::analyze(&program, index, found_by, &comm_fns, options);
+    for found in found {
+        let analysis = solver::analyze(&program, found, &comm_fns, options);
         for d in &analysis.diags {
             diags.push(d.clone());
         }

@@ -255,7 +255,7 @@ impl Loader<'_> {
             Ok(ast) => {
                 let solver_imported = ast.items.iter().any(imports_mheta_solver);
                 let dir = child_dir;
-                self.index_items(&ast.items, file, &module, &dir, depth, solver_imported);
+                self.index_items(ast.items, file, &module, &dir, depth, solver_imported);
             }
             Err(e) => {
                 let loc = Loc::of(file, e.span());
@@ -274,9 +274,10 @@ impl Loader<'_> {
         }
     }
 
+    /// Indexes a module's items, moving their functions' syntax into the program.
     fn index_items(
         &mut self,
-        items: &[syn::Item],
+        items: Vec<syn::Item>,
         file: FileId,
         module: &str,
         dir: &Path,
@@ -289,31 +290,31 @@ impl Loader<'_> {
                     name: f.sig.ident.to_string(),
                     path: join(module, &f.sig.ident.to_string()),
                     file,
-                    attrs: f.attrs.clone(),
-                    sig: f.sig.clone(),
-                    block: (*f.block).clone(),
+                    attrs: f.attrs,
+                    sig: f.sig,
+                    block: *f.block,
                     solver_imported: imported,
                 }),
                 syn::Item::Impl(imp) => {
                     let ty = type_name(&imp.self_ty);
-                    for it in &imp.items {
+                    for it in imp.items {
                         if let syn::ImplItem::Fn(f) = it {
                             self.program.functions.push(Function {
                                 name: f.sig.ident.to_string(),
                                 path: join(&join(module, &ty), &f.sig.ident.to_string()),
                                 file,
-                                attrs: f.attrs.clone(),
-                                sig: f.sig.clone(),
-                                block: f.block.clone(),
+                                attrs: f.attrs,
+                                sig: f.sig,
+                                block: f.block,
                                 solver_imported: imported,
                             });
                         }
                     }
                 }
                 syn::Item::Struct(s) => {
-                    for field in &s.fields {
+                    for field in s.fields {
                         if let Some(id) = &field.ident {
-                            self.program.fields.push((id.to_string(), field.ty.clone()));
+                            self.program.fields.push((id.to_string(), field.ty));
                         }
                     }
                 }
@@ -330,7 +331,7 @@ impl Loader<'_> {
 
     fn module(
         &mut self,
-        m: &syn::ItemMod,
+        m: syn::ItemMod,
         file: FileId,
         module: &str,
         dir: &Path,
@@ -340,7 +341,7 @@ impl Loader<'_> {
         let name = m.ident.to_string();
         let path = join(module, &name);
         let explicit = path_attr(&m.attrs);
-        if let Some((_, items)) = &m.content {
+        if let Some((_, items)) = m.content {
             let child_dir = match &explicit {
                 Some(p) => dir.join(p),
                 None => dir.join(&name),

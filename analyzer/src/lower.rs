@@ -140,7 +140,10 @@ impl Lowered {
                     draft
                 });
                 let has_comm = !header_comm && lp.body.iter().any(Node::has_comm);
-                let body_items = events::form(lp.body.clone());
+                // Only a communicating loop among sections may be a tile loop, whose body is
+                // formed again without merging: only then is a copy of the body kept.
+                let tile_body = (ctx == Context::Sections && has_comm).then(|| lp.body.clone());
+                let body_items = events::form(std::mem::take(&mut lp.body));
                 let role = match (ctx, has_comm) {
                     (Context::Sections, true) => {
                         let starts_with_receive = match body_items.first() {
@@ -188,10 +191,9 @@ impl Lowered {
                     LoopRole::Tile => Context::Tile,
                     LoopRole::Plain => Context::StageLoop,
                 };
-                let body_items = if role == LoopRole::Tile {
-                    events::form_unmerged(lp.body)
-                } else {
-                    body_items
+                let body_items = match (role, tile_body) {
+                    (LoopRole::Tile, Some(body)) => events::form_unmerged(body),
+                    _ => body_items,
                 };
                 for it in body_items {
                     self.item(it, inner, facts);

@@ -8,6 +8,7 @@ use syn::visit::{self, Visit};
 use crate::binding::{Env, Text};
 use crate::catalogue;
 use crate::config::Config;
+use crate::extent::Extent;
 pub use crate::glue::{is_glue, Glue};
 use crate::ir::{CallSite, IndexAccess, IoCall, Stmt};
 
@@ -46,10 +47,9 @@ impl<'a> UserCall<'a> {
 
     /// The whole call expression's span (a method call's starts at its receiver).
     pub fn span(self) -> proc_macro2::Span {
-        use syn::spanned::Spanned;
         match self {
-            UserCall::Call(c) => c.span(),
-            UserCall::Method(m) => m.span(),
+            UserCall::Call(c) => c.extent(),
+            UserCall::Method(m) => m.extent(),
         }
     }
 
@@ -323,12 +323,12 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
             self.out.io.push(IoCall {
                 op,
                 var,
-                loc: self.s.text.loc(syn::spanned::Spanned::span(m)),
+                loc: self.s.text.loc(m.extent()),
             });
         } else if let Some(op) = catalogue::io_wait_method(&name, m.args.len()) {
             // Completing a prefetch (`a.wait()`) is I/O when `a` is one of the data arrays.
             if let Some(var) = base_var(&m.receiver).filter(|v| self.s.data.contains(v)) {
-                let loc = self.s.text.loc(syn::spanned::Spanned::span(m));
+                let loc = self.s.text.loc(m.extent());
                 self.out.io.push(IoCall { op, var, loc });
             }
         }
@@ -360,7 +360,7 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
                 self.out.io.push(IoCall {
                     op,
                     var,
-                    loc: self.s.text.loc(syn::spanned::Spanned::span(c)),
+                    loc: self.s.text.loc(c.extent()),
                 });
             }
             // `std::mem::swap(u, &mut next)` with `u: &mut Vec<_>` writes `u` (a `&mut`
@@ -387,7 +387,7 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
             .map(|s| s.ident.to_string())
             .unwrap_or_default();
         if !KNOWN_MACROS.contains(&name.as_str()) {
-            let loc = self.s.text.loc(syn::spanned::Spanned::span(m));
+            let loc = self.s.text.loc(m.extent());
             self.out.opaque_macros.push((name, loc));
             return;
         }

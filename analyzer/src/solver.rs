@@ -11,6 +11,7 @@ use crate::automaton::{self, ItemOut, Outline};
 use crate::body::{self, Facts};
 use crate::classify;
 use crate::diagnostics::{Diagnostic, Loc};
+use crate::extent::Extent;
 use crate::ir::{Loop, Node};
 use crate::load::Program;
 use crate::lower::{self, Lowered};
@@ -24,19 +25,35 @@ pub struct SolverAnalysis {
     pub diags: Vec<Diagnostic>,
 }
 
-/// Finds the solvers of a program: `(function index, found_by)`.
-pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> {
+/// A solver function of a program and how it was found.
+pub struct Found {
+    pub function: usize,
+    pub found_by: &'static str,
+    /// The body the heuristic built to find it, and the facts gathered building it: the
+    /// analysis takes them instead of building the same body again.
+    pub built: Option<(Vec<Node>, Facts)>,
+}
+
+/// Finds the solvers of a program.
+pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<Found> {
     let mut out = Vec::new();
     for (i, f) in program.functions.iter().enumerate() {
         let attr = f.attrs.iter().any(|a| {
             let segs = crate::scan::path_idents(a.path());
             segs == ["mheta", "solver"] || (segs == ["solver"] && f.solver_imported)
         });
-        if attr {
-            out.push((i, "attribute"));
+        let found_by = if attr {
+            "attribute"
         } else if program.config.is_solver(&f.path) {
-            out.push((i, "config"));
-        }
+            "config"
+        } else {
+            continue;
+        };
+        out.push(Found {
+            function: i,
+            found_by,
+            built: None,
+        });
     }
     if !out.is_empty() {
         return out;
@@ -63,7 +80,7 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
             if main.body.iter().any(|n| holds_foreign_solver_loop(n, body)) {
                 wrappers.insert(i);
             }
-            candidates.push(i);
+            candidates.push((i, (nodes, facts)));
             callees.push((i, called));
         }
     }
@@ -75,16 +92,19 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<(usize, &'static str)> 
             .any(|(c, set)| *c != i && !wrappers.contains(c) && set.contains(&i))
     };
     candidates
-        .iter()
-        .copied()
-        .filter(|&i| !wrappers.contains(&i) && !called_by_candidate(i))
-        .map(|i| (i, "heuristic"))
+        .into_iter()
+        .filter(|(i, _)| !wrappers.contains(i) && !called_by_candidate(*i))
+        .map(|(i, built)| Found {
+            function: i,
+            found_by: "heuristic",
+            built: Some(built),
+        })
         .collect()
 }
 
 /// Where a function's body is.
 fn body_of(f: &crate::load::Function) -> Loc {
-    Loc::of(f.file, syn::spanned::Spanned::span(&f.block))
+    Loc::of(f.file, f.block.extent())
 }
 
 fn within(loc: Loc, body: Loc) -> bool {
@@ -113,8 +133,7 @@ fn holds_foreign_solver_loop(n: &Node, body: Loc) -> bool {
 /// (`while coll.incomplete() > 0 { coll.test_some(..) }`); no collective is inside.
 fn over_peers(l: &Loop) -> bool {
     use crate::catalogue::CallKind;
-    let node = Node::Loop(l.clone());
-    let all = node.calls();
+    let all = l.calls();
     let calls: Vec<_> = all
         .iter()
         .filter(|c| c.kind != CallKind::Complete)
@@ -187,7 +206,7 @@ pub fn main_loop<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) ->
     }
     let mixed = all
         .iter()
-        .find(|l| !Node::Loop((**l).clone()).only_comm_and_glue());
+        .find(|l| !l.only_comm_and_glue());
     if let Some(l) = mixed {
         return Some(l);
     }
@@ -196,10 +215,24 @@ pub fn main_loop<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) ->
     }
     all.into_iter().max_by_key(|l| {
         (
-            Node::Loop((*l).clone()).calls().len(),
+            l.calls().len(),
             std::cmp::Reverse(l.loc.start),
         )
     })
+}
+
+/// Moves the body out of the loop `main` points to, one of the loops in `nodes` (the main loop
+/// [`main_loop`] found: lowering takes the body, and nothing reads the tree after it).
+fn take_body(nodes: &mut [Node], main: *const Loop) -> Vec<Node> {
+    fn find(nodes: &mut [Node], main: *const Loop) -> Option<Vec<Node>> {
+        nodes.iter_mut().find_map(|n| match n {
+            Node::Loop(l) if std::ptr::eq(l, main) => Some(std::mem::take(&mut l.body)),
+            Node::Loop(l) => find(&mut l.body, main),
+            Node::Branch(b) => b.arms.iter_mut().find_map(|arm| find(arm, main)),
+            Node::Stmt(_) => None,
+        })
+    }
+    find(nodes, main).unwrap_or_default()
 }
 
 /// The main loop's iteration counters: its own variables and the names its body steps by a
@@ -221,15 +254,22 @@ fn counters(main: &Loop) -> Vec<String> {
 /// Analyses one solver function.
 pub fn analyze(
     program: &Program,
-    index: usize,
-    found_by: &str,
+    found: Found,
     comm_fns: &[bool],
     options: &crate::Options,
 ) -> SolverAnalysis {
+    let Found {
+        function: index,
+        found_by,
+        built,
+    } = found;
     let f = &program.functions[index];
     let name_loc = Loc::of(f.file, f.sig.ident.span());
-    let mut facts = Facts::default();
-    let (nodes, _) = body::build_function(program, index, comm_fns, &mut facts);
+    let (mut nodes, facts) = built.unwrap_or_else(|| {
+        let mut facts = Facts::default();
+        let (nodes, _) = body::build_function(program, index, comm_fns, &mut facts);
+        (nodes, facts)
+    });
     let name = if program.crate_name.is_empty() {
         f.path.clone()
     } else {
@@ -238,11 +278,13 @@ pub fn analyze(
     let mut diags: Vec<Diagnostic> = facts.diags.0.clone();
     let body = body_of(f);
     let heuristic = (found_by == "heuristic").then_some(&facts);
-    let (lowered, outline, main) = match main_loop(&nodes, body, heuristic) {
-        Some(main) => {
-            let lowered = lower::lower(main.body.clone(), &facts, counters(main));
+    let found = main_loop(&nodes, body, heuristic)
+        .map(|main| (main as *const Loop, main.loc, main.kind, counters(main)));
+    let (lowered, outline, main) = match found {
+        Some((main, loc, kind, counters)) => {
+            let lowered = lower::lower(take_body(&mut nodes, main), &facts, counters);
             let outline = automaton::run(&lowered);
-            (lowered, outline, Some((main.loc, main.kind)))
+            (lowered, outline, Some((loc, kind)))
         }
         None => {
             let d = Diagnostic::error(format!("solver `{}` has no loop that communicates", f.path), Some(name_loc))

@@ -2,10 +2,9 @@
 //! or consuming a data iterator (`v.iter().sum()`) is a loop (DESIGN §3.5); closures passed to
 //! other calls (`scope(|s| ..)`) are inlined; trip counts are read off ranges and collections.
 
-use syn::spanned::Spanned;
-
 use super::{peel, Builder};
 use crate::binding::{pattern_idents, Text};
+use crate::extent::Extent;
 use crate::ir::{Loop, LoopKind, Node};
 
 /// Iterator adapters whose closure runs once per element (the chain is a loop).
@@ -49,13 +48,13 @@ impl Builder<'_, '_> {
             for input in &c.inputs {
                 vars.extend(pattern_idents(input));
             }
-            let inner_loc = self.loc(c.body.span());
+            let inner_loc = self.loc(c.body.extent());
             match &*c.body {
                 syn::Expr::Block(b) => body.extend(self.block(&b.block)),
                 other => self.expr(other, &[], inner_loc, &mut body),
             }
         }
-        let mut header = self.scan(Some(e), bound, self.loc(e.span()));
+        let mut header = self.scan(Some(e), bound, self.loc(e.extent()));
         if body.iter().any(Node::has_comm) {
             header.calls.clear();
         } else if !header.calls.is_empty() {
@@ -64,9 +63,9 @@ impl Builder<'_, '_> {
         }
         header.glue = false;
         Some(Node::Loop(Loop {
-            loc: self.loc(e.span()),
+            loc: self.loc(e.extent()),
             kind: LoopKind::Iterator,
-            bound_reads: self.scan(Some(root), &[], self.loc(root.span())).reads,
+            bound_reads: self.scan(Some(root), &[], self.loc(root.extent())).reads,
             header_text: self.text.of(root),
             trip_count: trip_count(root, &self.text),
             vars,
@@ -128,7 +127,7 @@ impl Builder<'_, '_> {
         // A request scope that holds only its exchange is that exchange, call and all.
         let scope = matches!(name.as_str(), "scope" | "multiple_scope");
         if scope && !out.is_empty() && out.iter().all(Node::only_comm_and_glue) {
-            let whole = self.text.loc(syn::spanned::Spanned::span(e));
+            let whole = self.text.loc(e.extent());
             if let Some(first) = out.first_mut() {
                 first.widen(Some(whole.start), None);
             }

@@ -300,10 +300,10 @@ fn collect_calls(
 
 /// `e` with the subexpression `target` (found by its source position) replaced.
 fn replace_expr(e: &syn::Expr, target: &syn::Expr, with: &syn::Expr) -> syn::Expr {
-    use syn::spanned::Spanned;
+    use crate::extent::Extent;
     use syn::visit_mut::VisitMut;
     let place = |x: &syn::Expr| {
-        let s = x.span();
+        let s = x.extent();
         let (a, b) = (s.start(), s.end());
         (a.line, a.column, b.line, b.column)
     };
