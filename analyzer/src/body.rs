@@ -10,7 +10,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-
 use crate::binding::{pattern_idents, type_value, Env, Text};
 use crate::catalogue::ValueKind;
 use crate::diagnostics::{Diagnostics, Loc};

@@ -14,8 +14,8 @@ use crate::automaton::StageOut;
 use crate::body::Facts;
 use crate::diagnostics::Loc;
 use crate::ir::IndexAccess;
-use crate::sources::SourceMap;
 use crate::lower::{Lowered, Token};
+use crate::sources::SourceMap;
 
 /// The class of every variable the solver declares, after mheta.toml overrides. A slice or
 /// vector parameter is distributed when the main loop writes it and walks it by a loop bounded by

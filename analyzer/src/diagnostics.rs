@@ -9,9 +9,8 @@ use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, termcolor::NoColor};
 use mheta_runtime::format::{self, Level};
 
-pub use crate::sources::{FileId, Loc};
 use crate::sources::SourceMap;
-
+pub use crate::sources::{FileId, Loc};
 
 /// One problem found while analysing.
 #[derive(Debug, Clone, PartialEq)]

@@ -204,21 +204,15 @@ pub fn main_loop<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) ->
     if let Some(marked) = all.iter().find(|l| l.iterate) {
         return Some(marked);
     }
-    let mixed = all
-        .iter()
-        .find(|l| !l.only_comm_and_glue());
+    let mixed = all.iter().find(|l| !l.only_comm_and_glue());
     if let Some(l) = mixed {
         return Some(l);
     }
     if heuristic.is_some() {
         return None;
     }
-    all.into_iter().max_by_key(|l| {
-        (
-            l.calls().len(),
-            std::cmp::Reverse(l.loc.start),
-        )
-    })
+    all.into_iter()
+        .max_by_key(|l| (l.calls().len(), std::cmp::Reverse(l.loc.start)))
 }
 
 /// Moves the body out of the loop `main` points to, one of the loops in `nodes` (the main loop

@@ -37,9 +37,9 @@ use std::sync::Mutex;
 pub use crate::format::IoKind;
 use crate::format::{ArrayInfo, StageKey};
 use guards::Frame;
-use stream::Tick;
 pub use guards::{event, group, io, iteration, section, stage, tile, Guard, IoGuard};
 pub use record::{io_code, io_kind, CallKind, Record, RecordKind, NONE};
+use stream::Tick;
 
 use crate::clock;
 use crate::comm::Traffic;

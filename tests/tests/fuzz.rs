@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mheta_cli::predict::Inputs;
 use mheta_analyzer::{analyze_source, Options};
+use mheta_cli::predict::Inputs;
 use mheta_runtime::distribution::Distribution;
 use mheta_runtime::format::{ClusterSpec, Timings};
 use proptest::prelude::*;

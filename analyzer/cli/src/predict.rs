@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
+use mheta_model::{self as model, Model};
 use mheta_runtime::distribution::Distribution;
 use mheta_runtime::format::{ClusterSpec, Measurements, Structure};
-use mheta_model::{self as model, Model};
 
 use super::read_json;
 

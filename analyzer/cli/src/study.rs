@@ -365,8 +365,8 @@ fn measured(doc: &TuneDocument) -> Outcome {
 /// `--repredict`: the study's measured cases (those `--fixtures`, `--families` and `--settings`
 /// select), each predicted again from its saved `structure.json` and `measurements.json`.
 fn repredict(args: &StudyArgs) -> anyhow::Result<()> {
-    use mheta_runtime::format::{Measurements, Structure};
     use mheta_model::Model;
+    use mheta_runtime::format::{Measurements, Structure};
 
     let cases = earlier_cases(&args.out)?;
     // Per setting: (recorded, re-predicted) outcomes.

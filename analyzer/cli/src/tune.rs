@@ -33,11 +33,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
+use mheta_model::search::{self, Algorithm, SearchConfig, SearchResult};
+use mheta_model::{self as model, Model};
 use mheta_runtime::cleanup::{DirLock, LockError, OwnedDir};
 use mheta_runtime::distribution::Distribution;
 use mheta_runtime::format::{Measurements, Structure, Timings};
-use mheta_model::{self as model, Model};
-use mheta_model::search::{self, Algorithm, SearchConfig, SearchResult};
 use mheta_runtime::{Backend, ClockMode};
 
 use document::{

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use mheta_runtime::format::{Measurements, Structure};
 use mheta_model::synthetic::{workload, Program};
+use mheta_runtime::format::{Measurements, Structure};
 
 fn predict(structure: &Path, measurements: &Path) -> (Option<i32>, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_mheta"))

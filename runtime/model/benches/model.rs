@@ -3,9 +3,9 @@
 //! `cargo bench -p mheta-model --bench model`
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
+use mheta_model::search::Rng;
 use mheta_model::synthetic::{workload, Program};
 use mheta_model::{Model, Prediction};
-use mheta_model::search::Rng;
 
 fn predict(c: &mut Criterion) {
     let mut group = c.benchmark_group("model_predict");

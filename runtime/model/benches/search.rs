@@ -7,9 +7,9 @@
 use std::time::Duration;
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
+use mheta_model::search::{exact, gbs, greedy, SearchConfig};
 use mheta_model::synthetic::{workload, Program};
 use mheta_model::Model;
-use mheta_model::search::{exact, gbs, greedy, SearchConfig};
 
 fn model(nodes: usize) -> Model {
     let w = workload(Program::Cg, nodes, 512 * nodes as u64);

@@ -50,8 +50,7 @@ pub(crate) fn run_gather(model: &Model, comm: &CommCost, rows: &[u64], out: &mut
     }
     let received = f64::from(comm.n_recv[r]) * comm.o_recv[r];
     let arrivals = (0..p).filter(|&i| i != r).map(|i| out.scratch2[i]);
-    let (t_w, _) =
-        receive_in_rank_order(out.nodes[r].total_s, arrivals, received / (p - 1) as f64);
+    let (t_w, _) = receive_in_rank_order(out.nodes[r].total_s, arrivals, received / (p - 1) as f64);
     for i in (0..p).filter(|&i| i != r) {
         out.charge_comm(i, out.scratch[i], 0.0, 0.0);
     }

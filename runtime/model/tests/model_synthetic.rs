@@ -1,11 +1,11 @@
 //! The model on whole synthetic programs: invariants of every prediction, the file-format round
 //! trip, and the shape of the per-node cost functions the searches rely on.
 
-use mheta_runtime::distribution::Distribution;
-use mheta_runtime::format::{Measurements, Structure};
+use mheta_model::search::Rng;
 use mheta_model::synthetic::{workload, Program, Workload};
 use mheta_model::{distributed_bytes_per_row, Model};
-use mheta_model::search::Rng;
+use mheta_runtime::distribution::Distribution;
+use mheta_runtime::format::{Measurements, Structure};
 use proptest::prelude::*;
 
 fn model(w: &Workload) -> Model {

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use mheta_runtime::distribution::Distribution;
-use mheta_model::synthetic::{workload, Program};
-use mheta_model::Model;
 use mheta_model::search::{
     exact, refine, search_model, Algorithm, FullModel, Objective, SearchConfig,
 };
+use mheta_model::synthetic::{workload, Program};
+use mheta_model::Model;
+use mheta_runtime::distribution::Distribution;
 
 #[test]
 fn every_algorithm_returns_a_valid_predicted_distribution() {

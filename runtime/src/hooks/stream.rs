@@ -78,8 +78,7 @@ pub(super) fn open(region: Region) -> bool {
     // of this module while the reference is held.
     match unsafe { CURRENT.get().as_mut() } {
         Some(r) => {
-            let appended =
-                r.try_tick(What::Open(region.kind), region.id, region.aux, region.tile);
+            let appended = r.try_tick(What::Open(region.kind), region.id, region.aux, region.tile);
             r.depth += u32::from(appended);
             appended
         }

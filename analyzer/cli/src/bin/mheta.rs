@@ -43,7 +43,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         // `--help` and `--version` go to stdout, which may refuse them like any other output.
         Err(e) if !e.use_stderr() => {
-            if let Err(io) = e.print().and_then(|()| std::io::Write::flush(&mut std::io::stdout())) {
+            if let Err(io) = e
+                .print()
+                .and_then(|()| std::io::Write::flush(&mut std::io::stdout()))
+            {
                 eprintln!("error: cannot write to standard output: {io}");
                 return ExitCode::from(1);
             }

@@ -373,7 +373,8 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn tune_takes_the_rank_count_from_the_cluster_file() {
-        let cluster = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/clusters/io-4.toml");
+        let cluster =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/clusters/io-4.toml");
         // Any executable stands in for mpirun: only its presence is checked here.
         let l = Launcher::for_tune(Backend::Mpi, Some("/bin/sh"), None, &cluster).unwrap();
         assert_eq!(words(&l), ["/bin/sh", "-np", "4"]);

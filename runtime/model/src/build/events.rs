@@ -2,10 +2,12 @@
 //! (per-message overheads, message sizes, roots and peers).
 
 use super::{check, Builder};
-use mheta_runtime::format::{add_up, per_message, CommEvent, EventMeasurement, Pattern, PeerOp, TileLoop};
 use crate::comm::{CommCost, RecvEdge, Schedule};
 use crate::pipeline::{TileCost, TileWeights};
 use crate::ModelError;
+use mheta_runtime::format::{
+    add_up, per_message, CommEvent, EventMeasurement, Pattern, PeerOp, TileLoop,
+};
 
 impl<'a> Builder<'a> {
     pub(super) fn tiles(

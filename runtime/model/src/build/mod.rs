@@ -687,7 +687,10 @@ fn spread_samples(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     out.iter().map(mean).collect()
 }
 
-fn find_stage(n: &NodeMeasurements, key: StageKey) -> Option<&mheta_runtime::format::StageMeasurement> {
+fn find_stage(
+    n: &NodeMeasurements,
+    key: StageKey,
+) -> Option<&mheta_runtime::format::StageMeasurement> {
     n.stages.iter().find(|s| s.key == key)
 }
 

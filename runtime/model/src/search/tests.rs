@@ -127,9 +127,9 @@ fn gs_gets_stuck_where_gbs_does_not_section_4_3_2() {
 
 #[test]
 fn searches_on_the_model_improve_on_block() {
-    use mheta_runtime::distribution::Distribution;
     use crate::synthetic::{workload, Program};
     use crate::Model;
+    use mheta_runtime::distribution::Distribution;
     let w = workload(Program::Jacobi, 8, 4096);
     let model = Model::new(&w.structure, &w.measurements, &w.cluster).unwrap();
     let block = Distribution::block(4096, 8).unwrap().rows;

@@ -31,8 +31,11 @@ pub(super) trait Nonblocking: Comm {
     ) -> Result<ffi::MPI_Request, CommError>;
 
     /// Wait for `request` to complete; returns the seconds waited (blocked time).
-    fn complete(&self, operation: &'static str, request: ffi::MPI_Request)
-        -> Result<f64, CommError>;
+    fn complete(
+        &self,
+        operation: &'static str,
+        request: ffi::MPI_Request,
+    ) -> Result<f64, CommError>;
 }
 
 /// A buffer length as an MPI count.

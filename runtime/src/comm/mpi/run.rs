@@ -16,8 +16,8 @@ use crate::context::{Context, RunSettings};
 use crate::error::Error;
 use crate::format::Microbenchmarks;
 use crate::hooks::RankRecords;
-use crate::rank::rank_work;
 use crate::measure::pack;
+use crate::rank::rank_work;
 
 /// Ping-pong rounds per rank of the clock offset estimation.
 const OFFSET_ROUNDS: usize = 16;
