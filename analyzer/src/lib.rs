@@ -96,10 +96,16 @@ impl Analysis {
 /// only the pages a deep input touches are committed.
 const ANALYSIS_STACK_BYTES: usize = 1 << 30;
 
+/// Runs `f` on a stack of its own, as large as an analysis's: for code that walks syntax trees
+/// as deep as the analysis does (the proc macro's expansion).
+pub fn on_analysis_stack<R>(f: impl FnOnce() -> R) -> R {
+    stacker::grow(ANALYSIS_STACK_BYTES, f)
+}
+
 /// Analyses a crate directory (through its Cargo.toml) or a single `.rs` file, on a stack of
 /// its own (1 GiB reserved) whatever thread calls.
 pub fn analyze_path(path: &Path, options: &Options) -> Analysis {
-    stacker::grow(ANALYSIS_STACK_BYTES, || {
+    on_analysis_stack(|| {
         let mut diags = Diagnostics::default();
         let program = load::load_path(path, &mut diags);
         analyze_program(program, diags, options)
@@ -109,7 +115,7 @@ pub fn analyze_path(path: &Path, options: &Options) -> Analysis {
 /// Analyses one in-memory file (`mod x;` declarations are not followed), on a stack of its own
 /// like [`analyze_path`].
 pub fn analyze_source(file_name: &str, source: &str, options: &Options) -> Analysis {
-    stacker::grow(ANALYSIS_STACK_BYTES, || {
+    on_analysis_stack(|| {
         let mut diags = Diagnostics::default();
         let program = load::load_source(file_name, source, &mut diags);
         analyze_program(program, diags, options)

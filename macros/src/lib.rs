@@ -54,14 +54,12 @@ pub fn solver(args: TokenStream, input: TokenStream) -> TokenStream {
     on_big_stack(|| solver::expand(args.into(), input.into())).into()
 }
 
-/// Bytes of stack reserved for an expansion (pages are committed only as they are used).
-const EXPANSION_STACK_BYTES: usize = 1 << 30;
-
-/// Runs an expansion on a stack of its own: parsing, analysing and rewriting a solver recurse
-/// once per level of nesting, with frames far larger than rustc's own for the same source in
-/// an unoptimised proc macro, and rustc gives a proc macro the stack of its own thread.
+/// Runs an expansion on a stack of its own, the analysis's ([`mheta_analyzer::on_analysis_stack`]):
+/// parsing, analysing and rewriting a solver recurse once per level of nesting, with frames far
+/// larger than rustc's own for the same source in an unoptimised proc macro, and rustc gives a
+/// proc macro the stack of its own thread.
 fn on_big_stack(expand: impl FnOnce() -> proc_macro2::TokenStream) -> proc_macro2::TokenStream {
-    stacker::grow(EXPANSION_STACK_BYTES, expand)
+    mheta_analyzer::on_analysis_stack(expand)
 }
 
 /// Marks a user communication-pattern function (DESIGN §3.4, rule 2): each call of it is one
