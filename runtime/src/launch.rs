@@ -276,6 +276,7 @@ impl<'a> Launch<'a> {
         R: Send,
         E: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        crate::malloc::pin();
         let scratch = Scratch::new(self.args.scratch.clone())?;
         settings.scratch = scratch.path.clone();
         let settings = Arc::new(settings);

@@ -23,6 +23,7 @@ pub mod error;
 pub use mheta_format as format;
 pub mod hooks;
 pub mod launch;
+pub mod malloc;
 pub mod measure;
 pub mod micro;
 pub mod ooc;

@@ -42,6 +42,7 @@ pub struct Session {
 /// `world` must span all MPI processes (`universe.world()`).
 pub fn attach<C: Communicator>(world: &C) -> Result<Session, Error> {
     let env = EnvSettings::from_env()?;
+    crate::malloc::pin();
     let w = super::world()?;
     if world.size() as usize != w.size {
         return Err(Error::Session(format!(
