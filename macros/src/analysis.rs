@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use mheta_analyzer::{analyze_path, analyze_source, Analysis, Options};
-use mheta_runtime::format::{Solver, Structure};
+use mheta_format::{Solver, Structure};
 
 use crate::position::Pos;
 

@@ -1,7 +1,7 @@
 //! The generated code's vocabulary: guard constructors through `::mheta::__private`, the
 //! embedded structure, and the assembled function.
 
-use mheta_runtime::format::IoKind;
+use mheta_format::IoKind;
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 

@@ -30,7 +30,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use mheta_runtime::format::Span;
+use mheta_format::Span;
 use proc_macro2::Ident;
 use quote::ToTokens;
 use syn::spanned::Spanned;

@@ -12,7 +12,7 @@
 //! callee ([`crate::inline`]); the section it belongs to is anchored at the call in the main
 //! loop.
 
-use mheta_runtime::format::{IoKind, SectionItem, Solver, Span, Stage};
+use mheta_format::{IoKind, SectionItem, Solver, Span, Stage};
 
 use crate::position::{from_span, Extent};
 
@@ -267,7 +267,7 @@ fn push_stage(plan: &mut Plan, file: &str, section: u32, tile: Option<u32>, stag
 
 impl Plan {
     /// Notes the rsmpi calls of an event: the main loop's and inlined callees' are recorded.
-    fn foreign_calls(&mut self, file: &str, event: &mheta_runtime::format::CommEvent) {
+    fn foreign_calls(&mut self, file: &str, event: &mheta_format::CommEvent) {
         for call in event.calls.iter().filter(|c| c.api.starts_with("mpi::")) {
             let foreign = crate::calls::ForeignCall {
                 api: call.api.clone(),

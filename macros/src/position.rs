@@ -7,7 +7,7 @@
 //! The extent of a node is computed from its first and last tokens, because joining compiler
 //! spans (`Span::join`) is not available on stable Rust.
 
-use mheta_runtime::format::Span;
+use mheta_format::Span;
 use proc_macro2::{LineColumn, TokenStream, TokenTree};
 use quote::ToTokens;
 

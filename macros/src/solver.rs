@@ -10,7 +10,7 @@
 //!    with iteration guards alone runs ([`crate::dual`]). A misused attribute is a compile error
 //!    emitted next to the original function (markers stripped).
 
-use mheta_runtime::format::Level;
+use mheta_format::Level;
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, ToTokens};
 use syn::ItemFn;
