@@ -524,4 +524,39 @@ mod tests {
         let err = package_of(&two, Path::new("/w/nope/Cargo.toml")).unwrap_err();
         assert!(err.to_string().contains("does not list"), "{err}");
     }
+
+    #[test]
+    fn a_tune_keeps_its_binary_when_another_build_relinks_it() {
+        // Two tunes of one crate with different features (a threads tune beside an MPI one):
+        // the second build relinks `target/release/<bin>`, and the first tune must go on
+        // running the binary it built. A crate of its own with a feature that changes its output
+        // stands in for the backend.
+        let dir = tempfile::tempdir().unwrap();
+        let krate = dir.path().join("swap");
+        std::fs::create_dir_all(krate.join("src")).unwrap();
+        std::fs::write(
+            krate.join("Cargo.toml"),
+            "[package]\nname = \"swap\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
+             [features]\nmpi = []\n[workspace]\n",
+        )
+        .unwrap();
+        std::fs::write(
+            krate.join("src/main.rs"),
+            "fn main() { print!(\"{}\", if cfg!(feature = \"mpi\") { \"mpi\" } else { \"threads\" }); }\n",
+        )
+        .unwrap();
+        let output = |binary: &Path| {
+            let out = Command::new(binary).output().unwrap();
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let (threads_dir, threads) = build(&krate, &[]).unwrap();
+        let (mpi_dir, mpi) = build(&krate, &["mpi"]).unwrap();
+        assert_ne!(threads, mpi);
+        assert_eq!(output(&threads), "threads");
+        assert_eq!(output(&mpi), "mpi");
+        let shared = threads_dir.path().parent().unwrap().parent().unwrap().join("release/swap");
+        assert_eq!(output(&shared), "mpi", "the second build relinked the shared binary");
+        drop((threads_dir, mpi_dir));
+        assert!(!threads.exists() && !mpi.exists(), "the copies go with their tunes");
+    }
 }
