@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mheta_analyzer::{analyze_source, Options};
-use mheta_runtime::format::Level;
+use mheta_format::Level;
 use proc_macro2::LineColumn;
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};

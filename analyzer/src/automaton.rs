@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use mheta_runtime::format::StageKind;
+use mheta_format::StageKind;
 
 use crate::diagnostics::{Diagnostic, Loc};
 use crate::lower::{LoopRole, Lowered, Token};

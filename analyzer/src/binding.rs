@@ -549,7 +549,7 @@ mod tests {
         let calls = calls_in("fn f(w: &SimpleCommunicator) { w.all_reduce_into(&x, &mut y, op); }");
         assert_eq!(
             calls[0].kind,
-            CallKind::Collective(mheta_runtime::format::Pattern::Reduction)
+            CallKind::Collective(mheta_format::Pattern::Reduction)
         );
         let calls = calls_in("fn f<C: CommunicatorCollectives>(w: &C) { w.barrier(); }");
         assert_eq!(calls.len(), 1);

@@ -6,7 +6,7 @@
 //! a `Process` (`world.process_at_rank(r).send(..)`), collectives on a communicator or a root
 //! process, and completion of requests.
 
-use mheta_runtime::format::Pattern;
+use mheta_format::Pattern;
 
 /// What a catalogued call does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -287,8 +287,8 @@ pub fn type_kind(type_name: &str) -> Option<(ValueKind, Family)> {
 /// The I/O methods of the runtime's out-of-core array (`OocArray`, `runtime/src/ooc/array.rs`).
 /// `wait` (completing a prefetch) is I/O only on an array, so it is looked up separately with
 /// [`io_wait_method`]. The test `io_catalogue_covers_the_out_of_core_array` keeps this complete.
-const IO: &[(&str, mheta_runtime::format::IoKind)] = {
-    use mheta_runtime::format::IoKind;
+const IO: &[(&str, mheta_format::IoKind)] = {
+    use mheta_format::IoKind;
     &[
         ("read_block", IoKind::Read),
         ("read_block_into", IoKind::Read),
@@ -319,14 +319,14 @@ pub const IO_NON_IO: &[&str] = &[
 
 /// Method names that are I/O on an out-of-core array whatever the receiver (the names are the
 /// runtime's own and unambiguous).
-pub fn io_method(name: &str) -> Option<mheta_runtime::format::IoKind> {
+pub fn io_method(name: &str) -> Option<mheta_format::IoKind> {
     IO.iter().find(|(n, _)| *n == name).map(|&(_, k)| k)
 }
 
 /// `wait` with no arguments is the out-of-core array's prefetch completion (an I/O `wait`) when
 /// its receiver is a data array; on anything else (a request, a thread handle) it is not I/O.
-pub fn io_wait_method(name: &str, args: usize) -> Option<mheta_runtime::format::IoKind> {
-    (name == IO_WAIT && args == 0).then_some(mheta_runtime::format::IoKind::Wait)
+pub fn io_wait_method(name: &str, args: usize) -> Option<mheta_format::IoKind> {
+    (name == IO_WAIT && args == 0).then_some(mheta_format::IoKind::Wait)
 }
 
 #[cfg(test)]
@@ -503,10 +503,7 @@ mod tests {
             stale.is_empty(),
             "catalogued but not on OocArray: {stale:?}"
         );
-        assert_eq!(
-            io_wait_method("wait", 0),
-            Some(mheta_runtime::format::IoKind::Wait)
-        );
+        assert_eq!(io_wait_method("wait", 0), Some(mheta_format::IoKind::Wait));
         assert_eq!(io_wait_method("wait", 1), None);
         assert_eq!(io_method("wait"), None);
     }

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use mheta_runtime::format::{Access, AffineAccess, AffineIndex, IoOp, Load, Stage, VarClass};
+use mheta_format::{Access, AffineAccess, AffineIndex, IoOp, Load, Stage, VarClass};
 
 use crate::automaton::StageOut;
 use crate::body::Facts;
@@ -222,7 +222,7 @@ pub fn stage(
     }
     let any_distributed = affine
         .iter()
-        .any(|a| classes.get(&a.var) == Some(&mheta_runtime::format::VarClass::Distributed));
+        .any(|a| classes.get(&a.var) == Some(&mheta_format::VarClass::Distributed));
     let stencil = affine.iter().enumerate().any(|(i, a)| {
         let eligible = !any_distributed || classes.get(&a.var) == Some(&VarClass::Distributed);
         eligible

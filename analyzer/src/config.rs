@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use mheta_runtime::format::Pattern;
+use mheta_format::Pattern;
 use serde::Deserialize;
 
 use crate::diagnostics::{Diagnostic, Diagnostics};
@@ -131,8 +131,8 @@ impl Config {
     }
 
     /// The I/O operation a user function or method name performs, if configured.
-    pub fn io_op(&self, name: &str) -> Option<mheta_runtime::format::IoKind> {
-        use mheta_runtime::format::IoKind;
+    pub fn io_op(&self, name: &str) -> Option<mheta_format::IoKind> {
+        use mheta_format::IoKind;
         let io = &self.io;
         [
             (&io.read, IoKind::Read),
@@ -168,7 +168,7 @@ mod tests {
         assert!(c.is_solver("jacobi::solve"));
         assert!(!c.is_solver("resolve"));
         assert_eq!(c.comm_pattern("exchange"), Some(Pattern::NearestNeighbor));
-        assert_eq!(c.io_op("load"), Some(mheta_runtime::format::IoKind::Read));
+        assert_eq!(c.io_op("load"), Some(mheta_format::IoKind::Read));
         assert_eq!(c.variables.distributed, ["a"]);
     }
 

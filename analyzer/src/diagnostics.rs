@@ -7,7 +7,7 @@
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label};
 use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, termcolor::NoColor};
-use mheta_runtime::format::{self, Level};
+use mheta_format::{self as format, Level};
 
 use crate::sources::SourceMap;
 pub use crate::sources::{FileId, Loc};

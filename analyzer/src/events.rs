@@ -11,7 +11,7 @@
 //! compatible (point-to-point with point-to-point, or the same collective). Each event then gets a pattern and symbolic
 //! participants.
 
-use mheta_runtime::format::{EventRule, Pattern};
+use mheta_format::{EventRule, Pattern};
 
 use crate::body::Facts;
 use crate::catalogue::CallKind;
@@ -511,7 +511,7 @@ fn collection_of(range: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use mheta_runtime::format::{CommEvent, EventRule, Pattern, SectionItem};
+    use mheta_format::{CommEvent, EventRule, Pattern, SectionItem};
 
     /// The closing events of every section of the only solver in `src` (a `main` with rsmpi).
     fn events(body: &str) -> Vec<CommEvent> {
@@ -666,7 +666,7 @@ mod tests {
     }
 
     /// The only solver of a `main` with rsmpi whose body is `body`.
-    fn solver_of(body: &str) -> mheta_runtime::format::Solver {
+    fn solver_of(body: &str) -> mheta_format::Solver {
         let src = format!(
             "use mpi::traits::*;\nuse mpi::point_to_point::send_receive_replace_into;\nfn main() {{\n \
              let universe = mpi::initialize().unwrap();\n let world = universe.world();\n \
@@ -748,14 +748,12 @@ mod tests {
             .iter()
             .flat_map(|sec| &sec.items)
             .filter_map(|item| match item {
-                SectionItem::Stage(st) if st.kind == mheta_runtime::format::StageKind::Loop => {
-                    Some(st)
-                }
+                SectionItem::Stage(st) if st.kind == mheta_format::StageKind::Loop => Some(st),
                 _ => None,
             })
             .collect();
         assert_eq!(stages.len(), 1);
-        assert_eq!(stages[0].access, mheta_runtime::format::Access::Stencil);
+        assert_eq!(stages[0].access, mheta_format::Access::Stencil);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! `body.rs` builds it from syn (with binding analysis and interprocedural inlining),
 //! `events.rs` groups its communication into events, `lower.rs` flattens it into tokens.
 
-use mheta_runtime::format::{IoKind, Pattern};
+use mheta_format::{IoKind, Pattern};
 
 use crate::catalogue::CallKind;
 use crate::diagnostics::Loc;

@@ -28,7 +28,7 @@ pub mod syntax;
 
 use std::path::Path;
 
-use mheta_runtime::format::{Structure, STRUCTURE_SCHEMA};
+use mheta_format::{Structure, STRUCTURE_SCHEMA};
 
 pub use diagnostics::{Diagnostic, Diagnostics};
 pub use solver::SolverAnalysis;

@@ -8,7 +8,7 @@
 //! iteration* (a repeated group). Inside tiles and stage loops nothing is lifted: communication
 //! there reaches the automaton, which reports it.
 
-use mheta_runtime::format::Level;
+use mheta_format::Level;
 
 use crate::body::Facts;
 use crate::diagnostics::{Diagnostic, Loc};
@@ -289,7 +289,7 @@ impl Lowered {
 /// always forms an event); kept total so lowering never panics.
 fn unreachable_event(header: &Stmt) -> EventDraft {
     EventDraft {
-        rule: mheta_runtime::format::EventRule::SingleCall,
+        rule: mheta_format::EventRule::SingleCall,
         calls: header.calls.clone(),
         loc: header.loc.unwrap_or(Loc {
             file: 0,
@@ -308,7 +308,7 @@ fn starts_with_receive_event(items: &[Item], facts: &Facts) -> bool {
 }
 
 /// The snake_case name of a pattern (as in the structure file).
-pub fn pattern_name(p: mheta_runtime::format::Pattern) -> String {
+pub fn pattern_name(p: mheta_format::Pattern) -> String {
     serde_json::to_value(p)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))

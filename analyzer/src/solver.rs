@@ -5,7 +5,7 @@
 //! mheta.toml, or — only when neither exists — found by the heuristic: a function with a loop
 //! that communicates, which is neither communication-only nor called by another candidate.
 
-use mheta_runtime::format::{self, CommCall, CommEvent, Level, Pattern, SectionItem, TileLoop};
+use mheta_format::{self as format, CommCall, CommEvent, Level, Pattern, SectionItem, TileLoop};
 
 use crate::automaton::{self, ItemOut, Outline};
 use crate::body::{self, Facts};

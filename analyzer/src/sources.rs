@@ -2,7 +2,7 @@
 //! in it ([`Loc`]), with the inline sites through which inlined code was reached. Every pass
 //! and the diagnostics use these; this module uses none of them.
 
-use mheta_runtime::format::Span;
+use mheta_format::Span;
 
 /// A file in the [`SourceMap`].
 pub type FileId = usize;

@@ -2,7 +2,7 @@
 //! recursion, classification, traces, and robustness against arbitrary input.
 
 use mheta_analyzer::{analyze_source, Options};
-use mheta_runtime::format::{Access, Load, SectionItem, Stage, StageKind, VarClass};
+use mheta_format::{Access, Load, SectionItem, Stage, StageKind, VarClass};
 
 const PRELUDE: &str = "use mpi::traits::*;\n";
 

@@ -2,7 +2,7 @@
 //! out-of-core `wait`, stencils written through slice aliases, and the class attributes on `let`s.
 
 use mheta_analyzer::{analyze_source, Options};
-use mheta_runtime::format::{Access, IoKind, SectionItem, Stage, Structure, VarClass};
+use mheta_format::{Access, IoKind, SectionItem, Stage, Structure, VarClass};
 
 fn analyze(body: &str) -> Structure {
     let src = format!(

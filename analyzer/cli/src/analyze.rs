@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use mheta_analyzer::emit::{self, Format};
+use mheta_analyzer::emit;
 
 #[derive(Debug, clap::Args)]
 pub struct AnalyzeArgs {
@@ -21,6 +21,24 @@ pub struct AnalyzeArgs {
     /// Print every token of the automaton with the state before and after it (on stderr).
     #[arg(long)]
     pub trace: bool,
+}
+
+/// The output formats of `--format` (`emit::Format`; the analysis library has no clap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Json,
+    Text,
+    Dot,
+}
+
+impl From<Format> for emit::Format {
+    fn from(format: Format) -> Self {
+        match format {
+            Format::Json => emit::Format::Json,
+            Format::Text => emit::Format::Text,
+            Format::Dot => emit::Format::Dot,
+        }
+    }
 }
 
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<()> {
@@ -50,7 +68,7 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let output = emit::render(&analysis.structure, args.format);
+    let output = emit::render(&analysis.structure, args.format.into());
     match &args.out {
         Some(path) => super::write_atomic(path, &output)?,
         None => super::stdout(&output)?,

@@ -2,7 +2,7 @@
 //! written in a small notation: `s` statement, `i` I/O, `c` communication, `r` receive-like
 //! communication, `(` stage loop, `[` tile loop, `{` nested iteration, `)` loop end.
 
-use mheta_runtime::format::{Level, Pattern, StageKind};
+use mheta_format::{Level, Pattern, StageKind};
 
 use super::*;
 use crate::diagnostics::Loc;
@@ -34,7 +34,7 @@ fn lowered(spec: &str) -> Lowered {
             }
             'i' => {
                 l.io.push(crate::ir::IoCall {
-                    op: mheta_runtime::format::IoKind::Read,
+                    op: mheta_format::IoKind::Read,
                     var: "a".into(),
                     loc: loc(),
                 });
@@ -42,7 +42,7 @@ fn lowered(spec: &str) -> Lowered {
             }
             'c' | 'r' => {
                 let draft = EventDraft {
-                    rule: mheta_runtime::format::EventRule::SingleCall,
+                    rule: mheta_format::EventRule::SingleCall,
                     calls: vec![],
                     loc: loc(),
                     ranges: vec![],

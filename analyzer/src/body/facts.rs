@@ -454,7 +454,7 @@ pub(super) fn mentions(e: &syn::Expr) -> Mentions {
 
 #[cfg(test)]
 mod tests {
-    use mheta_runtime::format::VarClass;
+    use mheta_format::VarClass;
 
     /// The class of each variable of the only solver: a `main` with rsmpi, `items` before its
     /// main loop, `body` inside it.

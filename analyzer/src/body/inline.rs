@@ -4,7 +4,7 @@
 //! depth-limited, with its communicator parameters bound from the call's arguments; recursion
 //! is reported.
 
-use mheta_runtime::format::Pattern;
+use mheta_format::Pattern;
 
 use super::{is_comm_attr, peel, Builder, Facts};
 use crate::binding::{pattern_idents, Env};
@@ -265,11 +265,7 @@ enum Expansion {
 }
 
 /// The calls inside a communication function, with the loop ranges around each.
-fn collect_calls(
-    nodes: &[Node],
-    path: &str,
-    hint: Option<mheta_runtime::format::Pattern>,
-) -> Vec<CallSite> {
+fn collect_calls(nodes: &[Node], path: &str, hint: Option<mheta_format::Pattern>) -> Vec<CallSite> {
     fn walk(n: &Node, ranges: &mut Vec<(String, String)>, out: &mut Vec<CallSite>) {
         match n {
             Node::Stmt(s) => out.extend(s.calls.iter().map(|c| {

@@ -7,7 +7,7 @@
 use petgraph::dot::Dot;
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use mheta_runtime::format::{CommEvent, SectionItem, Stage, Structure};
+use mheta_format::{CommEvent, SectionItem, Stage, Structure};
 
 pub fn render(structure: &Structure) -> String {
     let mut g: DiGraph<String, String> = DiGraph::new();

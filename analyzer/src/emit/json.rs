@@ -1,6 +1,6 @@
 //! JSON output: `mheta-structure/1`, pretty-printed, field names per DESIGN §3.8.
 
-use mheta_runtime::format::Structure;
+use mheta_format::Structure;
 
 pub fn render(structure: &Structure) -> String {
     // Serialising plain data to a string cannot fail (no maps with non-string keys, no I/O).

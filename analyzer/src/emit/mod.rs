@@ -5,7 +5,7 @@ pub mod json;
 pub mod text;
 
 /// The output formats `mheta analyze --format` accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
     #[default]
     Json,
@@ -14,7 +14,7 @@ pub enum Format {
 }
 
 /// Renders a structure in `format`.
-pub fn render(structure: &mheta_runtime::format::Structure, format: Format) -> String {
+pub fn render(structure: &mheta_format::Structure, format: Format) -> String {
     match format {
         Format::Json => json::render(structure),
         Format::Text => text::render(structure),

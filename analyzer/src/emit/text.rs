@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use mheta_runtime::format::{CommEvent, Section, SectionItem, Span, Stage, Structure};
+use mheta_format::{CommEvent, Section, SectionItem, Span, Stage, Structure};
 
 pub fn render(structure: &Structure) -> String {
     let mut out = String::new();

@@ -554,9 +554,22 @@ mod tests {
         assert_ne!(threads, mpi);
         assert_eq!(output(&threads), "threads");
         assert_eq!(output(&mpi), "mpi");
-        let shared = threads_dir.path().parent().unwrap().parent().unwrap().join("release/swap");
-        assert_eq!(output(&shared), "mpi", "the second build relinked the shared binary");
+        let shared = threads_dir
+            .path()
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("release/swap");
+        assert_eq!(
+            output(&shared),
+            "mpi",
+            "the second build relinked the shared binary"
+        );
         drop((threads_dir, mpi_dir));
-        assert!(!threads.exists() && !mpi.exists(), "the copies go with their tunes");
+        assert!(
+            !threads.exists() && !mpi.exists(),
+            "the copies go with their tunes"
+        );
     }
 }
