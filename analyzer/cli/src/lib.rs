@@ -5,6 +5,8 @@
 
 pub mod analyze;
 pub mod bench;
+pub mod cargo;
+pub mod entry;
 pub mod predict;
 pub mod report;
 pub mod search;

@@ -340,3 +340,49 @@ fn an_os_error_is_said_once() {
     );
     assert!(stderr.contains("/nonexistent/structure.json"), "{stderr}");
 }
+
+/// `cargo mheta analyze` from a subdirectory of a fixture crate, through cargo itself (which
+/// finds `cargo-mheta` on the PATH), writes what `mheta analyze <crate>` writes.
+#[test]
+fn cargo_mheta_analyzes_the_crate_it_is_run_in() {
+    let jacobi = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/jacobi");
+    let direct = mheta(&["analyze", jacobi.to_str().unwrap(), "--format", "text"]);
+    assert!(direct.status.success());
+    let bin_dir = PathBuf::from(env!("CARGO_BIN_EXE_cargo-mheta"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let through_cargo = Command::new(&cargo)
+        .args(["mheta", "analyze", "--format", "text"])
+        .current_dir(jacobi.join("src"))
+        .env("PATH", &path)
+        .output()
+        .expect("cargo runs");
+    assert!(
+        through_cargo.status.success(),
+        "{}",
+        String::from_utf8_lossy(&through_cargo.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&through_cargo.stdout),
+        String::from_utf8_lossy(&direct.stdout)
+    );
+    // From the workspace root, whose own package is the facade, -p picks the fixture.
+    let by_name = Command::new(&cargo)
+        .args(["mheta", "analyze", "-p", "jacobi", "--format", "text"])
+        .current_dir(jacobi.join("../.."))
+        .env("PATH", &path)
+        .output()
+        .expect("cargo runs");
+    assert_eq!(
+        String::from_utf8_lossy(&by_name.stdout),
+        String::from_utf8_lossy(&direct.stdout),
+        "{}",
+        String::from_utf8_lossy(&by_name.stderr)
+    );
+}
