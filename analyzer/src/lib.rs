@@ -22,6 +22,7 @@ pub mod ir;
 pub mod load;
 pub mod lower;
 pub mod scan;
+mod snapshot;
 pub mod solver;
 pub mod sources;
 pub mod syntax;
@@ -31,6 +32,7 @@ use std::path::Path;
 use mheta_format::{Structure, STRUCTURE_SCHEMA};
 
 pub use diagnostics::{Diagnostic, Diagnostics};
+pub use snapshot::snapshot;
 pub use solver::SolverAnalysis;
 
 /// What to analyse and collect.
