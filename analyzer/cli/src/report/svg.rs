@@ -49,7 +49,7 @@ impl YScale {
 /// Mantissas of the scale tops [`nice_ceiling`] picks from: each divides into five round ticks.
 const NICE: [f64; 11] = [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0];
 
-/// The smallest [`NICE`] × 10^k that is ≥ `x` (1 for non-positive or non-finite input).
+/// The smallest `NICE` × 10^k that is ≥ `x` (1 for non-positive or non-finite input).
 pub fn nice_ceiling(x: f64) -> f64 {
     if x.is_nan() || x <= 0.0 || !x.is_finite() {
         return 1.0;

@@ -88,7 +88,7 @@ pub fn wait(limit: Duration, mut note: impl FnMut(&str)) -> Load {
     }
 }
 
-/// The load now: the load average, and every other process's CPU use over [`SAMPLE`].
+/// The load now: the load average, and every other process's CPU use over `SAMPLE`.
 pub fn look() -> Load {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let load_average = std::fs::read_to_string("/proc/loadavg")
