@@ -13,9 +13,9 @@
 //!
 //! How one iteration is evaluated (seed §5.3.4): every node carries a clock. For each parallel
 //! section in program order the node's clock advances by its computation and I/O `T_τ`
-//! ([`compute`], [`out_of_core`]), then by its communication `T_Υ`, which depends on the other
-//! nodes' clocks through the pattern of the section's closing event ([`nearest_neighbor`],
-//! [`reduction`], [`collective`], [`pipeline`]). A node's send time in section k therefore
+//! (`compute`, `out_of_core`), then by its communication `T_Υ`, which depends on the other
+//! nodes' clocks through the pattern of the section's closing event (`nearest_neighbor`,
+//! `reduction`, `collective`, `pipeline`). A node's send time in section k therefore
 //! includes all its earlier sections, which is exactly the seed's `T_→(i, i', k)`. Sections of a
 //! repeated group (a nested iteration) are replayed `trips` times. The seed's iteration time is
 //! the largest clock after one iteration from a synchronized start: `T_I = max_i Σ_k T_σ(i, k)`
@@ -111,7 +111,7 @@ pub(crate) fn passes(
 
 /// Would an in-core run under `rows` give the model a sample it does not already have, given
 /// in-core runs under each of `sampled`? Yes when some node would hold a row count at least
-/// 20 % away ([`compute::SAMPLE_SPREAD`]) from every non-zero row count it held in those runs:
+/// 20 % away (`compute::SAMPLE_SPREAD`) from every non-zero row count it held in those runs:
 /// closer samples are pooled with the nearby one, and a node without rows gives none.
 pub fn adds_in_core_sample(sampled: &[Vec<u64>], rows: &[u64]) -> bool {
     rows.iter().enumerate().any(|(i, &r)| {
@@ -247,7 +247,7 @@ impl Model {
     /// communication overheads of node `node` holding `rows` rows, without blocked time (so it
     /// depends on `rows` only). Non-decreasing in `rows` when the stages' I/O is synchronous
     /// (the out-of-core heuristic picks the least I/O among candidates whose costs all grow
-    /// with `rows`, see [`out_of_core`]); prefetch masking and out-of-core messages can make
+    /// with `rows`, see `out_of_core`); prefetch masking and out-of-core messages can make
     /// it dip slightly.
     pub fn node_cost(&self, node: usize, rows: u64) -> f64 {
         let state = out_of_core::decide(&self.arrays, &self.memory[node], rows);
