@@ -4,6 +4,8 @@
 //! (launch, `Context`, communicators, out-of-core arrays, file formats, model, search) and the
 //! procedural macros (`#[mheta::solver]` and friends).
 
+#![warn(missing_docs)]
+
 pub use mheta_macros::{comm, distributed, iterate, replicated, solver};
 pub use mheta_runtime::*;
 

@@ -13,6 +13,8 @@
 //! the original item is still emitted ([`fallback`]) so users see one error, not twenty.
 //! Generated code reaches the runtime only through `::mheta::__private`.
 
+#![warn(missing_docs)]
+
 mod analysis;
 mod attrs;
 mod calls;
