@@ -14,19 +14,26 @@ use crate::ooc::{self, ArraySpec, NodeStore, OocArray, OocError, StoreConfig};
 /// The settings shared by every rank of a run, resolved from the arguments.
 #[derive(Debug, Clone)]
 pub struct RunSettings {
+    /// Number of ranks.
     pub size: usize,
+    /// Total rows S of the distributed dimension (`--rows`).
     pub rows: u64,
     /// Rows per rank (GEN_BLOCK counts), summing to `rows`.
     pub distribution: Vec<u64>,
     /// The distribution's name as given (`block`, `r0,r1,...`, a file).
     pub distribution_name: String,
+    /// The expanded cluster description (`--cluster`, or `size` copies of this machine), one node
+    /// per rank.
     pub cluster: ClusterSpec,
+    /// Iterations of the main loop (`--iterations`).
     pub iterations: u32,
+    /// An instrumented run (`--instrument`, `--measurements` or `--trace`).
     pub instrument: bool,
     /// An instrumented run that leaves in-core arrays in core (`--keep-in-core`).
     pub keep_in_core: bool,
     /// Time the main loop's iterations (`--timings`).
     pub timing: bool,
+    /// Wall, virtual or charged clock (`--clock`).
     pub clock: ClockMode,
     /// The run's scratch directory; rank `r` stores its arrays under `rank-r/`.
     pub scratch: PathBuf,

@@ -20,26 +20,49 @@ use crate::format::ClusterSpec;
 /// Errors building or validating a distribution.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DistributionError {
+    /// A distribution over zero nodes was asked for.
     #[error("a distribution needs at least one node")]
     NoNodes,
+    /// The counts do not add up to S.
     #[error("distribution rows sum to {actual}, expected {expected}")]
-    WrongTotal { expected: u64, actual: u64 },
+    WrongTotal {
+        /// The total rows S.
+        expected: u64,
+        /// The counts' sum (`u64::MAX` when it overflows).
+        actual: u64,
+    },
+    /// The number of counts is not the number of nodes.
     #[error("distribution has {actual} entries but the cluster has {expected} nodes")]
-    WrongLength { expected: usize, actual: usize },
+    WrongLength {
+        /// The number of nodes.
+        expected: usize,
+        /// The number of counts.
+        actual: usize,
+    },
+    /// A node's CPU power (or memory) cannot weigh a share of the rows.
     #[error("node {node}: {field} must be positive and finite, got {value}")]
     BadWeight {
+        /// The node's rank.
         node: usize,
+        /// The field of its [`NodeSpec`](crate::format::NodeSpec) concerned.
         field: &'static str,
+        /// The value found.
         value: f64,
     },
+    /// An explicit list `r0,r1,...` that does not parse.
     #[error("`{text}` is not a list of row counts (entry {index}: {reason})")]
     Parse {
+        /// The text given.
         text: String,
+        /// The 0-based index of the entry that does not parse.
         index: usize,
+        /// Why it does not parse.
         reason: String,
     },
+    /// An in-core generator was asked for with zero bytes per row.
     #[error("bytes_per_row must be positive")]
     ZeroBytesPerRow,
+    /// A name that is none of the generators and not a list of counts.
     #[error("unknown distribution `{0}` (expected block, balanced, in-core, in-core-balanced or r0,r1,...)")]
     UnknownName(String),
 }
@@ -47,6 +70,7 @@ pub enum DistributionError {
 /// Rows per node (GEN_BLOCK counts), in rank order.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Distribution {
+    /// Rows of each node, in rank order.
     pub rows: Vec<u64>,
 }
 

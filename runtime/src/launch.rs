@@ -89,6 +89,8 @@ struct RankOutcome<R> {
 }
 
 impl<'a> Launch<'a> {
+    /// A run of `args` with no structure given (a `#[mheta::solver]` registers its own when it first
+    /// runs), no bytes-per-row hint, and the start-up microbenchmarks.
     pub fn new(args: &'a Args) -> Launch<'a> {
         Launch {
             args,

@@ -36,10 +36,15 @@ use crate::hooks::{self, IoKind, VarId};
 /// Counts and times of an array's disk operations (all since creation).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct IoStats {
+    /// Synchronous block reads.
     pub reads: u64,
+    /// Block writes.
     pub writes: u64,
+    /// Prefetches.
     pub prefetches: u64,
+    /// Payload bytes read, by reads and prefetches.
     pub bytes_read: u64,
+    /// Payload bytes written.
     pub bytes_written: u64,
     /// Seconds charged to the clock by disk emulation.
     pub charged_s: f64,
@@ -134,6 +139,7 @@ impl<T: Element> OocArray<T> {
         })
     }
 
+    /// The name the array was created with.
     pub fn name(&self) -> &str {
         &self.spec.name
     }
@@ -156,6 +162,7 @@ impl<T: Element> OocArray<T> {
         })
     }
 
+    /// True when the array lives on disk and moves in blocks.
     pub fn is_out_of_core(&self) -> bool {
         matches!(self.placement(), Placement::OutOfCore { .. })
     }
@@ -183,6 +190,7 @@ impl<T: Element> OocArray<T> {
         (range.end - range.start) as usize * self.spec.row_len
     }
 
+    /// The array's disk operations so far.
     pub fn stats(&self) -> IoStats {
         self.stats
     }
