@@ -1,14 +1,14 @@
 //! mheta: find fast data distributions for iterative SPMD programs on heterogeneous clusters.
 //!
 //! This facade is the only crate a user program depends on. It re-exports the runtime
-//! (`mheta-runtime`: [`launch`], [`Context`], the communicators, out-of-core arrays, the
+//! (`mheta-runtime`: [`launch()`], [`Context`], the communicators, out-of-core arrays, the
 //! distributions and the file formats) and the procedural macros (`#[mheta::solver]` and
 //! friends). The MHETA model and the searches are not linked into programs: the `mheta` tool
 //! runs them (crate `mheta-model`).
 //!
 //! # A program
 //!
-//! A program runs its solver on every rank with [`launch`]; the shared flags ([`Args`]:
+//! A program runs its solver on every rank with [`launch()`]; the shared flags ([`Args`]:
 //! `--ranks`, `--rows`, `--distribution`, `--cluster`, `--instrument`, …) say how. Each rank
 //! works on its own rows of the distributed dimension ([`Context::partition`]) and talks to the
 //! others through [`CommExt`]. A 1-D Jacobi relaxation, two ranks against one:
