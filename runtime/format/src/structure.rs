@@ -212,7 +212,7 @@ pub struct Stage {
     /// written, then in the deepest loop nest (DESIGN §3.7). `None` when the stage touches no
     /// variable; the model then calls the stage distributed when any variable it touches is.
     pub representative: Option<String>,
-    /// The out-of-core I/O calls inside the stage, in source order.
+    /// The I/O calls inside the stage, in source order.
     pub io: Vec<IoOp>,
     /// Stencil or independent rows.
     pub access: Access,
@@ -253,15 +253,16 @@ pub struct AffineIndex {
     pub symbols: Vec<(String, i64)>,
 }
 
-/// The kind of an out-of-core I/O call (DESIGN §5, out-of-core arrays).
+/// The kind of an I/O call: an out-of-core array's (DESIGN §5), or a user I/O function named
+/// in mheta.toml under the same four kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IoKind {
-    /// A synchronous block read (`read_block`).
+    /// A synchronous read (`read_block`).
     Read,
-    /// A block write (`write_block`).
+    /// A write (`write_block`).
     Write,
-    /// The start of an asynchronous block read (`prefetch_block`).
+    /// The start of an asynchronous read (`prefetch_block`).
     Prefetch,
     /// The wait for a prefetch to complete (`wait`).
     Wait,
@@ -272,7 +273,7 @@ pub enum IoKind {
 pub struct IoOp {
     /// What the call does.
     pub op: IoKind,
-    /// The out-of-core array it moves.
+    /// The variable it moves: an out-of-core array, or the one a user I/O call names.
     pub var: String,
     /// Where the call is written.
     pub span: Span,

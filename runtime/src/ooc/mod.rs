@@ -44,7 +44,8 @@ pub enum OocError {
     /// A file-system call failed.
     #[error("cannot {action} {}: {source}", path.display())]
     Io {
-        /// What was being done (`read`, `create`, `rename`, …), as it reads after "cannot".
+        /// What was being done (`read`, `open`, `create store directory`, …), as it reads after
+        /// "cannot".
         action: &'static str,
         /// The file or directory concerned.
         path: PathBuf,
