@@ -250,7 +250,8 @@ pub struct StageMeasurement {
     pub key: StageKey,
     /// How many times the stage ran per iteration (tiles × group trips).
     pub count: f64,
-    /// T_φ: computation time (stage time minus its I/O), seconds per iteration, summed over runs.
+    /// T_φ: computation time (the stage's time less its I/O and the communication made while it
+    /// is open), seconds per iteration: the sum over the stage's `count` runs in one iteration.
     pub compute_s: f64,
     /// I/O time inside the stage, seconds per iteration.
     pub io_s: f64,
