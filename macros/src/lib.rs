@@ -9,9 +9,11 @@
 //! function; `#[mheta::distributed]`, `#[mheta::replicated]` and `#[mheta::iterate]` annotate the
 //! inside of a solver and are stripped by it.
 //!
-//! Each macro is parse → analyze → expand, with errors collected in a [`ctxt::Ctxt`]; on error
-//! the original item is still emitted ([`fallback`]) so users see one error, not twenty.
+//! Each macro is parse → analyze → expand, with errors collected in a `ctxt::Ctxt`; on error
+//! the original item is still emitted (`fallback`) so users see one error, not twenty.
 //! Generated code reaches the runtime only through `::mheta::__private`.
+
+#![warn(missing_docs)]
 
 mod analysis;
 mod attrs;

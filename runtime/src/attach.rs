@@ -38,12 +38,23 @@ pub const DEFAULT_MEASUREMENTS: &str = "mheta-measurements.json";
 /// The settings the environment asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnvSettings {
+    /// `MHETA_INSTRUMENT`: record every hook and write measurements (also implied by
+    /// `MHETA_MEASUREMENTS` and `MHETA_TRACE`).
     pub instrument: bool,
+    /// `MHETA_MEASUREMENTS`: where rank 0 writes the measurements; `None` means
+    /// [`DEFAULT_MEASUREMENTS`] when instrumenting.
     pub measurements: Option<PathBuf>,
+    /// `MHETA_TRACE`: where rank 0 writes the Chrome trace; `None` writes none.
     pub trace: Option<PathBuf>,
+    /// `MHETA_TIMINGS`: where rank 0 writes the iteration times (`mheta-timings/1`); `None` writes
+    /// none.
     pub timings: Option<PathBuf>,
+    /// `MHETA_DISTRIBUTION`: which rows `Session::rows` hands out; Block when unset.
     pub distribution: DistributionSpec,
+    /// `MHETA_CLUSTER`: the `cluster.toml` whose CPU powers are emulated; `None` runs at this
+    /// machine's speed.
     pub cluster: Option<PathBuf>,
+    /// `MHETA_CLOCK`: the clock the session measures with (only `wall` under MPI).
     pub clock: ClockMode,
 }
 

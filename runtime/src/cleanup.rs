@@ -39,6 +39,7 @@ const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 #[derive(Debug, thiserror::Error)]
 #[error("{} is in use by another process{}", dir.display(), holder.map(|p| format!(" (pid {p})")).unwrap_or_default())]
 pub struct Busy {
+    /// The directory.
     pub dir: PathBuf,
     /// The holder's pid, as it wrote it into the lock file.
     pub holder: Option<u32>,
@@ -47,11 +48,15 @@ pub struct Busy {
 /// Why a directory could not be locked.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
+    /// Another process holds the lock.
     #[error(transparent)]
     Busy(#[from] Busy),
+    /// The lock file could not be created or locked.
     #[error("cannot lock {}: {source}", path.display())]
     Io {
+        /// The directory or lock file concerned.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
@@ -213,6 +218,7 @@ impl OwnedDir {
         })
     }
 
+    /// The directory, which exists until this value is dropped.
     pub fn path(&self) -> &Path {
         &self.path
     }

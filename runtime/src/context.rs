@@ -14,19 +14,26 @@ use crate::ooc::{self, ArraySpec, NodeStore, OocArray, OocError, StoreConfig};
 /// The settings shared by every rank of a run, resolved from the arguments.
 #[derive(Debug, Clone)]
 pub struct RunSettings {
+    /// Number of ranks.
     pub size: usize,
+    /// Total rows S of the distributed dimension (`--rows`).
     pub rows: u64,
     /// Rows per rank (GEN_BLOCK counts), summing to `rows`.
     pub distribution: Vec<u64>,
     /// The distribution's name as given (`block`, `r0,r1,...`, a file).
     pub distribution_name: String,
+    /// The expanded cluster description (`--cluster`, or `size` copies of this machine), one node
+    /// per rank.
     pub cluster: ClusterSpec,
+    /// Iterations of the main loop (`--iterations`).
     pub iterations: u32,
+    /// An instrumented run (`--instrument`, `--measurements` or `--trace`).
     pub instrument: bool,
     /// An instrumented run that leaves in-core arrays in core (`--keep-in-core`).
     pub keep_in_core: bool,
     /// Time the main loop's iterations (`--timings`).
     pub timing: bool,
+    /// Wall, virtual or charged clock (`--clock`).
     pub clock: ClockMode,
     /// The run's scratch directory; rank `r` stores its arrays under `rank-r/`.
     pub scratch: PathBuf,
@@ -35,6 +42,31 @@ pub struct RunSettings {
 }
 
 /// One rank's view of the run, handed to the closure given to `launch`.
+///
+/// The closure sees the run through it: its rank among `size()` ranks, the total rows S and
+/// this rank's share of them under the run's distribution, the iteration count, the
+/// communicator, and out-of-core arrays sized by the node's memory.
+///
+/// ```
+/// use mheta_runtime::{launch, Args, CommError, CommExt, Context, ReduceOp};
+///
+/// /// Halves a vector of ones every iteration; returns its squared norm.
+/// fn solve(ctx: &Context) -> Result<f64, CommError> {
+///     let n = ctx.rows() as usize; // S, from --rows
+///     let mut x = vec![1.0; ctx.local_rows(n)]; // this rank's rows only
+///     let mut norm = 0.0;
+///     for _ in 0..ctx.iterations() {
+///         x.iter_mut().for_each(|v| *v *= 0.5);
+///         let local: f64 = x.iter().map(|v| v * v).sum();
+///         norm = ctx.comm().all_reduce_value(local, ReduceOp::Sum)?;
+///     }
+///     Ok(norm)
+/// }
+///
+/// let args = Args::try_parse_from(["prog", "--ranks", "2", "--rows", "6", "--iterations", "2"])?;
+/// assert_eq!(launch(&args, solve)?, vec![0.375, 0.375]); // 6 rows of 0.25²
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Context {
     rank: usize,
     comm: Box<dyn Comm>,
@@ -85,6 +117,18 @@ impl Context {
     /// This node's GEN_BLOCK range of `n` items. For `n == rows()` it is exactly the
     /// distribution's range; for other lengths the distribution's boundaries are scaled
     /// proportionally (`floor(boundary × n / S)`), so the ranks' ranges still tile `0..n`.
+    ///
+    /// ```
+    /// use mheta_runtime::{launch, Args, CommError};
+    ///
+    /// let args = Args::try_parse_from(["prog", "--ranks", "2", "--distribution", "1,3"])?;
+    /// let parts = launch(&args, |ctx| {
+    ///     Ok::<_, CommError>((ctx.partition(4), ctx.partition(8), ctx.local_rows(8)))
+    /// })?;
+    /// assert_eq!(parts[0], (0..1, 0..2, 2)); // S = 4; for 8 items the boundaries double
+    /// assert_eq!(parts[1], (1..4, 2..8, 6));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn partition(&self, n: usize) -> Range<usize> {
         partition_of(
             &self.settings.distribution,
@@ -146,6 +190,28 @@ impl Context {
 
     /// An out-of-core capable array of `rows` local rows of `row_len` elements, placed in core
     /// or on disk according to this node's memory budget.
+    ///
+    /// Without `--cluster` every node has unbounded memory and the array stays in core, one block;
+    /// under a cluster whose node memory is smaller, it goes to the rank's file store and is moved
+    /// block by block (see [`OocArray`]).
+    ///
+    /// ```
+    /// use mheta_runtime::{launch, Args};
+    ///
+    /// let args = Args::try_parse_from(["prog", "--ranks", "2", "--rows", "8"])?;
+    /// let firsts = launch(&args, |ctx| {
+    ///     let rows = ctx.local_rows(8);
+    ///     let mut u = ctx.array::<f64>("u", rows as u64, 3)?; // 3 elements per row
+    ///     for k in 0..u.num_blocks() {
+    ///         let values = vec![ctx.rank() as f64; u.block_len(k)];
+    ///         u.write_block(k, &values)?;
+    ///     }
+    ///     let first = u.read_block(0)?[0];
+    ///     Ok::<_, mheta_runtime::ooc::OocError>(first)
+    /// })?;
+    /// assert_eq!(firsts, vec![0.0, 1.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn array<T: ooc::Element>(
         &self,
         name: &str,

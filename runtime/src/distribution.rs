@@ -20,33 +20,75 @@ use crate::format::ClusterSpec;
 /// Errors building or validating a distribution.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DistributionError {
+    /// A distribution over zero nodes was asked for.
     #[error("a distribution needs at least one node")]
     NoNodes,
+    /// The counts do not add up to S.
     #[error("distribution rows sum to {actual}, expected {expected}")]
-    WrongTotal { expected: u64, actual: u64 },
+    WrongTotal {
+        /// The total rows S.
+        expected: u64,
+        /// The counts' sum (`u64::MAX` when it overflows).
+        actual: u64,
+    },
+    /// The number of counts is not the number of nodes.
     #[error("distribution has {actual} entries but the cluster has {expected} nodes")]
-    WrongLength { expected: usize, actual: usize },
+    WrongLength {
+        /// The number of nodes.
+        expected: usize,
+        /// The number of counts.
+        actual: usize,
+    },
+    /// A node's CPU power (or memory) cannot weigh a share of the rows.
     #[error("node {node}: {field} must be positive and finite, got {value}")]
     BadWeight {
+        /// The node's rank.
         node: usize,
+        /// The field of its [`NodeSpec`](crate::format::NodeSpec) concerned.
         field: &'static str,
+        /// The value found.
         value: f64,
     },
+    /// An explicit list `r0,r1,...` that does not parse.
     #[error("`{text}` is not a list of row counts (entry {index}: {reason})")]
     Parse {
+        /// The text given.
         text: String,
+        /// The 0-based index of the entry that does not parse.
         index: usize,
+        /// Why it does not parse.
         reason: String,
     },
+    /// An in-core generator was asked for with zero bytes per row.
     #[error("bytes_per_row must be positive")]
     ZeroBytesPerRow,
+    /// A name that is none of the generators and not a list of counts.
     #[error("unknown distribution `{0}` (expected block, balanced, in-core, in-core-balanced or r0,r1,...)")]
     UnknownName(String),
 }
 
 /// Rows per node (GEN_BLOCK counts), in rank order.
+///
+/// `--distribution` picks one by name (`block`, `balanced`, `in-core`, `in-core-balanced`) or
+/// as explicit counts; a program that wants one itself builds it with the constructors below.
+///
+/// ```
+/// use mheta_runtime::distribution::Distribution;
+///
+/// let d = Distribution::block(10, 3)?;
+/// assert_eq!(d.rows, [4, 3, 3]);
+/// assert_eq!(d.ranges(), [0..4, 4..7, 7..10]);
+/// assert_eq!(d.total(), 10);
+///
+/// let explicit: Distribution = "2, 3, 5".parse()?;
+/// assert_eq!(explicit.to_string(), "2,3,5");
+/// explicit.validate(10, 3)?; // one count per node, summing to S
+/// assert!(explicit.validate(11, 3).is_err());
+/// # Ok::<(), mheta_runtime::distribution::DistributionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Distribution {
+    /// Rows of each node, in rank order.
     pub rows: Vec<u64>,
 }
 
@@ -70,6 +112,17 @@ impl Distribution {
 
     /// Balances the load: rows proportional to each node's relative CPU power, ignoring memory
     /// and I/O (seed Fig. 6.1, "Bal").
+    ///
+    /// ```
+    /// use mheta_runtime::distribution::Distribution;
+    /// use mheta_runtime::format::ClusterSpec;
+    ///
+    /// let mut cluster = ClusterSpec::this_machine(3);
+    /// cluster.nodes[1].cpu = 0.5; // half as fast as nodes 0 and 2
+    /// let d = Distribution::balanced(100, &cluster)?;
+    /// assert_eq!(d.rows, [40, 20, 40]);
+    /// # Ok::<(), mheta_runtime::distribution::DistributionError>(())
+    /// ```
     pub fn balanced(total_rows: u64, cluster: &ClusterSpec) -> Result<Self, DistributionError> {
         let weights = cpu_weights(cluster)?;
         Ok(Distribution {
@@ -85,6 +138,19 @@ impl Distribution {
     /// which keeps the number of out-of-core passes N_L about equal everywhere. Nodes with no
     /// memory at all get rows only if no node has any capacity, in which case the rows are
     /// spread as in [`Distribution::block`].
+    ///
+    /// ```
+    /// use mheta_runtime::distribution::Distribution;
+    /// use mheta_runtime::format::ClusterSpec;
+    ///
+    /// // Rows of 1 KiB; node 0 holds 20 of them in memory, node 1 holds 60.
+    /// let mut cluster = ClusterSpec::this_machine(2);
+    /// cluster.nodes[0].memory_bytes = 20 << 10;
+    /// cluster.nodes[1].memory_bytes = 60 << 10;
+    /// let d = Distribution::in_core(40, 1 << 10, &cluster)?;
+    /// assert_eq!(d.rows, [10, 30]); // proportional to capacity
+    /// # Ok::<(), mheta_runtime::distribution::DistributionError>(())
+    /// ```
     pub fn in_core(
         total_rows: u64,
         bytes_per_row: u64,
@@ -109,6 +175,19 @@ impl Distribution {
     /// memory, all nodes but one stay in core (each at most at its capacity, balanced where the
     /// capacity allows) and the single fastest node (largest CPU power, then largest memory,
     /// then lowest rank) is uncapped and takes the excess.
+    ///
+    /// ```
+    /// use mheta_runtime::distribution::Distribution;
+    /// use mheta_runtime::format::ClusterSpec;
+    ///
+    /// // Node 0 is twice as fast but holds only 30 rows of 1 KiB in memory.
+    /// let mut cluster = ClusterSpec::this_machine(2);
+    /// cluster.nodes[0].memory_bytes = 30 << 10;
+    /// cluster.nodes[1].cpu = 0.5;
+    /// let d = Distribution::in_core_balanced(60, 1 << 10, &cluster)?;
+    /// assert_eq!(d.rows, [30, 30]); // Balanced would give [40, 20] and put node 0 out of core
+    /// # Ok::<(), mheta_runtime::distribution::DistributionError>(())
+    /// ```
     pub fn in_core_balanced(
         total_rows: u64,
         bytes_per_row: u64,
@@ -139,6 +218,18 @@ impl Distribution {
 
     /// Builds one of the named generators (`block`, `balanced`, `in-core`, `in-core-balanced`) or
     /// parses an explicit list `r0,r1,...`, then validates it against the cluster and S.
+    ///
+    /// ```
+    /// use mheta_runtime::distribution::Distribution;
+    /// use mheta_runtime::format::ClusterSpec;
+    ///
+    /// let cluster = ClusterSpec::this_machine(2);
+    /// assert_eq!(Distribution::from_spec("block", 5, 8, &cluster)?.rows, [3, 2]);
+    /// assert_eq!(Distribution::from_spec("1,4", 5, 8, &cluster)?.rows, [1, 4]);
+    /// assert!(Distribution::from_spec("1,3", 5, 8, &cluster).is_err()); // sums to 4, not 5
+    /// assert!(Distribution::from_spec("fastest", 5, 8, &cluster).is_err());
+    /// # Ok::<(), mheta_runtime::distribution::DistributionError>(())
+    /// ```
     pub fn from_spec(
         spec: &str,
         total_rows: u64,

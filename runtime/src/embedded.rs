@@ -2,7 +2,7 @@
 //!
 //! The macro embeds the crate's structure file (`mheta-structure/1`, exactly the text
 //! `mheta analyze <crate> --format json` writes) in a `static` and registers it on every call of
-//! the solver: one relaxed load and a pointer comparison once registered. [`crate::launch`]
+//! the solver: one relaxed load and a pointer comparison once registered. [`crate::launch()`]
 //! looks here for the structure when the program did not pass one to
 //! [`crate::Launch::structure`], to serve `--emit-structure` and to name the measurements.
 

@@ -18,7 +18,7 @@
 //! the slower CPU ([`crate::clock::ComputeMark`]), instrumented or not.
 //!
 //! An instrumented rank on the wall clock at full CPU power records guards in *stream mode*
-//! ([`stream`]): a guard's open or close appends one raw clock reading and its ids to a
+//! (`stream`): a guard's open or close appends one raw clock reading and its ids to a
 //! preallocated buffer, and the regions' records (their nesting, stage and event context) are
 //! built from that stream later, when the buffer fills or the records are read. Other ranks
 //! (virtual and charged clocks, emulated slower CPUs, `--timings` runs) build each record as
@@ -52,8 +52,12 @@ pub struct VarId(pub u32);
 /// What one rank recorded, handed back by [`uninstall`].
 #[derive(Debug, Clone, Default)]
 pub struct RankRecords {
+    /// Every closed guard, I/O operation and communication call, in the order they closed.
     pub records: Vec<Record>,
+    /// The arrays the rank registered.
     pub arrays: Vec<ArrayInfo>,
+    /// The node's disk costs from the out-of-core microbenchmarks, when they ran
+    /// ([`set_io_calibration`]).
     pub calibration: Option<DiskCosts>,
 }
 

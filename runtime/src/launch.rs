@@ -30,6 +30,40 @@ pub const MAX_THREAD_RANKS: usize = 4096;
 const RANK_STACK_BYTES: usize = 8 << 20;
 
 /// Run `f` on every rank with the flags in `args`; returns every rank's result in rank order.
+///
+/// Each rank runs `f` on a thread of its own (`--backend threads`, the default), or as this MPI
+/// process (`--backend mpi`). When a rank's closure fails or panics, every other rank's
+/// communication fails at once and `launch` returns [`Error::RankFailed`] naming it. An
+/// instrumented run (`--instrument`) writes its measurements once every rank has succeeded.
+///
+/// ```
+/// use mheta_runtime::{launch, Args, CommExt, ReduceOp};
+///
+/// // Two ranks over 10 rows; Block gives rank 0 rows 0..5 and rank 1 rows 5..10.
+/// let args = Args::try_parse_from(["prog", "--ranks", "2", "--rows", "10"])?;
+/// let sums = launch(&args, |ctx| {
+///     let mine: f64 = ctx.partition(10).map(|row| row as f64).sum();
+///     ctx.comm().all_reduce_value(mine, ReduceOp::Sum)
+/// })?;
+/// assert_eq!(sums, vec![45.0, 45.0]); // every rank's result, in rank order
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// A rank that fails stops the run:
+///
+/// ```
+/// use mheta_runtime::{launch, Args, Error};
+///
+/// let args = Args::try_parse_from(["prog", "--ranks", "2", "--rows", "2"])?;
+/// let result = launch(&args, |ctx| {
+///     if ctx.rank() == 1 {
+///         return Err("no convergence");
+///     }
+///     Ok(ctx.rank())
+/// });
+/// assert!(matches!(result, Err(Error::RankFailed { rank: 1, .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn launch<R, E, F>(args: &Args, f: F) -> Result<Vec<R>, Error>
 where
     F: Fn(&Context) -> Result<R, E> + Sync,
@@ -40,6 +74,24 @@ where
 }
 
 /// A run being configured: the arguments plus what only the program knows.
+///
+/// [`launch`] is `Launch::new(args).run(f)`. Build a `Launch` to tell the run what only the
+/// program knows (its structure, the bytes a row takes for the in-core generators), to look at
+/// the resolved settings first, or to collect the records instead of writing files.
+///
+/// ```
+/// use mheta_runtime::{Args, CommError, Launch};
+///
+/// let args = Args::try_parse_from(["prog", "--ranks", "3", "--distribution", "2,3,5"])?;
+/// let launch = Launch::new(&args);
+/// let settings = launch.settings()?;
+/// assert_eq!((settings.size, settings.rows), (3, 10)); // S is the sum of the counts
+/// assert_eq!(settings.distribution, vec![2, 3, 5]);
+///
+/// let ranges = launch.run(|ctx| Ok::<_, CommError>(ctx.partition(10)))?;
+/// assert_eq!(ranges, vec![0..2, 2..5, 5..10]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Launch<'a> {
     args: &'a Args,
     structure: Option<(&'a Structure, String)>,
@@ -89,6 +141,8 @@ struct RankOutcome<R> {
 }
 
 impl<'a> Launch<'a> {
+    /// A run of `args` with no structure given (a `#[mheta::solver]` registers its own when it first
+    /// runs), no bytes-per-row hint, and the start-up microbenchmarks.
     pub fn new(args: &'a Args) -> Launch<'a> {
         Launch {
             args,

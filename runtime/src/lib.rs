@@ -9,6 +9,8 @@
 //! guards from [`hooks`] mark iterations, sections, stages and events; `--instrument` writes
 //! `mheta-measurements/1`.
 
+#![warn(missing_docs)]
+
 pub mod args;
 pub mod attach;
 pub mod cleanup;

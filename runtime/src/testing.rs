@@ -34,13 +34,16 @@ use crate::launch::Launch;
 /// Everything every rank recorded.
 #[derive(Debug, Clone)]
 pub struct Recording {
+    /// One entry per rank, in rank order.
     pub ranks: Vec<RankRecording>,
 }
 
 /// One rank's records, in the order the regions began.
 #[derive(Debug, Clone)]
 pub struct RankRecording {
+    /// The rank.
     pub rank: usize,
+    /// Its records.
     pub records: Vec<Record>,
 }
 

@@ -5,6 +5,8 @@
 //! Field names serialised here are a contract (DESIGN §3.8, §5): add fields freely, rename none
 //! without bumping the schema string.
 
+#![warn(missing_docs)]
+
 pub mod cluster;
 pub mod measurements;
 pub mod structure;

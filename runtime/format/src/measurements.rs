@@ -13,9 +13,14 @@ use super::cluster::ClusterSpec;
 /// The schema string of this version of the measurements file.
 pub const MEASUREMENTS_SCHEMA: &str = "mheta-measurements/1";
 
+/// A whole measurements file: what an instrumented run (`--instrument`) measured, per node and
+/// per iteration, and the conditions it was taken under. The model's input beside the structure
+/// and the cluster.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measurements {
+    /// The schema string, [`MEASUREMENTS_SCHEMA`] for this version.
     pub schema: String,
+    /// The structure and solver the stage, event and section ids refer to.
     pub structure: StructureId,
     /// `wall` or `virtual`.
     pub clock: String,
@@ -30,10 +35,13 @@ pub struct Measurements {
     pub warm_up: u32,
     /// Rows held by each rank (GEN_BLOCK counts) during the measurement.
     pub distribution: Vec<u64>,
+    /// The cluster the run emulated (`--cluster`); without one, `size` nodes like this machine
+    /// ([`ClusterSpec::this_machine`]).
     pub cluster: ClusterSpec,
     /// Arrays the program registered (out-of-core capable or distributed), for the
     /// out-of-core heuristic of the model.
     pub arrays: Vec<ArrayInfo>,
+    /// The program-independent costs measured at start-up.
     pub micro: Microbenchmarks,
     /// One entry per rank, in rank order.
     pub nodes: Vec<NodeMeasurements>,
@@ -137,8 +145,10 @@ impl Measurements {
 /// program embeds none.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StructureId {
+    /// The crate name of the structure (JSON field `crate`).
     #[serde(rename = "crate")]
     pub crate_name: String,
+    /// The solver's path in that structure (`jacobi::solve`).
     pub solver: String,
     /// `Structure::digest()` of the structure the program embedded.
     pub digest: String,
@@ -155,12 +165,15 @@ impl StructureId {
     }
 }
 
+/// An array the program registered, as the model's out-of-core heuristic needs it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArrayInfo {
+    /// The name the array was registered under (`ctx.array(name, ..)`).
     pub name: String,
     /// Bytes one row of this array occupies (for distributed arrays), or the whole array's size
     /// in bytes for replicated ones.
     pub bytes_per_row: u64,
+    /// Whether the array's length scales with the node's rows.
     pub distributed: bool,
     /// Never written during an iteration (CG's matrix, Lanczos's matrix).
     pub read_only: bool,
@@ -179,9 +192,12 @@ pub struct Microbenchmarks {
     pub per_byte_s: f64,
 }
 
+/// What one node (rank) measured, per iteration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeMeasurements {
+    /// The rank, equal to the entry's index in `nodes`.
     pub rank: u32,
+    /// Rows of the distributed dimension this rank held.
     pub rows: u64,
     /// Whole-iteration time on this node.
     pub iteration_s: f64,
@@ -200,11 +216,16 @@ pub struct NodeMeasurements {
     /// forced out of core) does not see. Absent in older files: zero.
     #[serde(default)]
     pub copy_per_byte_s: f64,
+    /// Computation per stage, one entry per stage that ran on this node.
     pub stages: Vec<StageMeasurement>,
+    /// Out-of-core I/O per stage and array.
     pub io: Vec<IoMeasurement>,
+    /// Communication per event.
     pub events: Vec<EventMeasurement>,
+    /// Trips of each tile loop per iteration.
     #[serde(default)]
     pub tiles: Vec<TileMeasurement>,
+    /// Trips of each repeated group (nested iteration) per iteration.
     #[serde(default)]
     pub groups: Vec<GroupMeasurement>,
 }
@@ -212,19 +233,25 @@ pub struct NodeMeasurements {
 /// Identifies a stage: section id, tile loop id (for stages inside a tile loop), stage id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct StageKey {
+    /// The section's id (`Section::id` in the structure).
     pub section: u32,
+    /// The tile loop's id within the section, or `None` for a stage directly in the section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tile: Option<u32>,
+    /// The stage's id within its section or tile loop.
     pub stage: u32,
 }
 
+/// The computation of one stage on one node (the seed's `T_phi`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StageMeasurement {
+    /// Which stage (flattened into this object in JSON: `section`, `tile`, `stage`).
     #[serde(flatten)]
     pub key: StageKey,
     /// How many times the stage ran per iteration (tiles × group trips).
     pub count: f64,
-    /// T_φ: computation time (stage time minus its I/O), seconds per iteration, summed over runs.
+    /// T_φ: computation time (the stage's time less its I/O and the communication made while it
+    /// is open), seconds per iteration: the sum over the stage's `count` runs in one iteration.
     pub compute_s: f64,
     /// I/O time inside the stage, seconds per iteration.
     pub io_s: f64,
@@ -250,33 +277,50 @@ pub struct StageMeasurement {
 /// One in-core measurement of a stage on a node: its T_φ when the node held `rows` rows.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct InCoreSample {
+    /// Rows the node held in that run.
     pub rows: u64,
+    /// The stage's computation in that run, seconds per iteration.
     pub compute_s: f64,
 }
 
+/// Out-of-core I/O of one array inside one stage on one node, per iteration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IoMeasurement {
+    /// The stage the I/O happened in (flattened into this object in JSON).
     #[serde(flatten)]
     pub key: StageKey,
+    /// The array moved.
     pub var: String,
+    /// Synchronous block reads (`read_block`) per iteration.
     pub reads: f64,
+    /// Block writes per iteration.
     pub writes: f64,
+    /// Prefetches (`prefetch_block`) per iteration; not counted in `reads`.
     pub prefetches: f64,
+    /// Bytes read per iteration, by reads and prefetches.
     pub bytes_read: f64,
+    /// Bytes written per iteration.
     pub bytes_written: f64,
     /// Time inside read calls (prefetches are synchronous reads when instrumented, Fig. 5.6).
     pub read_s: f64,
+    /// Time inside write calls, seconds per iteration.
     pub write_s: f64,
     /// T_A: compute overlapped between a prefetch issue and its wait.
     pub overlap_s: f64,
 }
 
+/// The communication of one event on one node, per iteration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventMeasurement {
+    /// The event's id (`CommEvent::id` in the structure).
     pub event: u32,
+    /// Messages this node sent in the event, per iteration.
     pub messages_sent: f64,
+    /// Messages this node received in the event, per iteration.
     pub messages_received: f64,
+    /// Bytes this node sent, per iteration.
     pub bytes_sent: f64,
+    /// Bytes this node received, per iteration.
     pub bytes_received: f64,
     /// O_→ total: time spent in send calls (excluding blocking), seconds per iteration.
     pub send_overhead_s: f64,
@@ -286,8 +330,9 @@ pub struct EventMeasurement {
     pub blocked_s: f64,
     /// Total time inside the event.
     pub total_s: f64,
-    /// Ranks this node actually sent to / received from.
+    /// Ranks this node actually sent to.
     pub sent_to: Vec<u32>,
+    /// Ranks this node actually received from.
     pub received_from: Vec<u32>,
     /// This node's point-to-point calls of one run of the event, in program order, each where
     /// it completes (a receive where it waits): the model's generalised Eq. 5.11 lets a send
@@ -317,7 +362,9 @@ pub enum PeerOp {
 /// the node sent (received) no message in that event.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct OverheadSample {
+    /// Seconds per message sent (O_→), or `None` when the node sent none.
     pub send_s: Option<f64>,
+    /// Seconds per message received (O_←), or `None` when the node received none.
     pub recv_s: Option<f64>,
 }
 
@@ -347,16 +394,21 @@ pub fn per_message(total: f64, count: f64) -> Option<f64> {
     (count > 0.0 && total.is_finite() && total >= 0.0).then(|| total / count)
 }
 
+/// How often a tile loop ran on one node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TileMeasurement {
+    /// The section holding the tile loop.
     pub section: u32,
+    /// The tile loop's id within the section.
     pub tile: u32,
     /// Tiles (trips of the tile loop) per iteration.
     pub count: f64,
 }
 
+/// How often a repeated group (nested iteration) ran on one node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GroupMeasurement {
+    /// The group's id (`Group::id` in the structure).
     pub group: u32,
     /// Trips of the nested iteration per main-loop iteration.
     pub trips: f64,

@@ -11,9 +11,11 @@ pub const TIMINGS_SCHEMA: &str = "mheta-timings/1";
 /// Every rank's iteration spans on the run's clock, rank 0's time base.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Timings {
+    /// The schema string, [`TIMINGS_SCHEMA`] for this version.
     pub schema: String,
     /// `wall`, `virtual` or `charged`.
     pub clock: String,
+    /// Total rows S of the distributed dimension.
     pub rows: u64,
     /// Rows per rank.
     pub distribution: Vec<u64>,
@@ -21,20 +23,25 @@ pub struct Timings {
     pub iterations: u32,
     /// Seconds per iteration in the steady state: [`Timings::steady_iteration_s`].
     pub iteration_s: f64,
+    /// One entry per rank, in rank order.
     pub nodes: Vec<NodeTimings>,
 }
 
 /// One rank's iterations, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeTimings {
+    /// The rank, equal to the entry's index in `nodes`.
     pub rank: usize,
+    /// Every iteration the rank ran, warm-up included.
     pub iterations: Vec<IterationSpan>,
 }
 
 /// One trip of the main loop on one rank.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct IterationSpan {
+    /// When the iteration began, seconds on the run's clock.
     pub begin_s: f64,
+    /// When the iteration ended, seconds on the run's clock.
     pub end_s: f64,
 }
 

@@ -33,6 +33,7 @@ pub fn barrier<C: Comm + ?Sized>(c: &C) -> Result<Traffic, CommError> {
     Ok(t)
 }
 
+/// Root sends `buf` to every other rank, one message each; the others receive into `buf`.
 pub fn broadcast<C: Comm + ?Sized>(
     c: &C,
     root: usize,
@@ -50,6 +51,8 @@ pub fn broadcast<C: Comm + ?Sized>(
     Ok(t)
 }
 
+/// Every rank but the root sends `send` to the root, which combines the contributions in rank
+/// order into `recv`.
 pub fn reduce<C: Comm + ?Sized>(
     c: &C,
     root: usize,
@@ -97,6 +100,7 @@ pub fn reduce<C: Comm + ?Sized>(
     Ok(t)
 }
 
+/// A [`reduce`] to rank 0, then a [`broadcast`] of the result.
 pub fn all_reduce<C: Comm + ?Sized>(
     c: &C,
     kind: ElemKind,
@@ -119,6 +123,8 @@ pub fn all_reduce<C: Comm + ?Sized>(
     Ok(t)
 }
 
+/// Every rank but the root sends its `send` to the root, which places rank `r`'s at offset
+/// `sum(counts[..r])` of `recv`.
 pub fn gather<C: Comm + ?Sized>(
     c: &C,
     root: usize,
@@ -146,6 +152,7 @@ pub fn gather<C: Comm + ?Sized>(
     Ok(t)
 }
 
+/// Root sends rank `r` the `counts[r]` bytes of `send` at offset `sum(counts[..r])`.
 pub fn scatter<C: Comm + ?Sized>(
     c: &C,
     root: usize,
@@ -173,6 +180,7 @@ pub fn scatter<C: Comm + ?Sized>(
     Ok(t)
 }
 
+/// A [`gather`] to rank 0, then a [`broadcast`] of the whole buffer.
 pub fn all_gather<C: Comm + ?Sized>(
     c: &C,
     send: &[u8],
@@ -196,6 +204,7 @@ pub fn all_gather<C: Comm + ?Sized>(
     Ok(t)
 }
 
+/// Every rank sends its block for rank `q` directly to `q`, and receives one block from each.
 pub fn all_to_all<C: Comm + ?Sized>(
     c: &C,
     send: &[u8],

@@ -10,9 +10,13 @@ use std::mem::size_of;
 /// A reduction operator (`MPI_SUM`, `MPI_MIN`, `MPI_MAX`, `MPI_PROD`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
+    /// Sum (integers wrap).
     Sum,
+    /// Minimum.
     Min,
+    /// Maximum.
     Max,
+    /// Product (integers wrap).
     Prod,
 }
 
@@ -20,17 +24,29 @@ pub enum ReduceOp {
 /// backend can name the MPI datatype).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ElemKind {
+    /// `u8`.
     U8,
+    /// `i8`.
     I8,
+    /// `u16`.
     U16,
+    /// `i16`.
     I16,
+    /// `u32`.
     U32,
+    /// `i32`.
     I32,
+    /// `u64`.
     U64,
+    /// `i64`.
     I64,
+    /// `usize`.
     Usize,
+    /// `isize`.
     Isize,
+    /// `f32`.
     F32,
+    /// `f64`.
     F64,
 }
 
@@ -40,6 +56,7 @@ mod sealed {
 
 /// A numeric type that can be sent, received and reduced. Integer sums and products wrap.
 pub trait Element: Copy + Send + Sync + 'static + sealed::Sealed {
+    /// The [`ElemKind`] naming this type in byte-level calls.
     const KIND: ElemKind;
     /// `a op b`.
     fn combine(op: ReduceOp, a: Self, b: Self) -> Self;

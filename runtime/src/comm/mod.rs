@@ -31,10 +31,15 @@ pub type Tag = i32;
 /// arrived (blocked time, `T_w`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Traffic {
+    /// Messages sent.
     pub messages_sent: u32,
+    /// Messages received.
     pub messages_received: u32,
+    /// Payload bytes sent.
     pub bytes_sent: u64,
+    /// Payload bytes received.
     pub bytes_received: u64,
+    /// Seconds spent waiting for messages that had not yet arrived (`T_w`), on the rank's clock.
     pub blocked_s: f64,
 }
 
@@ -72,26 +77,52 @@ impl std::ops::AddAssign for Traffic {
 /// A failed communication call.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CommError {
+    /// A peer or root that is not a rank of the communicator.
     #[error("rank {rank} is out of range for a communicator of {size} ranks")]
-    InvalidRank { rank: usize, size: usize },
+    InvalidRank {
+        /// The rank given.
+        rank: usize,
+        /// The communicator's number of ranks.
+        size: usize,
+    },
+    /// A negative user tag; negative tags are the collectives'.
     #[error("tag {0} is reserved (user tags must be non-negative)")]
     InvalidTag(Tag),
+    /// A message whose length is not the receive buffer's.
     #[error("message from rank {from} (tag {tag}) has {got} bytes but the receive buffer holds {expected}")]
     SizeMismatch {
+        /// The sender.
         from: usize,
+        /// The message's tag.
         tag: Tag,
+        /// Bytes the receive buffer holds.
         expected: usize,
+        /// Bytes the message has.
         got: usize,
     },
+    /// Arguments a call cannot use (counts that do not match the buffers, and the like).
     #[error("{operation}: {problem}")]
     InvalidArgument {
+        /// The call (`all_gather`, …).
         operation: &'static str,
+        /// What is wrong with its arguments.
         problem: String,
     },
+    /// Another rank failed, and every pending and later call of this run fails with this.
     #[error("the run was aborted because rank {rank} failed")]
-    Aborted { rank: usize },
+    Aborted {
+        /// The rank that failed first.
+        rank: usize,
+    },
+    /// The peer's closure returned without sending the message this rank is waiting for.
     #[error("rank {peer} finished without sending the message this rank waits for (tag {tag})")]
-    PeerFinished { peer: usize, tag: Tag },
+    PeerFinished {
+        /// The rank that finished.
+        peer: usize,
+        /// The tag of the awaited message.
+        tag: Tag,
+    },
+    /// An MPI call waited longer than `--comm-timeout`.
     #[error(
         "{operation} waited longer than --comm-timeout ({limit:?}){}",
         match peer {
@@ -100,10 +131,14 @@ pub enum CommError {
         }
     )]
     TimedOut {
+        /// The call that waited.
         operation: &'static str,
+        /// The rank it waited for, when it waited for one.
         peer: Option<usize>,
+        /// The timeout.
         limit: std::time::Duration,
     },
+    /// An error reported by the backend itself (MPI).
     #[error("{0}")]
     Backend(String),
 }

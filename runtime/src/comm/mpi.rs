@@ -6,7 +6,7 @@
 //! - [`MpiComm`] implements [`crate::comm::Comm`]: buffered point-to-point sends over
 //!   `MPI_Isend`, polled receives, and every collective over MPI's non-blocking collectives,
 //!   with the same results and the same recorded traffic as the threads backend.
-//! - [`run`] is `launch`'s MPI path: clock offset estimation, the rank's work with the same
+//! - `run` is `launch`'s MPI path: clock offset estimation, the rank's work with the same
 //!   emulation and hooks as on threads, and gathering every rank's records to rank 0.
 //! - A failing rank ends the whole job with `MPI_Abort` after printing which rank failed and
 //!   why ([`abort`]); no rank is left waiting.
@@ -32,7 +32,9 @@ use crate::comm::CommError;
 /// This process's place in `MPI_COMM_WORLD`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct World {
+    /// This process's rank in `MPI_COMM_WORLD`.
     pub rank: usize,
+    /// The number of processes in `MPI_COMM_WORLD`.
     pub size: usize,
 }
 

@@ -18,7 +18,7 @@
 //! and every preemption makes the preempted rank refill its caches on its own CPU time, a cost
 //! no real node pays (8 ranks on 2 cores: the first tiles of a pipeline ran 2× as long as the
 //! rest, every iteration). So at most as many ranks run at once as there are cores: a rank
-//! holds a [`Gate`] permit while it runs and gives it up only while it waits for a message, or
+//! holds a `Gate` permit while it runs and gives it up only while it waits for a message, or
 //! when a polling receive finds none. Permits are handed out first come, first served.
 //! Wall clocks are not gated: their time is the time the ranks really share the cores.
 //!
@@ -39,7 +39,9 @@ use crate::format::NetworkSpec;
 /// The first failure of a run: which rank, and its error or panic message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
+    /// The rank that failed first.
     pub rank: usize,
+    /// Its error's message, or its panic's.
     pub message: String,
 }
 

@@ -44,11 +44,13 @@ pub struct Peer<'a, T: ?Sized>(pub &'a T);
 
 /// The peer of an rsmpi `Process` (feature `mpi`).
 pub trait ProcessPeer {
+    /// The process's rank.
     fn peer(&self) -> Option<usize>;
 }
 
 /// No peer known.
 pub trait AnyPeer {
+    /// Always `None`.
     fn peer(&self) -> Option<usize>;
 }
 
@@ -80,16 +82,19 @@ pub struct Message<'a, T: ?Sized>(pub &'a T);
 
 /// The size of an rsmpi scalar or slice message (feature `mpi`).
 pub trait BufferBytes {
+    /// The buffer's size in bytes.
     fn bytes(&self) -> u64;
 }
 
 /// The size of a `Vec` message (feature `mpi`).
 pub trait VecBytes {
+    /// The vector's contents in bytes.
     fn bytes(&self) -> u64;
 }
 
 /// Size not known.
 pub trait AnyBytes {
+    /// Always 0.
     fn bytes(&self) -> u64;
 }
 

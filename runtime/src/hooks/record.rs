@@ -42,16 +42,27 @@ impl RecordKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum CallKind {
+    /// [`CommExt::send`](crate::CommExt::send) and its tagged form.
     Send,
+    /// [`CommExt::immediate_send`](crate::CommExt::immediate_send).
     ImmediateSend,
+    /// A receive, blocking or completed from an immediate receive.
     Receive,
+    /// [`CommExt::barrier`](crate::CommExt::barrier).
     Barrier,
+    /// [`CommExt::broadcast`](crate::CommExt::broadcast).
     Broadcast,
+    /// [`CommExt::reduce`](crate::CommExt::reduce).
     Reduce,
+    /// [`CommExt::all_reduce`](crate::CommExt::all_reduce) and `all_reduce_value`.
     AllReduce,
+    /// [`CommExt::gather`](crate::CommExt::gather) and its `_varcount` form.
     Gather,
+    /// [`CommExt::scatter`](crate::CommExt::scatter) and its `_varcount` form.
     Scatter,
+    /// [`CommExt::all_gather`](crate::CommExt::all_gather) and its `_varcount` form.
     AllGather,
+    /// [`CommExt::all_to_all`](crate::CommExt::all_to_all) and its `_varcount` form.
     AllToAll,
 }
 
@@ -126,8 +137,12 @@ pub fn io_kind(code: u32) -> Option<IoKind> {
 /// `a` is inside `b` iff `b.open < a.open && a.close < b.close`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Record {
+    /// What the record describes; it says what `id` and `aux` hold.
     pub kind: RecordKind,
+    /// The iteration index, or the section, tile loop, event or group id, or the variable; see
+    /// [`RecordKind`].
     pub id: u32,
+    /// A second id: a tile loop's section, an I/O kind's code ([`io_code`]) or a [`CallKind`] code.
     pub aux: u32,
     /// The stage this record belongs to: the stage itself, the enclosing stage of an I/O or
     /// communication record, or (outside any stage) the last stage that ran.
@@ -138,12 +153,17 @@ pub struct Record {
     pub event: u32,
     /// Peer (point-to-point) or root (rooted collectives), or [`NONE`].
     pub peer: u32,
+    /// Messages and bytes a communication call moved, and its blocked time.
     pub traffic: Traffic,
     /// Bytes of an I/O operation.
     pub bytes: u64,
+    /// When the interval began, seconds on the rank's clock.
     pub begin_s: f64,
+    /// When the interval ended, seconds on the rank's clock.
     pub end_s: f64,
+    /// The rank's sequence number when the interval began.
     pub open: u32,
+    /// The rank's sequence number when the interval ended.
     pub close: u32,
 }
 

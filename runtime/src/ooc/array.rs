@@ -36,10 +36,15 @@ use crate::hooks::{self, IoKind, VarId};
 /// Counts and times of an array's disk operations (all since creation).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct IoStats {
+    /// Synchronous block reads.
     pub reads: u64,
+    /// Block writes.
     pub writes: u64,
+    /// Prefetches.
     pub prefetches: u64,
+    /// Payload bytes read, by reads and prefetches.
     pub bytes_read: u64,
+    /// Payload bytes written.
     pub bytes_written: u64,
     /// Seconds charged to the clock by disk emulation.
     pub charged_s: f64,
@@ -58,6 +63,39 @@ enum Pending {
 }
 
 /// A node's local part of a distributed array, out-of-core capable.
+///
+/// A program gets one from [`Context::array`](crate::Context::array), which places it by the
+/// node's memory in the cluster description. Whatever the placement, the program walks the
+/// blocks: `num_blocks()` blocks of `block_rows()` rows (the last may be shorter), read with
+/// [`read_block`](Self::read_block), written with [`write_block`](Self::write_block). An in-core
+/// array is a single block and moves no bytes. Block files are written atomically (temp file,
+/// fsync, rename) and CRC-checked on read; a block never written reads as zeros.
+///
+/// ```
+/// use mheta_runtime::format::ClusterSpec;
+/// use mheta_runtime::ooc::{ArraySpec, NodeStore, OocArray, StoreConfig};
+///
+/// // A node whose memory holds 4 rows of 8 f64 (64 bytes each): a 10-row array goes out of core.
+/// let mut node = ClusterSpec::this_machine(1).nodes[0];
+/// node.memory_bytes = 4 * 64;
+/// let scratch = tempfile::tempdir()?;
+/// let store = NodeStore::open(StoreConfig::for_node(scratch.path(), &node, false, false))?;
+/// let mut a = OocArray::<f64>::new(&store, ArraySpec::new("a", 10, 8))?;
+/// assert!(a.is_out_of_core());
+/// assert!(a.num_blocks() > 1);
+///
+/// // Fill every block with its rows' indices, then read them back.
+/// for k in 0..a.num_blocks() {
+///     let rows = a.block_range(k);
+///     let values: Vec<f64> = rows.flat_map(|r| [r as f64; 8]).collect();
+///     a.write_block(k, &values)?;
+/// }
+/// let last = a.num_blocks() - 1;
+/// let block = a.read_block(last)?;
+/// assert_eq!(block[block.len() - 1], 9.0); // the last element of row 9
+/// assert_eq!(a.stats().writes, a.num_blocks() as u64);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct OocArray<T: Element> {
     store: NodeStore,
     spec: ArraySpec,
@@ -134,6 +172,7 @@ impl<T: Element> OocArray<T> {
         })
     }
 
+    /// The name the array was created with.
     pub fn name(&self) -> &str {
         &self.spec.name
     }
@@ -156,6 +195,7 @@ impl<T: Element> OocArray<T> {
         })
     }
 
+    /// True when the array lives on disk and moves in blocks.
     pub fn is_out_of_core(&self) -> bool {
         matches!(self.placement(), Placement::OutOfCore { .. })
     }
@@ -183,6 +223,7 @@ impl<T: Element> OocArray<T> {
         (range.end - range.start) as usize * self.spec.row_len
     }
 
+    /// The array's disk operations so far.
     pub fn stats(&self) -> IoStats {
         self.stats
     }
@@ -240,6 +281,36 @@ impl<T: Element> OocArray<T> {
 
     /// Start reading block `i` in the background; `wait` returns it. In an instrumented run
     /// this is a synchronous read (seed Fig. 5.6).
+    ///
+    /// One prefetch may be pending at a time; overlap the next block's read with this block's
+    /// computation:
+    ///
+    /// ```
+    /// use mheta_runtime::format::ClusterSpec;
+    /// use mheta_runtime::ooc::{ArraySpec, NodeStore, OocArray, StoreConfig};
+    ///
+    /// let mut node = ClusterSpec::this_machine(1).nodes[0];
+    /// node.memory_bytes = 2 * 32; // two rows of 4 f64
+    /// let scratch = tempfile::tempdir()?;
+    /// let store = NodeStore::open(StoreConfig::for_node(scratch.path(), &node, false, false))?;
+    /// let mut a = OocArray::<f64>::new(&store, ArraySpec::new("a", 6, 4))?;
+    /// for k in 0..a.num_blocks() {
+    ///     a.write_block(k, &vec![k as f64; a.block_len(k)])?;
+    /// }
+    ///
+    /// let mut sum = 0.0;
+    /// a.prefetch_block(0)?;
+    /// for k in 0..a.num_blocks() {
+    ///     let current = a.wait()?.to_vec();
+    ///     if k + 1 < a.num_blocks() {
+    ///         a.prefetch_block(k + 1)?; // read block k + 1 while computing on block k
+    ///     }
+    ///     sum += current.iter().sum::<f64>();
+    /// }
+    /// let expected: f64 = (0..a.num_blocks()).map(|k| (k * a.block_len(k)) as f64).sum();
+    /// assert_eq!(sum, expected);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn prefetch_block(&mut self, i: usize) -> Result<(), OocError> {
         self.check_block(i)?;
         if let Some(Pending::Ready { block, .. } | Pending::InFlight { block, .. }) = self.pending {

@@ -29,7 +29,6 @@ pub use micro::{measure_disk, DiskBenchConfig, DiskCosts};
 pub use policy::{choose, plan, ArrayDemand, Choice, IoEstimate, Placement};
 pub use store::{forced_for_instrumentation, ArraySpec, NodeStore, StoreConfig};
 
-/// An out-of-core array operation that failed. Errors about files name the file.
 /// Bytes a node keeps in core of arrays whose rows take `demand` bytes in all: all of them, or
 /// at most its `memory_bytes` (the rest is out of core). `u64::MAX` is unbounded memory.
 pub fn in_core_bytes(demand: u128, memory_bytes: u64) -> u128 {
@@ -39,50 +38,95 @@ pub fn in_core_bytes(demand: u128, memory_bytes: u64) -> u128 {
     }
 }
 
+/// An out-of-core array operation that failed. Errors about files name the file.
 #[derive(Debug, thiserror::Error)]
 pub enum OocError {
+    /// A file-system call failed.
     #[error("cannot {action} {}: {source}", path.display())]
     Io {
+        /// What was being done (`read`, `open`, `create store directory`, …), as it reads after
+        /// "cannot".
         action: &'static str,
+        /// The file or directory concerned.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A block this array wrote (or found on disk when it was opened) has no file any more: never
+    /// read as zeros.
     #[error(
         "block file {} was written and has disappeared (removed while the program ran?)",
         path.display()
     )]
-    Missing { path: PathBuf },
+    Missing {
+        /// The block file that should be there.
+        path: PathBuf,
+    },
+    /// A block file failed its header or CRC check.
     #[error("block file {} is corrupt: {reason}", path.display())]
-    Corrupt { path: PathBuf, reason: String },
+    Corrupt {
+        /// The block file.
+        path: PathBuf,
+        /// What the check found wrong.
+        reason: String,
+    },
+    /// A block index at or past the array's number of blocks.
     #[error("array `{array}`: block {block} is out of range (the array has {blocks} blocks)")]
     BlockOutOfRange {
+        /// The array's name.
         array: String,
+        /// The block asked for.
         block: usize,
+        /// How many blocks the array has.
         blocks: usize,
     },
+    /// A buffer whose length is not the block's number of elements.
     #[error("array `{array}`: block {block} holds {expected} elements, but {got} were given")]
     WrongLength {
+        /// The array's name.
         array: String,
+        /// The block concerned.
         block: usize,
+        /// Elements the block holds.
         expected: usize,
+        /// Elements the buffer had.
         got: usize,
     },
+    /// `wait` called with no prefetch pending.
     #[error("array `{array}`: wait() without a pending prefetch_block()")]
-    NoPrefetch { array: String },
+    NoPrefetch {
+        /// The array's name.
+        array: String,
+    },
+    /// A second `prefetch_block` before the first one's `wait`.
     #[error(
         "array `{array}`: prefetch_block({block}) while block {pending} is still being \
          prefetched; call wait() first"
     )]
     PrefetchPending {
+        /// The array's name.
         array: String,
+        /// The block the second prefetch asked for.
         block: usize,
+        /// The block still being prefetched.
         pending: usize,
     },
+    /// Two arrays of one store with the same name (or file name).
     #[error("an array named `{name}` (or with the same file name) already exists in store {}", dir.display())]
-    DuplicateArray { name: String, dir: PathBuf },
+    DuplicateArray {
+        /// The name given twice.
+        name: String,
+        /// The store's directory.
+        dir: PathBuf,
+    },
+    /// The background prefetch thread could not start, or stopped.
     #[error("array `{array}`: the background prefetch thread could not start or stopped")]
-    PrefetchThread { array: String },
+    PrefetchThread {
+        /// The array's name.
+        array: String,
+    },
+    /// The in-core part of the array would not fit in this machine's memory.
     #[error(
         "array `{array}`: its {rows} rows of {row_bytes} bytes would keep {in_core} bytes in \
          core, more than the {machine} bytes this process can use (use fewer rows, more ranks, \
@@ -90,18 +134,35 @@ pub enum OocError {
          core)"
     )]
     TooLarge {
+        /// The array's name.
         array: String,
+        /// The array's rows on this node.
         rows: u64,
+        /// Bytes per row.
         row_bytes: u64,
+        /// Bytes the array would keep in core: all of it, or at most the node's emulated memory.
         in_core: u128,
+        /// Bytes this process can use on this machine.
         machine: u64,
     },
+    /// Another process holds the store directory; `holder` is its pid when known.
     #[error(
         "store directory {} is in use by another process{} (give each run its own --scratch)",
         dir.display(),
         holder.map(|p| format!(" (pid {p})")).unwrap_or_default()
     )]
-    InUse { dir: PathBuf, holder: Option<u32> },
+    InUse {
+        /// The store directory.
+        dir: PathBuf,
+        /// The pid of the process holding it, when it could be read.
+        holder: Option<u32>,
+    },
+    /// A write failed on purpose after `after` bytes (a test's [`WriteFault`]).
     #[error("injected write failure after {after} bytes of {}", path.display())]
-    InjectedFault { path: PathBuf, after: usize },
+    InjectedFault {
+        /// The block file being written.
+        path: PathBuf,
+        /// Bytes written before the failure.
+        after: usize,
+    },
 }

@@ -39,7 +39,9 @@ pub struct ArrayDemand {
 /// is processed in, and per byte of its local array.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct IoEstimate {
+    /// Seconds per block.
     pub per_block_s: f64,
+    /// Seconds per byte of the local array.
     pub per_byte_s: f64,
 }
 
@@ -59,6 +61,7 @@ impl IoEstimate {
 /// What [`choose`] decided: how many ranked arrays stay in core, and the ICLA rows of the rest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Choice {
+    /// How many of the ranked arrays, from the first, stay in core.
     pub in_core: usize,
     /// Rows of every out-of-core array's ICLA (meaningless when all are in core).
     pub icla_rows: u64,
@@ -138,7 +141,10 @@ pub enum Placement {
     /// The whole local array is in memory: one block, no I/O.
     InCore,
     /// The local array (OCLA) lives on disk and is processed `icla_rows` rows at a time.
-    OutOfCore { icla_rows: u64 },
+    OutOfCore {
+        /// Rows per block: the in-core local array (ICLA) size.
+        icla_rows: u64,
+    },
 }
 
 impl Placement {

@@ -74,6 +74,8 @@ pub struct ArraySpec {
 }
 
 impl ArraySpec {
+    /// An array named `name` of `rows` local rows of `row_len` elements, used once per iteration,
+    /// placed by the store, and recorded.
     pub fn new(name: impl Into<String>, rows: u64, row_len: usize) -> ArraySpec {
         ArraySpec {
             name: name.into(),
@@ -142,10 +144,12 @@ impl NodeStore {
         })
     }
 
+    /// How the store was opened.
     pub fn config(&self) -> &StoreConfig {
         &self.inner.config
     }
 
+    /// The store's directory.
     pub fn dir(&self) -> &Path {
         &self.inner.config.dir
     }

@@ -25,13 +25,59 @@ use serde::{Deserialize, Serialize};
 
 pub use parse::MAX_COUNT;
 
+/// A cluster description, expanded: the network and one [`NodeSpec`] per rank, in SI base units.
+/// Parse `cluster.toml` text with [`ClusterSpec::from_toml_str`], or a file with
+/// [`ClusterSpec::load`].
+///
+/// ```
+/// use std::path::Path;
+/// use mheta_format::ClusterSpec;
+///
+/// let text = r#"
+/// [network]
+/// latency = "60us"
+/// bandwidth = "125MB/s"
+///
+/// [[node]]          # ranks 0 and 1
+/// count = 2
+/// cpu = 1.0
+/// memory = "256MiB"
+/// disk_read = "200MB/s"
+/// disk_write = "150MB/s"
+/// disk_latency = "1ms"
+///
+/// [[node]]          # rank 2: half as fast, little memory, a slow disk
+/// cpu = 0.5
+/// memory = "12MiB"
+/// disk_read = "50MB/s"
+/// disk_write = "40MB/s"
+/// disk_latency = "8ms"
+/// "#;
+/// let cluster = ClusterSpec::from_toml_str(text, Path::new("cluster.toml"))?;
+/// assert_eq!(cluster.nodes.len(), 3);
+/// assert_eq!(cluster.network.latency_s, 60e-6);
+/// assert_eq!(cluster.network.bandwidth_bps, 125e6);
+/// assert_eq!(cluster.nodes[2].cpu, 0.5);
+/// assert_eq!(cluster.nodes[2].memory_bytes, 12 << 20);
+/// assert_eq!(cluster.nodes[2].disk_latency_s, 8e-3);
+///
+/// // A wrong unit is an error naming the file, the line, the column and the field.
+/// let bad = text.replace("\"8ms\"", "\"8 parsecs\"");
+/// let err = ClusterSpec::from_toml_str(&bad, Path::new("cluster.toml")).unwrap_err();
+/// assert!(err.to_string().starts_with("cluster.toml:"));
+/// assert!(err.to_string().contains("node.disk_latency"));
+/// # Ok::<(), mheta_format::cluster::ClusterError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClusterSpec {
+    /// The network between the nodes (`[network]`).
     pub network: NetworkSpec,
     /// One entry per rank, in rank order.
     pub nodes: Vec<NodeSpec>,
 }
 
+/// The emulated network (`[network]` in `cluster.toml`): every message costs `latency_s + bytes /
+/// bandwidth_bps` on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct NetworkSpec {
     /// One-way latency per message, seconds.
@@ -40,6 +86,7 @@ pub struct NetworkSpec {
     pub bandwidth_bps: f64,
 }
 
+/// One node (rank) of the cluster: one `[[node]]` table of `cluster.toml`, repeated `count` times.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct NodeSpec {
     /// Relative CPU power: 1.0 = this machine, 0.5 = half as fast.
@@ -57,18 +104,24 @@ pub struct NodeSpec {
 /// A problem with a cluster description. Every variant names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
+    /// The file could not be read.
     #[error("cannot read cluster file {}: {source}", path.display())]
     Read {
+        /// The file.
         path: PathBuf,
+        /// Why it could not be read.
         #[source]
         source: std::io::Error,
     },
+    /// The text is not a valid description: TOML syntax, an unknown or missing field, a wrong type,
+    /// unit or value.
     #[error(
         "{}:{line}:{column}: {}{message}",
         path.display(),
         field.as_ref().map(|f| format!("field `{f}`: ")).unwrap_or_default()
     )]
     Invalid {
+        /// The file (or the path given to [`ClusterSpec::from_toml_str`]).
         path: PathBuf,
         /// 1-based line of the offending text.
         line: usize,
@@ -76,6 +129,7 @@ pub enum ClusterError {
         column: usize,
         /// The field concerned (`node.memory`, `network.latency`, …), when one is.
         field: Option<String>,
+        /// What is wrong, as it follows "field `x`:" in the message.
         message: String,
     },
 }

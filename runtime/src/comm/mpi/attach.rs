@@ -40,6 +40,27 @@ pub struct Session {
 
 /// Reads `MHETA_*`, checks it, and attaches this rank. Every rank of `world` must call it.
 /// `world` must span all MPI processes (`universe.world()`).
+///
+/// The program keeps its own `mpi::initialize()` and communication; it asks the session for its
+/// rows and finishes it at the end. With no `MHETA_*` variable set the session records nothing
+/// and hands out Block rows. Run it under `mpirun` (`MHETA_INSTRUMENT=1 mpirun -np 4 prog` writes
+/// measurements); the variables are listed in [`crate::attach`].
+///
+/// ```no_run
+/// use mheta_runtime::comm::mpi::attach;
+///
+/// fn main() -> Result<(), mheta_runtime::Error> {
+///     let universe = mpi::initialize().expect("MPI is initialised once");
+///     let world = universe.world();
+///     let session = attach(&world)?; // reads and checks MHETA_*
+///     let mine = session.rows(1000); // this rank's rows of 1000: Block unless MHETA_DISTRIBUTION
+///     let local = vec![0.0f64; mine.len()];
+///     // ... call the #[mheta::solver] function on `local` ...
+///     drop(local);
+///     session.finish()?; // rank 0 writes what was asked for
+///     Ok(())
+/// }
+/// ```
 pub fn attach<C: Communicator>(world: &C) -> Result<Session, Error> {
     let env = EnvSettings::from_env()?;
     crate::malloc::pin();
