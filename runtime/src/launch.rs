@@ -29,7 +29,8 @@ use crate::rank::rank_work;
 pub const MAX_THREAD_RANKS: usize = 4096;
 const RANK_STACK_BYTES: usize = 8 << 20;
 
-/// Run `f` on every rank with the flags in `args`; returns every rank's result in rank order.
+/// Run `f` on every rank with the flags in `args`; returns every rank's result in rank order
+/// (threads backend), or this process's rank's result alone (`--backend mpi`).
 ///
 /// Each rank runs `f` on a thread of its own (`--backend threads`, the default), or as this MPI
 /// process (`--backend mpi`). When a rank's closure fails or panics, every other rank's
