@@ -13,8 +13,12 @@ use std::collections::HashMap;
 /// range, and the alias's own first index adds to it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Alias {
+    /// The array viewed (never itself an alias: aliases of aliases are resolved).
     pub var: String,
+    /// The index expressions that select the view, outermost first.
     pub dims: Vec<syn::Expr>,
+    /// The last of `dims` is the start of a range (`&cur[lo..hi]`), to which the alias's own
+    /// first index adds; otherwise the alias's indices follow `dims`.
     pub open: bool,
 }
 

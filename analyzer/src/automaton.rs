@@ -14,19 +14,30 @@ use mheta_format::StageKind;
 use crate::diagnostics::{Diagnostic, Loc};
 use crate::lower::{LoopRole, Lowered, Token};
 
+/// A state of the automaton (DESIGN §3.6). The three ε states are left without consuming a
+/// token ([`State::is_epsilon`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum State {
+    /// Between the items of a section: the next token opens a stage, a tile loop or a nested
+    /// iteration, or an event closes the section.
     Section,
     /// ε: attach the pending event to the section and start the next one.
     SectionNext,
+    /// Inside an implicit stage (one that began with a statement): statements and I/O are
+    /// recorded until a loop, an event or the end of the iteration closes it.
     Stage,
     /// ε: count the loop just entered.
     LoopStart,
+    /// Inside a stage loop, `loops` deep: every token up to its end is recorded into the stage.
     Loop,
     /// ε: leave the stage when its outermost loop ended.
     LoopEnd,
+    /// A tile loop has just been opened: the next token, an event, is its receive.
     TileStart,
+    /// Inside a tile loop between its stages: statements and loops open stages of the tile, an
+    /// event is the tile's send, the tile loop's end closes it.
     Tile,
+    /// The iteration has ended (`IterEnd`); later tokens are ignored.
     Done,
 }
 
@@ -36,6 +47,8 @@ impl State {
         matches!(self, State::SectionNext | State::LoopStart | State::LoopEnd)
     }
 
+    /// The state's name as written in DESIGN §3.6's table (`SECTION`, `LOOP_START`, …), for
+    /// traces.
     pub fn name(self) -> &'static str {
         match self {
             State::Section => "SECTION",
@@ -54,11 +67,19 @@ impl State {
 /// The seed's automaton variables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Vars {
+    /// Sections closed so far: the index of the section being built.
     pub section: u32,
+    /// Stages closed so far in the current section (in the current tile loop while `in_tile`):
+    /// the index of the next stage.
     pub stage: u32,
+    /// Tile loops closed so far in the current section.
     pub tile: u32,
+    /// Loop nesting depth inside the current stage loop; 0 outside one.
     pub loops: u32,
+    /// An event has closed the current stage and is about to close the section (set on the way
+    /// into `SECTION_NEXT`, cleared by its ε move).
     pub next: bool,
+    /// The current stage began with a statement rather than a loop (stage kind `implicit`).
     pub implicit: bool,
     /// Inside a tile loop (the seed's `tile` flag): stages go into the tile.
     pub in_tile: bool,
@@ -67,34 +88,59 @@ pub struct Vars {
 /// A stage as the automaton delimits it: its kind and the tokens it recorded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StageOut {
+    /// `Loop` when the stage began with a loop, `Implicit` when it began with a statement.
     pub kind: StageKind,
+    /// The tokens of the stage in order, the first one included; a loop stage also holds the
+    /// `LoopStart`/`LoopEnd` tokens of its loops.
     pub tokens: Vec<Token>,
 }
 
+/// A tile loop as the automaton delimits it: a pipelined loop that receives, computes in
+/// stages, then sends (DESIGN §3.6, pattern `pipeline`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TileOut {
+    /// The tile loop, an index into [`Lowered::loops`].
     pub loop_id: usize,
+    /// The receive that opens each tile, an index into [`Lowered::events`]; `None` when the
+    /// loop's first token was not an event.
     pub recv: Option<usize>,
+    /// The send that ends each tile, an index into [`Lowered::events`]; `None` when the tile
+    /// does not send.
     pub send: Option<usize>,
+    /// The stages between the receive and the send, in order.
     pub stages: Vec<StageOut>,
 }
 
+/// One item of a section, in source order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ItemOut {
+    /// A stage outside any tile loop.
     Stage(StageOut),
+    /// A tile loop with its own stages.
     Tiles(TileOut),
 }
 
+/// A section: the stages and tile loops up to the communication event that closes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SectionOut {
+    /// Its stages and tile loops, in order.
     pub items: Vec<ItemOut>,
+    /// The event that closes the section, an index into [`Lowered::events`]; `None` when the
+    /// end of the iteration or the boundary of a nested iteration closed it instead.
     pub comm: Option<usize>,
+    /// The innermost nested iteration the section belongs to, an index into
+    /// [`Outline::groups`]; `None` at the main loop's top level.
     pub group: Option<u32>,
 }
 
+/// A nested iteration (DESIGN §3.4): a repeated group whose sections run once per trip of its
+/// loop.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupOut {
+    /// The nested loop, an index into [`Lowered::loops`].
     pub loop_id: usize,
+    /// The group this one is nested in, an index into [`Outline::groups`]; `None` at the main
+    /// loop's top level.
     pub parent: Option<u32>,
 }
 
@@ -103,13 +149,19 @@ pub struct GroupOut {
 pub struct TraceStep {
     /// `None` for an ε move.
     pub token: Option<Token>,
+    /// State and variables before the step.
     pub before: Snapshot,
+    /// State and variables after the step.
     pub after: Snapshot,
 }
 
+/// The automaton's state and variables at one moment. `Display` writes it as in the trace:
+/// `STAGE [section=0 stage=1 tile=0 loops=0 next=false implicit=true]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Snapshot {
+    /// The state.
     pub state: State,
+    /// The variables.
     pub vars: Vars,
 }
 
@@ -134,15 +186,21 @@ impl fmt::Display for Snapshot {
 /// What the automaton produced.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Outline {
+    /// The sections in the order they were closed; those of a nested iteration name its group.
     pub sections: Vec<SectionOut>,
+    /// The nested iterations, numbered in the order they were entered.
     pub groups: Vec<GroupOut>,
+    /// Every step, ε moves included, for `mheta analyze --trace`.
     pub trace: Vec<TraceStep>,
+    /// Communication the automaton could not place (inside a stage loop, a second send in a
+    /// tile) and internal inconsistencies, each reported once.
     pub diags: Vec<Diagnostic>,
 }
 
 /// What a step did with its token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
+    /// The token was used up: feed the next one.
     Consumed,
     /// The token must be fed again in the new state (an ε move "same token").
     Again,
@@ -151,7 +209,9 @@ pub enum Outcome {
 /// The automaton over one lowered main-loop body.
 pub struct Machine<'a> {
     lowered: &'a Lowered,
+    /// The current state.
     pub state: State,
+    /// The seed's variables as they stand.
     pub vars: Vars,
     items: Vec<ItemOut>,
     stage: Option<StageOut>,
@@ -159,10 +219,13 @@ pub struct Machine<'a> {
     pending: Option<usize>,
     /// Open nested iterations: (group id, loop id).
     groups: Vec<(u32, usize)>,
+    /// What the machine has produced so far; complete once `IterEnd` has been fed.
     pub out: Outline,
 }
 
 impl<'a> Machine<'a> {
+    /// A machine at the start: state `SECTION`, all variables zero, nothing produced; tokens
+    /// fed to it index `lowered`'s tables.
     pub fn new(lowered: &'a Lowered) -> Self {
         Machine {
             lowered,

@@ -19,12 +19,17 @@ use crate::sources::SourceMap;
 /// peer as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommValue {
+    /// What the value is: a universe, communicator, process, request(s) or context.
     pub kind: ValueKind,
+    /// The API it belongs to, which names its calls (`mpi::…` or `comm::…`).
     pub family: Family,
+    /// For a process, the rank it stands for as written (`r` of `process_at_rank(r)`, `any`,
+    /// `rank`); `None` for other values and for a process whose rank is not visible.
     pub peer: Option<String>,
 }
 
 impl CommValue {
+    /// A value of this kind and family, with no peer.
     pub fn new(kind: ValueKind, family: Family) -> Self {
         CommValue {
             kind,
@@ -77,6 +82,8 @@ impl Env {
         }
     }
 
+    /// Binds `name` to a communicator value, or with `None` forgets what it was bound to (a
+    /// `let` that rebinds the name to something else).
     pub fn bind(&mut self, name: &str, value: Option<CommValue>) {
         match value {
             Some(v) => self.values.insert(name.to_string(), v),
@@ -84,6 +91,7 @@ impl Env {
         };
     }
 
+    /// The communicator value bound to `name` by a `let` or a parameter, if any.
     pub fn get(&self, name: &str) -> Option<&CommValue> {
         self.values.get(name)
     }
@@ -463,13 +471,16 @@ pub fn pattern_idents(pat: &syn::Pat) -> Vec<String> {
 /// Source text and locations for one file's syntax.
 #[derive(Clone, Copy)]
 pub struct Text<'a> {
+    /// The loaded sources that locations point into.
     pub sources: &'a SourceMap,
+    /// The file the syntax was parsed from.
     pub file: FileId,
     /// The inline site this text was reached through (0: not inlined).
     pub via: u32,
 }
 
 impl Text<'_> {
+    /// The location of a span of this file, reached through this text's inline site.
     pub fn loc(&self, span: proc_macro2::Span) -> Loc {
         Loc::of(self.file, span).via(self.via)
     }

@@ -11,12 +11,15 @@ use mheta_format::Pattern;
 /// What a catalogued call does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallKind {
+    /// A point-to-point send, blocking or not (`send`, `immediate_send`, …).
     Send,
+    /// A point-to-point receive, blocking or not (`receive_into`, `immediate_receive_into`, …).
     Receive,
     /// A combined send and receive (`send_receive_into`).
     Exchange,
     /// Completion of a non-blocking request (`wait`, `test`, `wait_all`).
     Complete,
+    /// A collective operation, with its pattern (reduction, broadcast, barrier, gather, …).
     Collective(Pattern),
 }
 
@@ -30,6 +33,8 @@ pub enum Family {
 }
 
 impl Family {
+    /// The prefix of the family's call names in [`CallSite::api`](crate::ir::CallSite::api):
+    /// `mpi` or `comm`.
     pub fn prefix(self) -> &'static str {
         match self {
             Family::Mpi => "mpi",
@@ -41,7 +46,9 @@ impl Family {
 /// One catalogued method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
+    /// The method or free function's name.
     pub name: &'static str,
+    /// What a call of it does.
     pub kind: CallKind,
     /// For runtime point-to-point calls: the peer is the first argument.
     pub peer_arg: bool,
@@ -192,7 +199,8 @@ const RUNTIME: &[Entry] = &[
 ];
 
 /// Methods of the runtime's communicator types that do not communicate: queries and the
-/// request's non-blocking state check. Together with [`RUNTIME`] this covers the runtime API.
+/// request's non-blocking state check. Together with the runtime's entries ([`method`] with
+/// [`Family::Runtime`]) this covers the runtime API.
 pub const RUNTIME_NON_COMMUNICATION: &[&str] = &["rank", "size", "is_complete", "emulated_network"];
 
 /// Free functions of rsmpi that communicate (`mpi::request::wait_all(&mut reqs)`, …).
@@ -249,6 +257,8 @@ pub fn derived_value(name: &str) -> Option<ValueKind> {
 pub enum ValueKind {
     /// `mpi::initialize()`'s result; only `.world()` leads to communication.
     Universe,
+    /// A communicator (`universe.world()`, `ctx.comm()`, a `&SimpleCommunicator` parameter):
+    /// catalogued methods on it are communication.
     Communicator,
     /// A peer (`world.process_at_rank(r)`).
     Process,

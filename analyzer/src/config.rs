@@ -33,52 +33,89 @@ use crate::diagnostics::{Diagnostic, Diagnostics};
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    /// `[solver]`: functions to analyse as solvers.
     pub solver: SolverConfig,
+    /// `[comm]`: communication the catalogue does not know.
     pub comm: CommConfig,
+    /// `[io]`: user functions that do I/O on a variable.
     pub io: IoConfig,
+    /// `[variables]`: variable classes forced over the analysis.
     pub variables: VariablesConfig,
 }
 
+/// `[solver]` of `mheta.toml` (DESIGN §3.2).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SolverConfig {
+    /// Solver functions, each a name or a path suffix (`solve`, `Grid::run`), analysed as if
+    /// marked `#[mheta::solver]`. An entry that names no function of a loaded crate is an
+    /// error.
     pub functions: Vec<String>,
 }
 
+/// `[comm]` of `mheta.toml` (DESIGN §3.3).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CommConfig {
+    /// User functions or methods (names or path suffixes) each of whose calls is one
+    /// communication event (rule 2), as if marked `#[mheta::comm]`.
     pub functions: Vec<String>,
+    /// Variables (`world`) or field accesses (`grid.comm`, or the field name alone) that are
+    /// communicators; they are taken as rsmpi communicators.
     pub communicators: Vec<String>,
+    /// The pattern of the events a user function's calls form, by function name or path suffix
+    /// (`exchange_halo = "nearest_neighbor"`); it overrides the pattern the calls suggest.
     pub patterns: BTreeMap<String, Pattern>,
 }
 
+/// `[io]` of `mheta.toml`: user functions or methods, by name, that move a variable's data
+/// to or from storage. The variable is the receiver of a method or the first argument of a
+/// function.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct IoConfig {
+    /// Functions that read a variable's data.
     pub read: Vec<String>,
+    /// Functions that write a variable's data.
     pub write: Vec<String>,
+    /// Functions that start reading a variable's data ahead of its use.
     pub prefetch: Vec<String>,
+    /// Functions that wait for a prefetch to complete.
     pub wait: Vec<String>,
 }
 
+/// `[variables]` of `mheta.toml` (DESIGN §3.7): classes that override the analysis, by
+/// variable name.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct VariablesConfig {
+    /// Variables classed distributed (partitioned over the ranks).
     pub distributed: Vec<String>,
+    /// Variables classed replicated (whole on every rank); this wins when a name is in both
+    /// lists.
     pub replicated: Vec<String>,
 }
 
 /// Errors reading `mheta.toml`.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The file exists but could not be read.
     #[error("cannot read `{file}`: {source}")]
     Read {
+        /// The file's path.
         file: String,
+        /// Why reading failed.
         source: std::io::Error,
     },
+    /// The text is not valid TOML or does not fit the schema (an unknown table or field, a
+    /// pattern that does not exist).
     #[error("{file}: {message}")]
-    Parse { file: String, message: String },
+    Parse {
+        /// The file's path.
+        file: String,
+        /// The TOML parser's message, with the line and the offending field.
+        message: String,
+    },
 }
 
 /// Parses the text of a `mheta.toml`; `file` names it in errors.
@@ -114,14 +151,17 @@ pub fn names(entry: &str, path: &str) -> bool {
 }
 
 impl Config {
+    /// Whether `[solver] functions` names the function at `path`.
     pub fn is_solver(&self, path: &str) -> bool {
         self.solver.functions.iter().any(|e| names(e, path))
     }
 
+    /// Whether `[comm] functions` names the function at `path`: each of its calls is one event.
     pub fn is_comm_function(&self, path: &str) -> bool {
         self.comm.functions.iter().any(|e| names(e, path))
     }
 
+    /// The pattern `[comm] patterns` gives the function at `path`, if any.
     pub fn comm_pattern(&self, path: &str) -> Option<Pattern> {
         self.comm
             .patterns

@@ -15,15 +15,21 @@ pub use crate::sources::{FileId, Loc};
 /// One problem found while analysing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Diagnostic {
+    /// Error or warning. Any error makes the analysis fail (`mheta analyze` exits with 1).
     pub level: Level,
+    /// The headline, after `error: ` or `warning: `.
     pub message: String,
+    /// Where the problem is; `None` when it has no place in the sources (an unreadable file, a
+    /// bad `mheta.toml`).
     pub loc: Option<Loc>,
     /// Text under the caret in the snippet.
     pub label: String,
+    /// Lines printed after the snippet, each as `= …`.
     pub notes: Vec<String>,
 }
 
 impl Diagnostic {
+    /// An error with no label and no notes.
     pub fn error(message: impl Into<String>, loc: Option<Loc>) -> Self {
         Diagnostic {
             level: Level::Error,
@@ -34,6 +40,7 @@ impl Diagnostic {
         }
     }
 
+    /// A warning with no label and no notes.
     pub fn warning(message: impl Into<String>, loc: Option<Loc>) -> Self {
         Diagnostic {
             level: Level::Warning,
@@ -44,11 +51,13 @@ impl Diagnostic {
         }
     }
 
+    /// The same diagnostic with `label` under the caret.
     pub fn with_label(mut self, label: impl Into<String>) -> Self {
         self.label = label.into();
         self
     }
 
+    /// The same diagnostic with one more note.
     pub fn with_note(mut self, note: impl Into<String>) -> Self {
         self.notes.push(note.into());
         self
@@ -69,12 +78,14 @@ impl Diagnostic {
 pub struct Diagnostics(pub Vec<Diagnostic>);
 
 impl Diagnostics {
+    /// Adds a diagnostic unless an equal one is already there.
     pub fn push(&mut self, diagnostic: Diagnostic) {
         if !self.0.contains(&diagnostic) {
             self.0.push(diagnostic);
         }
     }
 
+    /// Whether any diagnostic is an error.
     pub fn has_errors(&self) -> bool {
         self.0.iter().any(|d| d.level == Level::Error)
     }

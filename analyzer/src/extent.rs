@@ -16,6 +16,7 @@ use syn::{AttrStyle, Attribute, Expr};
 /// A syntax node's span, equal to [`Spanned::span`]: its first token's span joined with its
 /// last's.
 pub trait Extent {
+    /// The node's span: from the start of its first token to the end of its last.
     fn extent(&self) -> Span;
 }
 

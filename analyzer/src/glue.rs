@@ -37,11 +37,15 @@ pub fn is_glue(e: &syn::Expr) -> bool {
 
 /// The glue predicate, knowing which local closures are glue.
 pub struct Glue<'a> {
+    /// Local closures whose bodies are glue (`let lo = |k| k * n;`): calling one is glue.
     pub closures: &'a BTreeSet<String>,
+    /// Arrays holding the program's data: reading one of their elements is not glue, slicing
+    /// them is.
     pub data: &'a BTreeSet<String>,
 }
 
 impl Glue<'_> {
+    /// Whether an expression is glue.
     pub fn expr(&self, e: &syn::Expr) -> bool {
         use syn::Expr::*;
         let g = |e: &syn::Expr| self.expr(e);
@@ -118,6 +122,8 @@ impl Glue<'_> {
         }
     }
 
+    /// Whether a method call is glue: an envelope-sized or copying method, iterating only over
+    /// a range or a literal list of ranks, with glue receiver and arguments.
     pub fn method_call(&self, m: &syn::ExprMethodCall) -> bool {
         let name = m.method.to_string();
         // Iterating is glue only over a range (ranks, tags), never over data.
@@ -156,6 +162,8 @@ impl Glue<'_> {
             && m.args.iter().all(arg)
     }
 
+    /// Whether a function call is glue: a constructor or conversion ([`wraps`]) or a glue
+    /// closure, with glue arguments.
     pub fn call(&self, c: &syn::ExprCall) -> bool {
         let closure = matches!(&*c.func, syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| self.closures.contains(&i.to_string())));
         (wraps(c) || closure) && c.args.iter().all(|a| self.expr(a))

@@ -14,12 +14,17 @@ use crate::diagnostics::Loc;
 pub struct CallSite {
     /// Catalogue name: `mpi::send`, `comm::all_reduce`, or the user function's path.
     pub api: String,
+    /// What the call does: send, receive, exchange, request completion or a collective.
     pub kind: CallKind,
     /// The peers of a point-to-point call (both of `send_receive_into(.., &right, .., &left)`),
     /// or the root of a rooted collective, as written.
     pub peers: Vec<String>,
+    /// The message (buffer) argument as written, without its leading `&`; `None` for a request
+    /// completion or when no argument is visible (an uncatalogued communication function).
     pub message: Option<String>,
+    /// The element type when the call names it (`reduce_into::<f64>`); `None` otherwise.
     pub elem_type: Option<String>,
+    /// Where the call is written.
     pub loc: Loc,
     /// A pattern named in mheta.toml for the user function this call belongs to.
     pub pattern_hint: Option<Pattern>,
@@ -31,31 +36,47 @@ pub struct CallSite {
 /// An array element access `var[d0][d1]…` (dimension expressions kept for classification).
 #[derive(Debug, Clone)]
 pub struct IndexAccess {
+    /// The array indexed, after slice aliases are resolved to the array they view.
     pub var: String,
+    /// The index expressions, outermost first (`d0`, `d1`, …).
     pub dims: Vec<syn::Expr>,
+    /// The element is written (assigned to), not only read.
     pub write: bool,
 }
 
+/// An I/O operation on a variable's data (DESIGN §3.7): a method of the runtime's out-of-core
+/// array or a function or method named in mheta.toml's `[io]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IoCall {
+    /// Read, write, prefetch or wait.
     pub op: IoKind,
+    /// The variable whose data moves (the receiver or first argument, as written when it is
+    /// not a plain variable).
     pub var: String,
+    /// Where the call is written.
     pub loc: Loc,
 }
 
 /// A statement without loops inside (closures that are not loops are part of it).
 #[derive(Debug, Clone, Default)]
 pub struct Stmt {
+    /// Where the statement is written; `None` only for a statement not scanned from source.
     pub loc: Option<Loc>,
+    /// Variables the statement reads.
     pub reads: Vec<String>,
+    /// Variables the statement writes: assigned, mutated through a method or a `&mut`, or
+    /// declared by its `let`.
     pub writes: Vec<String>,
     /// Names this statement declares (`let`), which are local when inside a loop.
     pub declares: Vec<String>,
     /// `let name = init` with a single name: the initialiser, for index aliases such as
     /// `let c = i * cols + j; field[c - cols]`.
     pub defs: Vec<(String, syn::Expr)>,
+    /// Its array element accesses, for affine index coefficients and stencil detection.
     pub accesses: Vec<IndexAccess>,
+    /// Its communication calls, in source order.
     pub calls: Vec<CallSite>,
+    /// Its I/O operations, in source order.
     pub io: Vec<IoCall>,
     /// Only prepares or unpacks a message envelope (DESIGN §3.4).
     pub glue: bool,
@@ -90,15 +111,23 @@ impl Stmt {
     }
 }
 
+/// The syntax a loop is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LoopKind {
+    /// `for pat in iterable { .. }`.
     For,
+    /// `while cond { .. }` or `while let pat = expr { .. }`.
     While,
+    /// `loop { .. }`.
     Loop,
+    /// An iterator chain with per-element closures or consuming data (`a.iter().map(..).sum()`,
+    /// `par_iter().for_each(..)`).
     Iterator,
 }
 
 impl LoopKind {
+    /// The kind's name in the structure file (`main_loop.kind`) and in traces: `for`, `while`,
+    /// `loop` or `iterator`.
     pub fn as_str(self) -> &'static str {
         match self {
             LoopKind::For => "for",
@@ -109,9 +138,12 @@ impl LoopKind {
     }
 }
 
+/// A loop: a loop expression or an iterator chain over a range or collection (DESIGN §3.5).
 #[derive(Debug, Clone)]
 pub struct Loop {
+    /// Where the loop is written.
     pub loc: Loc,
+    /// Which syntax it is.
     pub kind: LoopKind,
     /// Variables the loop binds (`i` in `for i in ..`, closure parameters).
     pub vars: Vec<String>,
@@ -123,6 +155,7 @@ pub struct Loop {
     pub trip_count: String,
     /// The header's own effects (iterable expression, the `let` an iterator chain feeds).
     pub header: Stmt,
+    /// The loop's body, in source order.
     pub body: Vec<Node>,
     /// Marked `#[mheta::iterate]`.
     pub iterate: bool,
@@ -186,23 +219,33 @@ impl Loop {
     }
 }
 
+/// An `if`/`else if`/`else` chain level or a `match` whose arms hold loops, communication or
+/// further branches (any other is one [`Stmt`]).
 #[derive(Debug, Clone)]
 pub struct Branch {
+    /// Where the whole `if` or `match` is written.
     pub loc: Loc,
     /// The same branch in the other arm of an alternating branch.
     pub alt: Option<Loc>,
+    /// The effects of the condition (or of the `match` scrutinee).
     pub cond: Stmt,
     /// The condition of an `if` (not of a `match`), for guards on the iteration counter.
     pub cond_expr: Option<syn::Expr>,
     /// The condition as written.
     pub cond_text: String,
+    /// The arms in source order: for an `if`, the then-block and the `else` if there is one;
+    /// for a `match`, one per arm.
     pub arms: Vec<Vec<Node>>,
 }
 
+/// A node of a function body's tree.
 #[derive(Debug, Clone)]
 pub enum Node {
+    /// A statement without loops inside.
     Stmt(Stmt),
+    /// A loop, with its body.
     Loop(Loop),
+    /// A branch whose arms hold structure.
     Branch(Branch),
 }
 
@@ -331,6 +374,7 @@ impl Node {
         }
     }
 
+    /// Where the node is written (`None` only for a statement not scanned from source).
     pub fn loc(&self) -> Option<Loc> {
         match self {
             Node::Stmt(s) => s.loc,

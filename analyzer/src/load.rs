@@ -19,8 +19,12 @@ const MAX_MODULE_DEPTH: usize = 32;
 /// A loaded program: sources, the functions and struct fields found in them, and the config.
 #[derive(Debug, Default)]
 pub struct Program {
+    /// The package name from Cargo.toml (the directory's name when it has none), or the stem of
+    /// a single file's name.
     pub crate_name: String,
+    /// The text of every file loaded, parsed or not.
     pub sources: SourceMap,
+    /// Every free function and every method of an `impl` block, in the order loaded.
     pub functions: Vec<Function>,
     /// Struct fields `(name, type)` of every struct in the program (for communicator fields).
     pub fields: Vec<(String, syn::Type)>,
@@ -28,6 +32,7 @@ pub struct Program {
     pub by_name: std::collections::HashMap<String, Vec<usize>>,
     /// The fields among `fields` whose type is a communicator (filled by the analysis).
     pub comm_fields: std::collections::HashMap<String, crate::binding::CommValue>,
+    /// The crate's `mheta.toml`; the default when there is none or a single file is loaded.
     pub config: Config,
     /// Names brought in by `use` anywhere in the program: local name → full path
     /// (`p2p` → `mpi::point_to_point`, `send_receive_into` → `mpi::point_to_point::send_receive_into`).
@@ -37,12 +42,17 @@ pub struct Program {
 /// A function or method with the module path it lives at.
 #[derive(Debug, Clone)]
 pub struct Function {
+    /// The function's own name (the last segment of `path`).
     pub name: String,
     /// `module::name` or `module::Type::name`, without the crate name.
     pub path: String,
+    /// The file it is written in.
     pub file: FileId,
+    /// Its attributes, where `#[mheta::solver]`, `#[mheta::comm]` and the like are looked for.
     pub attrs: Vec<syn::Attribute>,
+    /// Its signature; parameters whose type names a communicator are bound as communicators.
     pub sig: syn::Signature,
+    /// Its body.
     pub block: syn::Block,
     /// Whether the file imports `mheta::solver` (so a bare `#[solver]` means ours).
     pub solver_imported: bool,

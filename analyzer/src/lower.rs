@@ -20,11 +20,18 @@ mod branch;
 /// One token of the flattened main-loop body; the index points into [`Lowered`]'s tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Token {
+    /// A loop begins: an index into [`Lowered::loops`].
     LoopStart(usize),
+    /// The loop with this index into [`Lowered::loops`] ends.
     LoopEnd(usize),
+    /// A communication event: an index into [`Lowered::events`].
     Comm(usize),
+    /// An I/O operation on a variable: an index into [`Lowered::io`]. It comes right after the
+    /// `Stmt` token of the statement that performs it.
     Io(usize),
+    /// A statement without loops inside: an index into [`Lowered::stmts`].
     Stmt(usize),
+    /// The end of one iteration of the main loop; always the last token.
     IterEnd,
 }
 
@@ -39,23 +46,38 @@ pub enum LoopRole {
     Nested,
 }
 
+/// A loop of the lowered body: what the automaton, classification and the structure need of
+/// an [`ir::Loop`](crate::ir::Loop), with the role lowering gave it.
 #[derive(Debug, Clone)]
 pub struct LoopInfo {
+    /// Where the loop is written.
     pub loc: Loc,
+    /// Which syntax it is: `for`, `while`, `loop` or an iterator chain.
     pub kind: LoopKind,
+    /// Variables the loop binds (`i` in `for i in ..`, closure parameters).
     pub vars: Vec<String>,
+    /// Variables the loop's bounds or condition read.
     pub bound_reads: Vec<String>,
+    /// The iterable or condition as written.
     pub header_text: String,
+    /// Trip count when it can be read off (`2`, `k`), else `..`; the repeat count of a nested
+    /// iteration's group.
     pub trip_count: String,
+    /// The header's own effects (iterable expression, the `let` an iterator chain feeds); its
+    /// communication, if any, has become an event of its own.
     pub header: Stmt,
+    /// How the automaton treats the loop.
     pub role: LoopRole,
     /// The same loop in the other arm of an alternating branch.
     pub alt: Option<Loc>,
 }
 
+/// A communication event of the lowered body, indexed by [`Token::Comm`].
 #[derive(Debug, Clone)]
 pub struct Event {
+    /// The calls that form the event, the rule that formed it and where it is written.
     pub draft: EventDraft,
+    /// Its pattern, participants, message and element type.
     pub described: Described,
     /// The share of iterations the event runs in (below 1 under an iteration-counter guard).
     pub frequency: f64,
@@ -66,11 +88,19 @@ pub struct Event {
 /// Tokens plus the tables they index.
 #[derive(Debug, Clone, Default)]
 pub struct Lowered {
+    /// The main loop's body, depth first in source order, ending with [`Token::IterEnd`].
     pub tokens: Vec<Token>,
+    /// The loops, in the order they start; indexed by `LoopStart` and `LoopEnd`.
     pub loops: Vec<LoopInfo>,
+    /// The communication events, numbered in token order; indexed by `Comm`.
     pub events: Vec<Event>,
+    /// The statements, computing branch conditions and the computation taken out of an
+    /// event's arguments included; indexed by `Stmt`.
     pub stmts: Vec<Stmt>,
+    /// The I/O operations; indexed by `Io`.
     pub io: Vec<IoCall>,
+    /// Warnings from lowering: unexpanded macros, a tile loop inside a tile loop, and how a
+    /// branch that both communicates and computes was read.
     pub diags: Vec<Diagnostic>,
     /// The main loop's iteration counters (its loop variables, `it += 1` counters).
     counters: Vec<String>,

@@ -10,8 +10,11 @@ pub type FileId = usize;
 /// A source range: `file`, start and end as (1-based line, 0-based character column).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Loc {
+    /// The file, an index into [`SourceMap::files`].
     pub file: FileId,
+    /// The first character: (1-based line, 0-based character column).
     pub start: (u32, u32),
+    /// Just past the last character: (1-based line, 0-based character column).
     pub end: (u32, u32),
     /// Where the analysis reached this code through inlined calls: 0 in the function itself,
     /// else an inline site of the [`SourceMap`] ([`SourceMap::inline_site`]), so two inlined
@@ -67,15 +70,18 @@ struct InlineSites {
     by_call: std::collections::HashMap<Loc, u32>,
 }
 
+/// One loaded file.
 #[derive(Debug, Clone)]
 pub struct SourceFile {
     /// The name shown in spans: relative to the crate root, or the path as given.
     pub name: String,
+    /// The file's whole text, as read.
     pub text: String,
     line_starts: Vec<usize>,
 }
 
 impl SourceMap {
+    /// Adds a file under the name shown in spans; returns its id.
     pub fn add(&mut self, name: String, text: String) -> FileId {
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
@@ -87,6 +93,7 @@ impl SourceMap {
         self.files.len() - 1
     }
 
+    /// Every file, in the order added ([`FileId`] order).
     pub fn files(&self) -> &[SourceFile] {
         &self.files
     }

@@ -9,6 +9,8 @@ use petgraph::graph::{DiGraph, NodeIndex};
 
 use mheta_format::{CommEvent, SectionItem, Stage, Structure};
 
+/// The structure as a Graphviz DOT digraph (see the module documentation for its nodes and
+/// edges).
 pub fn render(structure: &Structure) -> String {
     let mut g: DiGraph<String, String> = DiGraph::new();
     for s in &structure.solvers {

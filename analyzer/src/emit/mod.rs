@@ -7,9 +7,12 @@ pub mod text;
 /// The output formats `mheta analyze --format` accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
+    /// `mheta-structure/1` JSON, the contract other tools read (the default).
     #[default]
     Json,
+    /// An indented text tree for people.
     Text,
+    /// A Graphviz DOT graph of sections, tiles, stages, events and their dependencies.
     Dot,
 }
 

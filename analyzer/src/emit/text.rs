@@ -4,6 +4,8 @@ use std::fmt::Write;
 
 use mheta_format::{CommEvent, Section, SectionItem, Span, Stage, Structure};
 
+/// The structure as an indented tree: the crate and its diagnostics, then each solver with its
+/// sections, their stages, tile loops and events.
 pub fn render(structure: &Structure) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "crate {}", structure.crate_name);
