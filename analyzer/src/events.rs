@@ -419,7 +419,7 @@ fn neighbour_list(name: &str, facts: &Facts) -> Option<Vec<String>> {
         syn::Expr::Array(a) => a.elems.into_iter().collect(),
         // `vec![a, b]` reads as the array `[a, b]`.
         syn::Expr::Macro(m) if m.mac.path.is_ident("vec") => {
-            match crate::scan::macro_args(&m.mac).as_slice() {
+            match &*crate::scan::macro_args(&m.mac) {
                 [syn::Expr::Array(a)] => a.elems.iter().cloned().collect(),
                 _ => return None,
             }

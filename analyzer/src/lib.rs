@@ -131,9 +131,33 @@ fn analyze_program(
     for (i, f) in program.functions.iter().enumerate() {
         program.by_name.entry(f.name.clone()).or_default().push(i);
     }
+    let (structure_diags, solvers) = scan::with_parsed_macros(&program.functions, || {
+        analyze_solvers(&program, &mut diags, options)
+    });
+    let structure = Structure {
+        schema: STRUCTURE_SCHEMA.to_string(),
+        crate_name: program.crate_name.clone(),
+        solvers: solvers.iter().map(|s| s.solver.clone()).collect(),
+        diagnostics: structure_diags,
+    };
+    Analysis {
+        structure,
+        diagnostics: diags.0,
+        solvers,
+        sources: program.sources,
+    }
+}
+
+/// Finds the solvers of a loaded program and analyses each: the structure's diagnostics and
+/// the solvers' analyses (their diagnostics also go to `diags`).
+fn analyze_solvers(
+    program: &load::Program,
+    diags: &mut Diagnostics,
+    options: &Options,
+) -> (Vec<mheta_runtime::format::Diagnostic>, Vec<SolverAnalysis>) {
     let global: Vec<Diagnostic> = diags.0.clone();
-    let comm_fns = body::communicating_functions(&program);
-    let found = solver::find(&program, &comm_fns);
+    let comm_fns = body::communicating_functions(program);
+    let found = solver::find(program, &comm_fns);
     let mut structure_diags: Vec<_> = global
         .iter()
         .map(|d| d.to_format(&program.sources))
@@ -152,22 +176,11 @@ fn analyze_program(
     }
     let mut solvers = Vec::new();
     for found in found {
-        let analysis = solver::analyze(&program, found, &comm_fns, options);
+        let analysis = solver::analyze(program, found, &comm_fns, options);
         for d in &analysis.diags {
             diags.push(d.clone());
         }
         solvers.push(analysis);
     }
-    let structure = Structure {
-        schema: STRUCTURE_SCHEMA.to_string(),
-        crate_name: program.crate_name.clone(),
-        solvers: solvers.iter().map(|s| s.solver.clone()).collect(),
-        diagnostics: structure_diags,
-    };
-    Analysis {
-        structure,
-        diagnostics: diags.0,
-        solvers,
-        sources: program.sources,
-    }
+    (structure_diags, solvers)
 }
