@@ -68,6 +68,19 @@ pub fn communicating_functions(program: &Program) -> Vec<bool> {
     let mut direct = vec![false; n];
     let mut callees: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
     for (i, f) in program.functions.iter().enumerate() {
+        if is_comm_attr(f) || program.config.is_comm_function(&f.path) {
+            // It communicates whatever its callees do.
+            direct[i] = true;
+            continue;
+        }
+        if let Some(calls) = plain_calls(program, f) {
+            // Building the body would find no communication and only these callees.
+            callees[i] = calls
+                .into_iter()
+                .filter_map(|c| inline::resolve_call(program, i, c))
+                .collect();
+            continue;
+        }
         let mut facts = Facts::default();
         let none = vec![false; n];
         let mut b = Builder::new(program, f, &none, &mut facts, vec![i], None);
@@ -79,9 +92,7 @@ pub fn communicating_functions(program: &Program) -> Vec<bool> {
                 .into_iter()
                 .filter_map(|c| UserCall::of(c).and_then(|u| b.resolve(u))),
         );
-        direct[i] = nodes.iter().any(Node::has_comm)
-            || is_comm_attr(f)
-            || program.config.is_comm_function(&f.path);
+        direct[i] = nodes.iter().any(Node::has_comm);
     }
     let mut comm = direct;
     loop {
@@ -96,6 +107,77 @@ pub fn communicating_functions(program: &Program) -> Vec<bool> {
             return comm;
         }
     }
+}
+
+/// The function calls of `f`'s body (`f(..)`, `m::f(..)`, in closures too), when no call in it
+/// can be communication and no method call can be of a user function: no method of a name the
+/// catalogue lists, no catalogued free function (through `use` names) and no method named like a
+/// function of the program, in the body or the macro arguments that scanning reads. Such a body
+/// needs no binding analysis to know it does not communicate and what it calls.
+fn plain_calls<'f>(program: &Program, f: &'f Function) -> Option<Vec<&'f syn::ExprCall>> {
+    struct Calls<'p, 'f> {
+        program: &'p Program,
+        imports: Env,
+        calls: Vec<&'f syn::ExprCall>,
+        plain: bool,
+    }
+    impl Calls<'_, '_> {
+        /// Whether a method or free function of this name may be communication or a user method.
+        fn may_communicate(&self, call: UserCall<'_>) -> bool {
+            use crate::catalogue::{free_function, method, Family};
+            match call {
+                UserCall::Method(m) => {
+                    let name = m.method.to_string();
+                    self.program.by_name.contains_key(&name)
+                        || [Family::Mpi, Family::Runtime]
+                            .into_iter()
+                            .any(|f| method(f, &name).is_some())
+                }
+                UserCall::Call(c) => match &*c.func {
+                    syn::Expr::Path(p) => {
+                        let segs = crate::scan::path_idents(&p.path);
+                        let segs = self.imports.resolve_path(&segs);
+                        segs.last().is_some_and(|l| free_function(l).is_some())
+                    }
+                    _ => false,
+                },
+            }
+        }
+    }
+    impl<'f> syn::visit::Visit<'f> for Calls<'_, 'f> {
+        fn visit_expr_call(&mut self, c: &'f syn::ExprCall) {
+            self.plain &= !self.may_communicate(UserCall::Call(c));
+            self.calls.push(c);
+            syn::visit::visit_expr_call(self, c);
+        }
+        fn visit_expr_method_call(&mut self, m: &'f syn::ExprMethodCall) {
+            self.plain &= !self.may_communicate(UserCall::Method(m));
+            syn::visit::visit_expr_method_call(self, m);
+        }
+        fn visit_macro(&mut self, m: &'f syn::Macro) {
+            if crate::scan::scans_macro(m) {
+                // The arguments are not the body's own calls (`calls_in` does not see them).
+                let args = crate::scan::macro_args(m);
+                let mut inner = Calls {
+                    program: self.program,
+                    imports: self.imports.clone(),
+                    calls: Vec::new(),
+                    plain: true,
+                };
+                args.iter()
+                    .for_each(|e| syn::visit::Visit::visit_expr(&mut inner, e));
+                self.plain &= inner.plain;
+            }
+        }
+    }
+    let mut v = Calls {
+        program,
+        imports: Env::new(&Default::default(), &program.config, program.imports.clone()),
+        calls: Vec::new(),
+        plain: true,
+    };
+    syn::visit::Visit::visit_block(&mut v, &f.block);
+    v.plain.then_some(v.calls)
 }
 
 /// Builds the body of function `index` with full interprocedural expansion.

@@ -382,13 +382,13 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
     }
 
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
-        let name = m
-            .path
-            .segments
-            .last()
-            .map(|s| s.ident.to_string())
-            .unwrap_or_default();
-        if !KNOWN_MACROS.contains(&name.as_str()) {
+        if !scans_macro(m) {
+            let name = m
+                .path
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
             let loc = self.s.text.loc(m.extent());
             self.out.opaque_macros.push((name, loc));
             return;
@@ -407,6 +407,14 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
             self.visit_expr(&init.expr);
         }
     }
+}
+
+/// Whether scanning reads a macro's arguments (a macro it knows takes plain expressions).
+pub fn scans_macro(m: &syn::Macro) -> bool {
+    m.path
+        .segments
+        .last()
+        .is_some_and(|s| KNOWN_MACROS.iter().any(|k| s.ident == k))
 }
 
 /// The expressions inside a function-like macro invocation (`vec![x; n]`, `println!("{}", a)`).

@@ -10,6 +10,7 @@ use super::{is_comm_attr, peel, Builder, Facts};
 use crate::binding::{pattern_idents, Env};
 use crate::diagnostics::{Diagnostic, Loc};
 use crate::ir::{CallSite, Node};
+use crate::load::Program;
 use crate::scan::UserCall;
 
 /// How deep user functions are inlined.
@@ -20,36 +21,7 @@ impl Builder<'_, '_> {
     pub(super) fn resolve(&self, call: UserCall<'_>) -> Option<usize> {
         let fns = &self.program.functions;
         match call {
-            UserCall::Call(c) => {
-                let syn::Expr::Path(p) = &*c.func else {
-                    return None;
-                };
-                let segs: Vec<String> = p
-                    .path
-                    .segments
-                    .iter()
-                    .map(|s| s.ident.to_string())
-                    .filter(|s| !matches!(s.as_str(), "crate" | "self" | "super" | "Self"))
-                    .collect();
-                let wanted = segs.join("::");
-                let here = self
-                    .program
-                    .functions
-                    .get(*self.stack.last()?)
-                    .map(|f| f.file);
-                let by_name = self.program.by_name.get(segs.last()?)?;
-                let mut candidates: Vec<usize> = by_name
-                    .iter()
-                    .copied()
-                    .filter(|&i| {
-                        crate::config::names(&wanted, &fns[i].path)
-                            && fns[i].sig.receiver().is_none()
-                            || (segs.len() >= 2 && crate::config::names(&wanted, &fns[i].path))
-                    })
-                    .collect();
-                candidates.sort_by_key(|&i| Some(fns[i].file) != here);
-                candidates.first().copied()
-            }
+            UserCall::Call(c) => resolve_call(self.program, *self.stack.last()?, c),
             UserCall::Method(m) => {
                 // The crate's own methods of that name first: a method no function of the crate
                 // is named after needs no look at its receiver (which walks the chain below it).
@@ -257,6 +229,35 @@ impl Builder<'_, '_> {
             Some(Expansion::Inline(nodes))
         }
     }
+}
+
+/// Resolves a call of a free function or an associated function (`f(..)`, `m::f(..)`) made in
+/// function `here` (functions of its own file first).
+pub(super) fn resolve_call(program: &Program, here: usize, c: &syn::ExprCall) -> Option<usize> {
+    let fns = &program.functions;
+    let syn::Expr::Path(p) = &*c.func else {
+        return None;
+    };
+    let segs: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .filter(|s| !matches!(s.as_str(), "crate" | "self" | "super" | "Self"))
+        .collect();
+    let wanted = segs.join("::");
+    let here = fns.get(here).map(|f| f.file);
+    let by_name = program.by_name.get(segs.last()?)?;
+    let mut candidates: Vec<usize> = by_name
+        .iter()
+        .copied()
+        .filter(|&i| {
+            crate::config::names(&wanted, &fns[i].path) && fns[i].sig.receiver().is_none()
+                || (segs.len() >= 2 && crate::config::names(&wanted, &fns[i].path))
+        })
+        .collect();
+    candidates.sort_by_key(|&i| Some(fns[i].file) != here);
+    candidates.first().copied()
 }
 
 enum Expansion {
