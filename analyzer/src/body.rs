@@ -8,6 +8,7 @@
 //! single statement whose calls are the function's (rule 2); a function that mixes
 //! communication and computation is inlined (depth-limited, recursion reported).
 
+use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 
 use crate::binding::{pattern_idents, type_value, Env, Text};
@@ -62,30 +63,74 @@ impl Facts {
     }
 }
 
-/// Which functions communicate, directly or through callees (the inlining worklist's filter).
-pub fn communicating_functions(program: &Program) -> Vec<bool> {
+/// A function body as [`build_function`] builds it.
+#[derive(Debug)]
+pub struct Built {
+    pub nodes: Vec<Node>,
+    pub facts: Facts,
+    /// The user functions called directly from the body.
+    pub called: BTreeSet<usize>,
+}
+
+/// Which functions communicate, directly or through callees (the inlining worklist's filter),
+/// with the bodies built to find out that a full build would build again the same.
+#[derive(Debug)]
+pub struct Communicating {
+    pub comm: Vec<bool>,
+    /// Per function, a body built with no callee expanded that is exactly its
+    /// [`build_function`]: no callee it may look at communicates and no parameter declares a
+    /// variable. Taken by the first [`Communicating::build`] of the function.
+    built: Vec<RefCell<Option<Built>>>,
+}
+
+impl Communicating {
+    /// [`build_function`] of function `index` (with fresh facts), the body built already when
+    /// there is one.
+    pub fn build(&self, program: &Program, index: usize) -> Built {
+        if let Some(built) = self.built.get(index).and_then(|b| b.borrow_mut().take()) {
+            return built;
+        }
+        let mut facts = Facts::default();
+        let (nodes, called) = build_function(program, index, &self.comm, &mut facts);
+        Built {
+            nodes,
+            facts,
+            called,
+        }
+    }
+}
+
+/// Which functions communicate, directly or through callees: each body is built with no
+/// callee expanded, unless no call in it can communicate (see [`BodyCalls`]).
+pub fn communicating_functions(program: &Program) -> Communicating {
     let n = program.functions.len();
+    let none = vec![false; n];
     let mut direct = vec![false; n];
     let mut callees: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
+    let mut looked_at: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
+    let mut built: Vec<Option<Built>> = (0..n).map(|_| None).collect();
     for (i, f) in program.functions.iter().enumerate() {
         if is_comm_attr(f) || program.config.is_comm_function(&f.path) {
             // It communicates whatever its callees do.
             direct[i] = true;
             continue;
         }
-        if let Some(calls) = plain_calls(program, f) {
+        let calls = BodyCalls::of(program, i, f);
+        if !calls.may_communicate && !calls.calls_user_methods {
             // Building the body would find no communication and only these callees.
             callees[i] = calls
+                .own
                 .into_iter()
                 .filter_map(|c| inline::resolve_call(program, i, c))
                 .collect();
             continue;
         }
+        looked_at[i] = calls.looked_at;
         let mut facts = Facts::default();
-        let none = vec![false; n];
         let mut b = Builder::new(program, f, &none, &mut facts, vec![i], None);
         let nodes = b.block(&f.block);
-        callees[i] = b.called.clone();
+        let called = b.called.clone();
+        callees[i] = called.clone();
         // Calls inside larger expressions (`dot(&w, &w).sqrt()`) are callees too.
         callees[i].extend(
             crate::scan::calls_in(true, |v| v.visit_block(&f.block))
@@ -93,6 +138,13 @@ pub fn communicating_functions(program: &Program) -> Vec<bool> {
                 .filter_map(|c| UserCall::of(c).and_then(|u| b.resolve(u))),
         );
         direct[i] = nodes.iter().any(Node::has_comm);
+        if !declares_params(program, i) {
+            built[i] = Some(Built {
+                nodes,
+                facts,
+                called,
+            });
+        }
     }
     let mut comm = direct;
     loop {
@@ -104,80 +156,116 @@ pub fn communicating_functions(program: &Program) -> Vec<bool> {
             }
         }
         if !changed {
-            return comm;
+            break;
+        }
+    }
+    // When no callee it may have looked at communicates, the build above expanded nothing
+    // that the full build would: the two are the same.
+    let built = built
+        .into_iter()
+        .zip(&looked_at)
+        .map(|(b, seen)| RefCell::new(b.filter(|_| seen.iter().all(|&c| !comm[c]))))
+        .collect();
+    Communicating { comm, built }
+}
+
+/// Whether [`Builder::declare_params`] declares some parameter of function `index` a variable.
+fn declares_params(program: &Program, index: usize) -> bool {
+    let f = &program.functions[index];
+    if f.sig.inputs.is_empty() {
+        return false;
+    }
+    let mut facts = Facts::default();
+    let none = vec![false; program.functions.len()];
+    Builder::new(program, f, &none, &mut facts, vec![index], None).declare_params(&f.sig);
+    !facts.variables.is_empty() || !facts.dist_sizes.is_empty()
+}
+
+/// What building a body may look at, read off its syntax: its function calls, the user
+/// functions any of its calls may resolve to, and whether a call may communicate.
+struct BodyCalls<'p, 'f> {
+    program: &'p Program,
+    here: usize,
+    /// Resolves `use` names of free functions.
+    imports: Env,
+    /// The body's own `f(..)` and `m::f(..)` calls (closures included, macro arguments not),
+    /// as `calls_in` finds them.
+    own: Vec<&'f syn::ExprCall>,
+    /// Every user function a call may resolve to, in the macro arguments scanning reads too (a
+    /// method call: every function of its name).
+    looked_at: BTreeSet<usize>,
+    /// A method the catalogue lists, or a catalogued free function, is called.
+    may_communicate: bool,
+    /// A method named like a function of the program is called.
+    calls_user_methods: bool,
+}
+
+impl<'p, 'f> BodyCalls<'p, 'f> {
+    fn of(program: &'p Program, here: usize, f: &'f Function) -> Self {
+        let mut calls = BodyCalls::new(program, here);
+        syn::visit::Visit::visit_block(&mut calls, &f.block);
+        calls
+    }
+
+    fn new(program: &'p Program, here: usize) -> Self {
+        BodyCalls {
+            program,
+            here,
+            imports: Env::new(
+                &Default::default(),
+                &program.config,
+                program.imports.clone(),
+            ),
+            own: Vec::new(),
+            looked_at: BTreeSet::new(),
+            may_communicate: false,
+            calls_user_methods: false,
         }
     }
 }
 
-/// The function calls of `f`'s body (`f(..)`, `m::f(..)`, in closures too), when no call in it
-/// can be communication and no method call can be of a user function: no method of a name the
-/// catalogue lists, no catalogued free function (through `use` names) and no method named like a
-/// function of the program, in the body or the macro arguments that scanning reads. Such a body
-/// needs no binding analysis to know it does not communicate and what it calls.
-fn plain_calls<'f>(program: &Program, f: &'f Function) -> Option<Vec<&'f syn::ExprCall>> {
-    struct Calls<'p, 'f> {
-        program: &'p Program,
-        imports: Env,
-        calls: Vec<&'f syn::ExprCall>,
-        plain: bool,
+impl<'f> syn::visit::Visit<'f> for BodyCalls<'_, 'f> {
+    fn visit_expr_call(&mut self, c: &'f syn::ExprCall) {
+        if let syn::Expr::Path(p) = &*c.func {
+            let segs = self
+                .imports
+                .resolve_path(&crate::scan::path_idents(&p.path));
+            self.may_communicate |= segs
+                .last()
+                .is_some_and(|l| crate::catalogue::free_function(l).is_some());
+        }
+        self.looked_at
+            .extend(inline::resolve_call(self.program, self.here, c));
+        self.own.push(c);
+        syn::visit::visit_expr_call(self, c);
     }
-    impl Calls<'_, '_> {
-        /// Whether a method or free function of this name may be communication or a user method.
-        fn may_communicate(&self, call: UserCall<'_>) -> bool {
-            use crate::catalogue::{free_function, method, Family};
-            match call {
-                UserCall::Method(m) => {
-                    let name = m.method.to_string();
-                    self.program.by_name.contains_key(&name)
-                        || [Family::Mpi, Family::Runtime]
-                            .into_iter()
-                            .any(|f| method(f, &name).is_some())
-                }
-                UserCall::Call(c) => match &*c.func {
-                    syn::Expr::Path(p) => {
-                        let segs = crate::scan::path_idents(&p.path);
-                        let segs = self.imports.resolve_path(&segs);
-                        segs.last().is_some_and(|l| free_function(l).is_some())
-                    }
-                    _ => false,
-                },
-            }
+
+    fn visit_expr_method_call(&mut self, m: &'f syn::ExprMethodCall) {
+        use crate::catalogue::{method, Family};
+        let name = m.method.to_string();
+        if let Some(same_name) = self.program.by_name.get(&name) {
+            self.calls_user_methods = true;
+            self.looked_at.extend(same_name);
         }
+        self.may_communicate |= [Family::Mpi, Family::Runtime]
+            .into_iter()
+            .any(|f| method(f, &name).is_some());
+        syn::visit::visit_expr_method_call(self, m);
     }
-    impl<'f> syn::visit::Visit<'f> for Calls<'_, 'f> {
-        fn visit_expr_call(&mut self, c: &'f syn::ExprCall) {
-            self.plain &= !self.may_communicate(UserCall::Call(c));
-            self.calls.push(c);
-            syn::visit::visit_expr_call(self, c);
+
+    fn visit_macro(&mut self, m: &'f syn::Macro) {
+        if !crate::scan::scans_macro(m) {
+            return;
         }
-        fn visit_expr_method_call(&mut self, m: &'f syn::ExprMethodCall) {
-            self.plain &= !self.may_communicate(UserCall::Method(m));
-            syn::visit::visit_expr_method_call(self, m);
-        }
-        fn visit_macro(&mut self, m: &'f syn::Macro) {
-            if crate::scan::scans_macro(m) {
-                // The arguments are not the body's own calls (`calls_in` does not see them).
-                let args = crate::scan::macro_args(m);
-                let mut inner = Calls {
-                    program: self.program,
-                    imports: self.imports.clone(),
-                    calls: Vec::new(),
-                    plain: true,
-                };
-                args.iter()
-                    .for_each(|e| syn::visit::Visit::visit_expr(&mut inner, e));
-                self.plain &= inner.plain;
-            }
-        }
+        let args = crate::scan::macro_args(m);
+        let mut inner = BodyCalls::new(self.program, self.here);
+        args.iter()
+            .for_each(|e| syn::visit::Visit::visit_expr(&mut inner, e));
+        // Calls in the arguments are not the body's own (`calls_in` does not see them).
+        self.looked_at.extend(inner.looked_at);
+        self.may_communicate |= inner.may_communicate;
+        self.calls_user_methods |= inner.calls_user_methods;
     }
-    let mut v = Calls {
-        program,
-        imports: Env::new(&Default::default(), &program.config, program.imports.clone()),
-        calls: Vec::new(),
-        plain: true,
-    };
-    syn::visit::Visit::visit_block(&mut v, &f.block);
-    v.plain.then_some(v.calls)
 }
 
 /// Builds the body of function `index` with full interprocedural expansion.

@@ -156,8 +156,8 @@ fn analyze_solvers(
     options: &Options,
 ) -> (Vec<mheta_runtime::format::Diagnostic>, Vec<SolverAnalysis>) {
     let global: Vec<Diagnostic> = diags.0.clone();
-    let comm_fns = body::communicating_functions(program);
-    let found = solver::find(program, &comm_fns);
+    let comm = body::communicating_functions(program);
+    let found = solver::find(program, &comm);
     let mut structure_diags: Vec<_> = global
         .iter()
         .map(|d| d.to_format(&program.sources))
@@ -176,7 +176,7 @@ fn analyze_solvers(
     }
     let mut solvers = Vec::new();
     for found in found {
-        let analysis = solver::analyze(program, found, &comm_fns, options);
+        let analysis = solver::analyze(program, found, &comm, options);
         for d in &analysis.diags {
             diags.push(d.clone());
         }
