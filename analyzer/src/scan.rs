@@ -259,7 +259,9 @@ impl Visitor<'_, '_> {
 impl<'ast> Visit<'ast> for Visitor<'_, '_> {
     fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
         if let Some(id) = p.path.get_ident() {
-            push_unique(&mut self.out.reads, &id.to_string());
+            if !self.out.reads.iter().any(|r| id == r) {
+                self.out.reads.push(id.to_string());
+            }
         }
     }
 

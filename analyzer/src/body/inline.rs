@@ -238,16 +238,25 @@ pub(super) fn resolve_call(program: &Program, here: usize, c: &syn::ExprCall) ->
     let syn::Expr::Path(p) = &*c.func else {
         return None;
     };
+    let is_named = |s: &String| !matches!(s.as_str(), "crate" | "self" | "super" | "Self");
+    // Most calls are of no function of the program: their last name says so.
+    let last = p
+        .path
+        .segments
+        .iter()
+        .rev()
+        .map(|s| s.ident.to_string())
+        .find(is_named)?;
+    let by_name = program.by_name.get(&last)?;
     let segs: Vec<String> = p
         .path
         .segments
         .iter()
         .map(|s| s.ident.to_string())
-        .filter(|s| !matches!(s.as_str(), "crate" | "self" | "super" | "Self"))
+        .filter(is_named)
         .collect();
     let wanted = segs.join("::");
     let here = fns.get(here).map(|f| f.file);
-    let by_name = program.by_name.get(segs.last()?)?;
     let mut candidates: Vec<usize> = by_name
         .iter()
         .copied()
