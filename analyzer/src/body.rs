@@ -73,100 +73,165 @@ pub struct Built {
 }
 
 /// Which functions communicate, directly or through callees (the inlining worklist's filter),
-/// with the bodies built to find out that a full build would build again the same.
-#[derive(Debug)]
-pub struct Communicating {
-    pub comm: Vec<bool>,
-    /// Per function, a body built with no callee expanded that is exactly its
-    /// [`build_function`]: no callee it may look at communicates and no parameter declares a
-    /// variable. Taken by the first [`Communicating::build`] of the function.
-    built: Vec<RefCell<Option<Built>>>,
+/// found out for a function when first asked: a function communicates when it or a function it
+/// reaches through calls communicates directly. Only the functions asked about and those they
+/// reach are read.
+pub struct Communicating<'p> {
+    program: &'p Program,
+    /// Per function, once known: whether it communicates.
+    known: RefCell<Vec<Option<bool>>>,
+    /// Per function, once read: what its own body says (see [`Reading`]).
+    read: RefCell<Vec<Option<Reading>>>,
 }
 
-impl Communicating {
-    /// [`build_function`] of function `index` (with fresh facts), the body built already when
-    /// there is one.
-    pub fn build(&self, program: &Program, index: usize) -> Built {
-        if let Some(built) = self.built.get(index).and_then(|b| b.borrow_mut().take()) {
-            return built;
+/// What a function's own body says about communication, built with no callee expanded (or read
+/// off its syntax, see [`BodyCalls`]).
+struct Reading {
+    direct: bool,
+    callees: BTreeSet<usize>,
+    /// The user functions building the body may have looked at.
+    looked_at: BTreeSet<usize>,
+    /// The body built, when no parameter declares a variable: it is the function's
+    /// [`build_function`] when no function in `looked_at` communicates.
+    built: Option<Built>,
+}
+
+impl<'p> Communicating<'p> {
+    pub fn new(program: &'p Program) -> Self {
+        let n = program.functions.len();
+        Communicating {
+            program,
+            known: RefCell::new(vec![None; n]),
+            read: RefCell::new((0..n).map(|_| None).collect()),
+        }
+    }
+
+    /// Whether function `index` communicates, directly or through the functions it calls.
+    pub fn communicates(&self, index: usize) -> bool {
+        if let Some(known) = self.known.borrow().get(index).copied().flatten() {
+            return known;
+        }
+        let mut seen = BTreeSet::from([index]);
+        let mut queue = vec![index];
+        while let Some(k) = queue.pop() {
+            let known = self.known.borrow()[k];
+            match known {
+                Some(true) => {
+                    self.known.borrow_mut()[index] = Some(true);
+                    return true;
+                }
+                // Nothing `k` reaches communicates.
+                Some(false) => continue,
+                None => {}
+            }
+            self.ensure_read(k);
+            let read = self.read.borrow();
+            let Some(reading) = &read[k] else { continue };
+            if reading.direct {
+                drop(read);
+                self.known.borrow_mut()[index] = Some(true);
+                return true;
+            }
+            for &c in &reading.callees {
+                if seen.insert(c) {
+                    queue.push(c);
+                }
+            }
+        }
+        // Every function seen reaches only functions seen, none communicating directly.
+        let mut known = self.known.borrow_mut();
+        for k in seen {
+            known[k] = Some(false);
+        }
+        false
+    }
+
+    /// [`build_function`] of function `index` (with fresh facts), the body built already to
+    /// find out whether it communicates when that is the same.
+    pub fn build(&self, index: usize) -> Built {
+        let reusable = self.read.borrow_mut()[index]
+            .as_mut()
+            .and_then(|r| Some((r.built.take()?, std::mem::take(&mut r.looked_at))));
+        if let Some((built, looked_at)) = reusable {
+            // No callee it looked at communicates: the build expanded nothing the full build
+            // would.
+            if looked_at.iter().all(|&c| !self.communicates(c)) {
+                return built;
+            }
         }
         let mut facts = Facts::default();
-        let (nodes, called) = build_function(program, index, &self.comm, &mut facts);
+        let communicates = |i: usize| self.communicates(i);
+        let (nodes, called) = build_function(self.program, index, &communicates, &mut facts);
         Built {
             nodes,
             facts,
             called,
         }
     }
+
+    /// Reads function `k`'s body once.
+    fn ensure_read(&self, k: usize) {
+        if self.read.borrow()[k].is_none() {
+            let reading = read(self.program, k);
+            self.read.borrow_mut()[k] = Some(reading);
+        }
+    }
 }
 
-/// Which functions communicate, directly or through callees: each body is built with no
-/// callee expanded, unless no call in it can communicate (see [`BodyCalls`]).
-pub fn communicating_functions(program: &Program) -> Communicating {
-    let n = program.functions.len();
-    let none = vec![false; n];
-    let mut direct = vec![false; n];
-    let mut callees: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
-    let mut looked_at: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
-    let mut built: Vec<Option<Built>> = (0..n).map(|_| None).collect();
-    for (i, f) in program.functions.iter().enumerate() {
-        if is_comm_attr(f) || program.config.is_comm_function(&f.path) {
-            // It communicates whatever its callees do.
-            direct[i] = true;
-            continue;
-        }
-        let calls = BodyCalls::of(program, i, f);
-        if !calls.may_communicate && !calls.calls_user_methods {
-            // Building the body would find no communication and only these callees.
-            callees[i] = calls
+/// What function `i`'s own body says about communication.
+fn read(program: &Program, i: usize) -> Reading {
+    let f = &program.functions[i];
+    if is_comm_attr(f) || program.config.is_comm_function(&f.path) {
+        // It communicates whatever its callees do.
+        return Reading {
+            direct: true,
+            callees: BTreeSet::new(),
+            looked_at: BTreeSet::new(),
+            built: None,
+        };
+    }
+    let calls = BodyCalls::of(program, i, f);
+    if !calls.may_communicate && !calls.calls_user_methods {
+        // Building the body would find no communication and only these callees.
+        return Reading {
+            direct: false,
+            callees: calls
                 .own
                 .into_iter()
                 .filter_map(|c| inline::resolve_call(program, i, c))
-                .collect();
-            continue;
-        }
-        looked_at[i] = calls.looked_at;
-        let mut facts = Facts::default();
-        let mut b = Builder::new(program, f, &none, &mut facts, vec![i], None);
-        let nodes = b.block(&f.block);
-        let called = b.called.clone();
-        callees[i] = called.clone();
-        // Calls inside larger expressions (`dot(&w, &w).sqrt()`) are callees too.
-        callees[i].extend(
-            crate::scan::calls_in(true, |v| v.visit_block(&f.block))
-                .into_iter()
-                .filter_map(|c| UserCall::of(c).and_then(|u| b.resolve(u))),
-        );
-        direct[i] = nodes.iter().any(Node::has_comm);
-        if !declares_params(program, i) {
-            built[i] = Some(Built {
-                nodes,
-                facts,
-                called,
-            });
-        }
+                .collect(),
+            looked_at: BTreeSet::new(),
+            built: None,
+        };
     }
-    let mut comm = direct;
-    loop {
-        let mut changed = false;
-        for i in 0..n {
-            if !comm[i] && callees[i].iter().any(|&c| comm[c]) {
-                comm[i] = true;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
+    let mut facts = Facts::default();
+    let mut b = Builder::new(program, f, &|_| false, &mut facts, vec![i], None);
+    let nodes = b.block(&f.block);
+    let called = b.called.clone();
+    let mut callees = called.clone();
+    // Calls inside larger expressions (`dot(&w, &w).sqrt()`) are callees too.
+    callees.extend(
+        crate::scan::calls_in(true, |v| v.visit_block(&f.block))
+            .into_iter()
+            .filter_map(|c| UserCall::of(c).and_then(|u| b.resolve(u))),
+    );
+    let direct = nodes.iter().any(Node::has_comm);
+    let built = (!declares_params(program, i)).then_some(Built {
+        nodes,
+        facts,
+        called,
+    });
+    Reading {
+        direct,
+        callees,
+        looked_at: calls.looked_at,
+        built,
     }
-    // When no callee it may have looked at communicates, the build above expanded nothing
-    // that the full build would: the two are the same.
-    let built = built
-        .into_iter()
-        .zip(&looked_at)
-        .map(|(b, seen)| RefCell::new(b.filter(|_| seen.iter().all(|&c| !comm[c]))))
-        .collect();
-    Communicating { comm, built }
+}
+
+/// Which functions communicate (see [`Communicating`]), found out when asked.
+pub fn communicating_functions(program: &Program) -> Communicating<'_> {
+    Communicating::new(program)
 }
 
 /// Whether [`Builder::declare_params`] declares some parameter of function `index` a variable.
@@ -176,8 +241,7 @@ fn declares_params(program: &Program, index: usize) -> bool {
         return false;
     }
     let mut facts = Facts::default();
-    let none = vec![false; program.functions.len()];
-    Builder::new(program, f, &none, &mut facts, vec![index], None).declare_params(&f.sig);
+    Builder::new(program, f, &|_| false, &mut facts, vec![index], None).declare_params(&f.sig);
     !facts.variables.is_empty() || !facts.dist_sizes.is_empty()
 }
 
@@ -272,11 +336,11 @@ impl<'f> syn::visit::Visit<'f> for BodyCalls<'_, 'f> {
 pub fn build_function(
     program: &Program,
     index: usize,
-    comm_fns: &[bool],
+    communicates: &dyn Fn(usize) -> bool,
     facts: &mut Facts,
 ) -> (Vec<Node>, BTreeSet<usize>) {
     let f = &program.functions[index];
-    let mut b = Builder::new(program, f, comm_fns, facts, vec![index], None);
+    let mut b = Builder::new(program, f, communicates, facts, vec![index], None);
     b.declare_params(&f.sig);
     let nodes = b.block(&f.block);
     (nodes, b.called)
@@ -300,7 +364,8 @@ struct Builder<'p, 'f> {
     program: &'p Program,
     text: Text<'p>,
     env: Env,
-    comm_fns: &'p [bool],
+    /// Whether a user function communicates (see [`Communicating`]).
+    comm_fns: &'p dyn Fn(usize) -> bool,
     facts: &'f mut Facts,
     /// The inlining stack (function indices), this function last.
     stack: Vec<usize>,
@@ -313,7 +378,7 @@ impl<'p, 'f> Builder<'p, 'f> {
     fn new(
         program: &'p Program,
         f: &Function,
-        comm_fns: &'p [bool],
+        comm_fns: &'p dyn Fn(usize) -> bool,
         facts: &'f mut Facts,
         stack: Vec<usize>,
         env: Option<Env>,

@@ -39,7 +39,7 @@ impl Builder<'_, '_> {
                 let first = *candidates.first()?;
                 candidates
                     .iter()
-                    .all(|&i| self.comm_fns.get(i) == self.comm_fns.get(first))
+                    .all(|&i| (self.comm_fns)(i) == (self.comm_fns)(first))
                     .then_some(first)
             }
         }
@@ -55,7 +55,7 @@ impl Builder<'_, '_> {
         let call = UserCall::of(peel(e))?;
         let index = self.resolve(call)?;
         self.called.insert(index);
-        if !self.comm_fns.get(index).copied().unwrap_or(false) {
+        if !(self.comm_fns)(index) {
             return None;
         }
         let expanded = self.expand(call, index, loc)?;
@@ -92,7 +92,7 @@ impl Builder<'_, '_> {
                     return false;
                 };
                 let f = &self.program.functions[index];
-                self.comm_fns.get(index).copied().unwrap_or(false)
+                (self.comm_fns)(index)
                     && !self.stack.contains(&index)
                     && !is_comm_attr(f)
                     && !self.program.config.is_comm_function(&f.path)
@@ -116,7 +116,7 @@ impl Builder<'_, '_> {
     /// Communication calls of a user function called inside a larger expression.
     pub(super) fn nested_user_comm(&self, call: UserCall<'_>) -> Option<Vec<CallSite>> {
         let index = self.resolve(call)?;
-        if !self.comm_fns.get(index).copied().unwrap_or(false) || self.stack.contains(&index) {
+        if !(self.comm_fns)(index) || self.stack.contains(&index) {
             return None;
         }
         let f = &self.program.functions[index];
