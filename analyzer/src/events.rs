@@ -444,7 +444,8 @@ fn neighbour_list(name: &str, facts: &Facts) -> Option<Vec<String>> {
 fn fold_edge_cases(peer: &str, facts: &Facts) -> String {
     // Only an `if` or a block (perhaps after attributes, a label or comments) is folded: any
     // other peer needs no parsing.
-    let start = peer.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{200e}' || c == '\u{200f}');
+    let start =
+        peer.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{200e}' || c == '\u{200f}');
     if !(start.starts_with("if") || start.starts_with(['{', '\'', '#', '/'])) {
         return peer.to_string();
     }
