@@ -66,7 +66,9 @@ impl Facts {
 /// A function body as [`build_function`] builds it.
 #[derive(Debug)]
 pub struct Built {
+    /// The body's tree of statements, loops and branches.
     pub nodes: Vec<Node>,
+    /// The facts gathered building it.
     pub facts: Facts,
     /// The user functions called directly from the body.
     pub called: BTreeSet<usize>,
@@ -97,6 +99,7 @@ struct Reading {
 }
 
 impl<'p> Communicating<'p> {
+    /// Nothing known yet about the functions of `program`.
     pub fn new(program: &'p Program) -> Self {
         let n = program.functions.len();
         Communicating {
