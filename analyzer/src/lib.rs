@@ -138,7 +138,10 @@ fn analyze_program(
         schema: STRUCTURE_SCHEMA.to_string(),
         crate_name: program.crate_name.clone(),
         solvers: solvers.iter().map(|s| s.solver.clone()).collect(),
-        diagnostics: structure_diags,
+        diagnostics: structure_diags
+            .iter()
+            .map(|d| d.to_format(&program.sources))
+            .collect(),
     };
     Analysis {
         structure,
@@ -154,14 +157,10 @@ fn analyze_solvers(
     program: &load::Program,
     diags: &mut Diagnostics,
     options: &Options,
-) -> (Vec<mheta_runtime::format::Diagnostic>, Vec<SolverAnalysis>) {
-    let global: Vec<Diagnostic> = diags.0.clone();
+) -> (Vec<Diagnostic>, Vec<SolverAnalysis>) {
+    let mut structure_diags: Vec<Diagnostic> = diags.0.clone();
     let comm = body::communicating_functions(program);
     let found = solver::find(program, &comm);
-    let mut structure_diags: Vec<_> = global
-        .iter()
-        .map(|d| d.to_format(&program.sources))
-        .collect();
     if found.is_empty() && !diags.has_errors() {
         let loc = program.sources.files().first().map(|_| diagnostics::Loc {
             file: 0,
@@ -171,7 +170,7 @@ fn analyze_solvers(
         });
         let d = Diagnostic::error("no solver found: no iterative loop that communicates", loc)
             .with_note("mark the solver function with #[mheta::solver], name it in mheta.toml ([solver] functions = [..]), or give it a loop that communicates through a catalogued API");
-        structure_diags.push(d.to_format(&program.sources));
+        structure_diags.push(d.clone());
         diags.push(d);
     }
     let mut solvers = Vec::new();
