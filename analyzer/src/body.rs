@@ -8,6 +8,7 @@
 //! single statement whose calls are the function's (rule 2); a function that mixes
 //! communication and computation is inlined (depth-limited, recursion reported).
 
+use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 
 use crate::binding::{pattern_idents, type_value, Env, Text};
@@ -62,39 +63,275 @@ impl Facts {
     }
 }
 
-/// Which functions communicate, directly or through callees (the inlining worklist's filter).
-pub fn communicating_functions(program: &Program) -> Vec<bool> {
-    let n = program.functions.len();
-    let mut direct = vec![false; n];
-    let mut callees: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
-    for (i, f) in program.functions.iter().enumerate() {
-        let mut facts = Facts::default();
-        let none = vec![false; n];
-        let mut b = Builder::new(program, f, &none, &mut facts, vec![i], None);
-        let nodes = b.block(&f.block);
-        callees[i] = b.called.clone();
-        // Calls inside larger expressions (`dot(&w, &w).sqrt()`) are callees too.
-        callees[i].extend(
-            crate::scan::calls_in(true, |v| v.visit_block(&f.block))
-                .into_iter()
-                .filter_map(|c| UserCall::of(c).and_then(|u| b.resolve(u))),
-        );
-        direct[i] = nodes.iter().any(Node::has_comm)
-            || is_comm_attr(f)
-            || program.config.is_comm_function(&f.path);
+/// A function body as [`build_function`] builds it.
+#[derive(Debug)]
+pub struct Built {
+    /// The body's tree of statements, loops and branches.
+    pub nodes: Vec<Node>,
+    /// The facts gathered building it.
+    pub facts: Facts,
+    /// The user functions called directly from the body.
+    pub called: BTreeSet<usize>,
+}
+
+/// Which functions communicate, directly or through callees (the inlining worklist's filter),
+/// found out for a function when first asked: a function communicates when it or a function it
+/// reaches through calls communicates directly. Only the functions asked about and those they
+/// reach are read.
+pub struct Communicating<'p> {
+    program: &'p Program,
+    /// Per function, once known: whether it communicates.
+    known: RefCell<Vec<Option<bool>>>,
+    /// Per function, once read: what its own body says (see [`Reading`]).
+    read: RefCell<Vec<Option<Reading>>>,
+}
+
+/// What a function's own body says about communication, built with no callee expanded (or read
+/// off its syntax, see [`BodyCalls`]).
+struct Reading {
+    direct: bool,
+    callees: BTreeSet<usize>,
+    /// The user functions building the body may have looked at.
+    looked_at: BTreeSet<usize>,
+    /// The body built, when no parameter declares a variable: it is the function's
+    /// [`build_function`] when no function in `looked_at` communicates.
+    built: Option<Built>,
+}
+
+impl<'p> Communicating<'p> {
+    /// Nothing known yet about the functions of `program`.
+    pub fn new(program: &'p Program) -> Self {
+        let n = program.functions.len();
+        Communicating {
+            program,
+            known: RefCell::new(vec![None; n]),
+            read: RefCell::new((0..n).map(|_| None).collect()),
+        }
     }
-    let mut comm = direct;
-    loop {
-        let mut changed = false;
-        for i in 0..n {
-            if !comm[i] && callees[i].iter().any(|&c| comm[c]) {
-                comm[i] = true;
-                changed = true;
+
+    /// Whether function `index` communicates, directly or through the functions it calls.
+    pub fn communicates(&self, index: usize) -> bool {
+        if let Some(known) = self.known.borrow().get(index).copied().flatten() {
+            return known;
+        }
+        let mut seen = BTreeSet::from([index]);
+        let mut queue = vec![index];
+        while let Some(k) = queue.pop() {
+            let known = self.known.borrow()[k];
+            match known {
+                Some(true) => {
+                    self.known.borrow_mut()[index] = Some(true);
+                    return true;
+                }
+                // Nothing `k` reaches communicates.
+                Some(false) => continue,
+                None => {}
+            }
+            self.ensure_read(k);
+            let read = self.read.borrow();
+            let Some(reading) = &read[k] else { continue };
+            if reading.direct {
+                drop(read);
+                self.known.borrow_mut()[index] = Some(true);
+                return true;
+            }
+            for &c in &reading.callees {
+                if seen.insert(c) {
+                    queue.push(c);
+                }
             }
         }
-        if !changed {
-            return comm;
+        // Every function seen reaches only functions seen, none communicating directly.
+        let mut known = self.known.borrow_mut();
+        for k in seen {
+            known[k] = Some(false);
         }
+        false
+    }
+
+    /// [`build_function`] of function `index` (with fresh facts), the body built already to
+    /// find out whether it communicates when that is the same.
+    pub fn build(&self, index: usize) -> Built {
+        let reusable = self.read.borrow_mut()[index]
+            .as_mut()
+            .and_then(|r| Some((r.built.take()?, std::mem::take(&mut r.looked_at))));
+        if let Some((built, looked_at)) = reusable {
+            // No callee it looked at communicates: the build expanded nothing the full build
+            // would.
+            if looked_at.iter().all(|&c| !self.communicates(c)) {
+                return built;
+            }
+        }
+        let mut facts = Facts::default();
+        let communicates = |i: usize| self.communicates(i);
+        let (nodes, called) = build_function(self.program, index, &communicates, &mut facts);
+        Built {
+            nodes,
+            facts,
+            called,
+        }
+    }
+
+    /// Reads function `k`'s body once.
+    fn ensure_read(&self, k: usize) {
+        if self.read.borrow()[k].is_none() {
+            let reading = read(self.program, k);
+            self.read.borrow_mut()[k] = Some(reading);
+        }
+    }
+}
+
+/// What function `i`'s own body says about communication.
+fn read(program: &Program, i: usize) -> Reading {
+    let f = &program.functions[i];
+    if is_comm_attr(f) || program.config.is_comm_function(&f.path) {
+        // It communicates whatever its callees do.
+        return Reading {
+            direct: true,
+            callees: BTreeSet::new(),
+            looked_at: BTreeSet::new(),
+            built: None,
+        };
+    }
+    let calls = BodyCalls::of(program, i, f);
+    if !calls.may_communicate && !calls.calls_user_methods {
+        // Building the body would find no communication and only these callees.
+        return Reading {
+            direct: false,
+            callees: calls
+                .own
+                .into_iter()
+                .filter_map(|c| inline::resolve_call(program, i, c))
+                .collect(),
+            looked_at: BTreeSet::new(),
+            built: None,
+        };
+    }
+    let mut facts = Facts::default();
+    let mut b = Builder::new(program, f, &|_| false, &mut facts, vec![i], None);
+    let nodes = b.block(&f.block);
+    let called = b.called.clone();
+    let mut callees = called.clone();
+    // Calls inside larger expressions (`dot(&w, &w).sqrt()`) are callees too.
+    callees.extend(
+        crate::scan::calls_in(true, |v| v.visit_block(&f.block))
+            .into_iter()
+            .filter_map(|c| UserCall::of(c).and_then(|u| b.resolve(u))),
+    );
+    let direct = nodes.iter().any(Node::has_comm);
+    let built = (!declares_params(program, i)).then_some(Built {
+        nodes,
+        facts,
+        called,
+    });
+    Reading {
+        direct,
+        callees,
+        looked_at: calls.looked_at,
+        built,
+    }
+}
+
+/// Which functions communicate (see [`Communicating`]), found out when asked.
+pub fn communicating_functions(program: &Program) -> Communicating<'_> {
+    Communicating::new(program)
+}
+
+/// Whether [`Builder::declare_params`] declares some parameter of function `index` a variable.
+fn declares_params(program: &Program, index: usize) -> bool {
+    let f = &program.functions[index];
+    if f.sig.inputs.is_empty() {
+        return false;
+    }
+    let mut facts = Facts::default();
+    Builder::new(program, f, &|_| false, &mut facts, vec![index], None).declare_params(&f.sig);
+    !facts.variables.is_empty() || !facts.dist_sizes.is_empty()
+}
+
+/// What building a body may look at, read off its syntax: its function calls, the user
+/// functions any of its calls may resolve to, and whether a call may communicate.
+struct BodyCalls<'p, 'f> {
+    program: &'p Program,
+    here: usize,
+    /// Resolves `use` names of free functions.
+    imports: Env,
+    /// The body's own `f(..)` and `m::f(..)` calls (closures included, macro arguments not),
+    /// as `calls_in` finds them.
+    own: Vec<&'f syn::ExprCall>,
+    /// Every user function a call may resolve to, in the macro arguments scanning reads too (a
+    /// method call: every function of its name).
+    looked_at: BTreeSet<usize>,
+    /// A method the catalogue lists, or a catalogued free function, is called.
+    may_communicate: bool,
+    /// A method named like a function of the program is called.
+    calls_user_methods: bool,
+}
+
+impl<'p, 'f> BodyCalls<'p, 'f> {
+    fn of(program: &'p Program, here: usize, f: &'f Function) -> Self {
+        let mut calls = BodyCalls::new(program, here);
+        syn::visit::Visit::visit_block(&mut calls, &f.block);
+        calls
+    }
+
+    fn new(program: &'p Program, here: usize) -> Self {
+        BodyCalls {
+            program,
+            here,
+            imports: Env::new(
+                &Default::default(),
+                &program.config,
+                program.imports.clone(),
+            ),
+            own: Vec::new(),
+            looked_at: BTreeSet::new(),
+            may_communicate: false,
+            calls_user_methods: false,
+        }
+    }
+}
+
+impl<'f> syn::visit::Visit<'f> for BodyCalls<'_, 'f> {
+    fn visit_expr_call(&mut self, c: &'f syn::ExprCall) {
+        if let syn::Expr::Path(p) = &*c.func {
+            let segs = self
+                .imports
+                .resolve_path(&crate::scan::path_idents(&p.path));
+            self.may_communicate |= segs
+                .last()
+                .is_some_and(|l| crate::catalogue::free_function(l).is_some());
+        }
+        self.looked_at
+            .extend(inline::resolve_call(self.program, self.here, c));
+        self.own.push(c);
+        syn::visit::visit_expr_call(self, c);
+    }
+
+    fn visit_expr_method_call(&mut self, m: &'f syn::ExprMethodCall) {
+        use crate::catalogue::{method, Family};
+        let name = m.method.to_string();
+        if let Some(same_name) = self.program.by_name.get(&name) {
+            self.calls_user_methods = true;
+            self.looked_at.extend(same_name);
+        }
+        self.may_communicate |= [Family::Mpi, Family::Runtime]
+            .into_iter()
+            .any(|f| method(f, &name).is_some());
+        syn::visit::visit_expr_method_call(self, m);
+    }
+
+    fn visit_macro(&mut self, m: &'f syn::Macro) {
+        if !crate::scan::scans_macro(m) {
+            return;
+        }
+        let args = crate::scan::macro_args(m);
+        let mut inner = BodyCalls::new(self.program, self.here);
+        args.iter()
+            .for_each(|e| syn::visit::Visit::visit_expr(&mut inner, e));
+        // Calls in the arguments are not the body's own (`calls_in` does not see them).
+        self.looked_at.extend(inner.looked_at);
+        self.may_communicate |= inner.may_communicate;
+        self.calls_user_methods |= inner.calls_user_methods;
     }
 }
 
@@ -102,11 +339,11 @@ pub fn communicating_functions(program: &Program) -> Vec<bool> {
 pub fn build_function(
     program: &Program,
     index: usize,
-    comm_fns: &[bool],
+    communicates: &dyn Fn(usize) -> bool,
     facts: &mut Facts,
 ) -> (Vec<Node>, BTreeSet<usize>) {
     let f = &program.functions[index];
-    let mut b = Builder::new(program, f, comm_fns, facts, vec![index], None);
+    let mut b = Builder::new(program, f, communicates, facts, vec![index], None);
     b.declare_params(&f.sig);
     let nodes = b.block(&f.block);
     (nodes, b.called)
@@ -130,7 +367,8 @@ struct Builder<'p, 'f> {
     program: &'p Program,
     text: Text<'p>,
     env: Env,
-    comm_fns: &'p [bool],
+    /// Whether a user function communicates (see [`Communicating`]).
+    comm_fns: &'p dyn Fn(usize) -> bool,
     facts: &'f mut Facts,
     /// The inlining stack (function indices), this function last.
     stack: Vec<usize>,
@@ -143,7 +381,7 @@ impl<'p, 'f> Builder<'p, 'f> {
     fn new(
         program: &'p Program,
         f: &Function,
-        comm_fns: &'p [bool],
+        comm_fns: &'p dyn Fn(usize) -> bool,
         facts: &'f mut Facts,
         stack: Vec<usize>,
         env: Option<Env>,

@@ -419,7 +419,7 @@ fn neighbour_list(name: &str, facts: &Facts) -> Option<Vec<String>> {
         syn::Expr::Array(a) => a.elems.into_iter().collect(),
         // `vec![a, b]` reads as the array `[a, b]`.
         syn::Expr::Macro(m) if m.mac.path.is_ident("vec") => {
-            match crate::scan::macro_args(&m.mac).as_slice() {
+            match &*crate::scan::macro_args(&m.mac) {
                 [syn::Expr::Array(a)] => a.elems.iter().cloned().collect(),
                 _ => return None,
             }
@@ -442,6 +442,13 @@ fn neighbour_list(name: &str, facts: &Facts) -> Option<Vec<String>> {
 /// `if rank + 1 < size { Some(rank + 1) } else { None }`) is the neighbour the other ranks
 /// talk to: `rank - 1`.
 fn fold_edge_cases(peer: &str, facts: &Facts) -> String {
+    // Only an `if` or a block (perhaps after attributes, a label or comments) is folded: any
+    // other peer needs no parsing.
+    let start =
+        peer.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{200e}' || c == '\u{200f}');
+    if !(start.starts_with("if") || start.starts_with(['{', '\'', '#', '/'])) {
+        return peer.to_string();
+    }
     let Ok(e) = syn::parse_str::<syn::Expr>(peer) else {
         return peer.to_string();
     };

@@ -133,13 +133,36 @@ fn analyze_program(
     for (i, f) in program.functions.iter().enumerate() {
         program.by_name.entry(f.name.clone()).or_default().push(i);
     }
-    let global: Vec<Diagnostic> = diags.0.clone();
-    let comm_fns = body::communicating_functions(&program);
-    let found = solver::find(&program, &comm_fns);
-    let mut structure_diags: Vec<_> = global
-        .iter()
-        .map(|d| d.to_format(&program.sources))
-        .collect();
+    let (structure_diags, solvers) = scan::with_parsed_macros(&program.functions, || {
+        analyze_solvers(&program, &mut diags, options)
+    });
+    let structure = Structure {
+        schema: STRUCTURE_SCHEMA.to_string(),
+        crate_name: program.crate_name.clone(),
+        solvers: solvers.iter().map(|s| s.solver.clone()).collect(),
+        diagnostics: structure_diags
+            .iter()
+            .map(|d| d.to_format(&program.sources))
+            .collect(),
+    };
+    Analysis {
+        structure,
+        diagnostics: diags.0,
+        solvers,
+        sources: program.sources,
+    }
+}
+
+/// Finds the solvers of a loaded program and analyses each: the structure's diagnostics and
+/// the solvers' analyses (their diagnostics also go to `diags`).
+fn analyze_solvers(
+    program: &load::Program,
+    diags: &mut Diagnostics,
+    options: &Options,
+) -> (Vec<Diagnostic>, Vec<SolverAnalysis>) {
+    let mut structure_diags: Vec<Diagnostic> = diags.0.clone();
+    let comm = body::communicating_functions(program);
+    let found = solver::find(program, &comm);
     if found.is_empty() && !diags.has_errors() {
         let loc = program.sources.files().first().map(|_| diagnostics::Loc {
             file: 0,
@@ -149,27 +172,16 @@ fn analyze_program(
         });
         let d = Diagnostic::error("no solver found: no iterative loop that communicates", loc)
             .with_note("mark the solver function with #[mheta::solver], name it in mheta.toml ([solver] functions = [..]), or give it a loop that communicates through a catalogued API");
-        structure_diags.push(d.to_format(&program.sources));
+        structure_diags.push(d.clone());
         diags.push(d);
     }
     let mut solvers = Vec::new();
     for found in found {
-        let analysis = solver::analyze(&program, found, &comm_fns, options);
+        let analysis = solver::analyze(program, found, &comm, options);
         for d in &analysis.diags {
             diags.push(d.clone());
         }
         solvers.push(analysis);
     }
-    let structure = Structure {
-        schema: STRUCTURE_SCHEMA.to_string(),
-        crate_name: program.crate_name.clone(),
-        solvers: solvers.iter().map(|s| s.solver.clone()).collect(),
-        diagnostics: structure_diags,
-    };
-    Analysis {
-        structure,
-        diagnostics: diags.0,
-        solvers,
-        sources: program.sources,
-    }
+    (structure_diags, solvers)
 }

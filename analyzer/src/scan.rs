@@ -1,7 +1,9 @@
 //! Scanning one statement's expression: what it reads and writes, which array elements it
 //! indexes, which communication and I/O calls it makes, and whether it is *glue* (`glue.rs`).
 
-use std::collections::BTreeSet;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::rc::Rc;
 
 use syn::visit::{self, Visit};
 
@@ -257,7 +259,9 @@ impl Visitor<'_, '_> {
 impl<'ast> Visit<'ast> for Visitor<'_, '_> {
     fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
         if let Some(id) = p.path.get_ident() {
-            push_unique(&mut self.out.reads, &id.to_string());
+            if !self.out.reads.iter().any(|r| id == r) {
+                self.out.reads.push(id.to_string());
+            }
         }
     }
 
@@ -380,19 +384,19 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
     }
 
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
-        let name = m
-            .path
-            .segments
-            .last()
-            .map(|s| s.ident.to_string())
-            .unwrap_or_default();
-        if !KNOWN_MACROS.contains(&name.as_str()) {
+        if !scans_macro(m) {
+            let name = m
+                .path
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
             let loc = self.s.text.loc(m.extent());
             self.out.opaque_macros.push((name, loc));
             return;
         }
-        for e in macro_args(m) {
-            self.visit_expr(&e);
+        for e in macro_args(m).iter() {
+            self.visit_expr(e);
         }
     }
 
@@ -407,19 +411,103 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
     }
 }
 
+/// Whether scanning reads a macro's arguments (a macro it knows takes plain expressions).
+pub fn scans_macro(m: &syn::Macro) -> bool {
+    m.path
+        .segments
+        .last()
+        .is_some_and(|s| KNOWN_MACROS.iter().any(|k| s.ident == k))
+}
+
 /// The expressions inside a function-like macro invocation (`vec![x; n]`, `println!("{}", a)`).
-pub fn macro_args(m: &syn::Macro) -> Vec<syn::Expr> {
+///
+/// Passes ask for the same macro's arguments many times (scanning, facts, glue); while
+/// [`with_parsed_macros`] runs, each macro of the program is parsed once.
+pub fn macro_args(m: &syn::Macro) -> Rc<[syn::Expr]> {
+    let key: *const syn::Macro = m;
+    let cached = PARSED_MACROS.with(|memo| {
+        let memo = memo.borrow();
+        let memo = memo.as_ref()?;
+        memo.owned
+            .contains(&key)
+            .then(|| memo.parsed.get(&key).cloned())
+    });
+    match cached {
+        Some(Some(args)) => args,
+        Some(None) => {
+            let args = parse_macro_args(m);
+            PARSED_MACROS.with(|memo| {
+                if let Some(memo) = memo.borrow_mut().as_mut() {
+                    // Macros nested in the arguments live as long as the memo holds them.
+                    args.iter().for_each(|e| memo.own(|v| v.visit_expr(e)));
+                    memo.parsed.insert(key, args.clone());
+                }
+            });
+            args
+        }
+        None => parse_macro_args(m),
+    }
+}
+
+fn parse_macro_args(m: &syn::Macro) -> Rc<[syn::Expr]> {
     use syn::parse::Parser;
     let tokens = m.tokens.clone();
     if m.path.is_ident("vec") {
         if let Ok(e) = syn::parse2::<syn::Expr>(quote::quote!([#tokens])) {
-            return vec![e];
+            return Rc::new([e]);
         }
     }
     syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated
         .parse2(tokens)
         .map(|p| p.into_iter().collect())
-        .unwrap_or_default()
+        .unwrap_or_else(|_| Rc::from(Vec::new()))
+}
+
+/// The arguments of the program's macros parsed so far, by the macro's address. Only macros
+/// that stay alive and unchanged until the memo is dropped are recorded (`owned`): those of the
+/// program's function bodies and those nested in arguments held here. A temporary copy of a
+/// syntax tree is not among them, so no address is ever reused for another macro.
+#[derive(Default)]
+struct MacroMemo {
+    owned: HashSet<*const syn::Macro>,
+    parsed: HashMap<*const syn::Macro, Rc<[syn::Expr]>>,
+}
+
+impl MacroMemo {
+    /// Records every macro `walk` visits as owned.
+    fn own<'a>(&mut self, walk: impl FnOnce(&mut dyn Visit<'a>)) {
+        struct Macros<'m>(&'m mut HashSet<*const syn::Macro>);
+        impl<'a> Visit<'a> for Macros<'_> {
+            fn visit_macro(&mut self, m: &'a syn::Macro) {
+                self.0.insert(m);
+            }
+        }
+        walk(&mut Macros(&mut self.owned));
+    }
+}
+
+thread_local! {
+    static PARSED_MACROS: RefCell<Option<MacroMemo>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with [`macro_args`] parsing each macro of `functions` once. The functions must not
+/// change while `f` runs (they are borrowed for it).
+pub fn with_parsed_macros<R>(functions: &[crate::load::Function], f: impl FnOnce() -> R) -> R {
+    /// Drops the memo however `f` ends, so no later analysis sees its addresses.
+    struct Reset(Option<MacroMemo>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            PARSED_MACROS.with(|memo| *memo.borrow_mut() = previous);
+        }
+    }
+    let mut memo = MacroMemo::default();
+    for function in functions {
+        memo.own(|v| v.visit_block(&function.block));
+    }
+    let previous = PARSED_MACROS.with(|m| m.borrow_mut().replace(memo));
+    let _reset = Reset(previous);
+    f()
 }
 
 /// Whether a communication statement also computes in its arguments (a call that is neither

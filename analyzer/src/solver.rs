@@ -35,7 +35,7 @@ pub struct Found {
 }
 
 /// Finds the solvers of a program.
-pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<Found> {
+pub fn find(program: &Program, comm: &body::Communicating<'_>) -> Vec<Found> {
     let mut out = Vec::new();
     for (i, f) in program.functions.iter().enumerate() {
         let attr = f.attrs.iter().any(|a| {
@@ -65,10 +65,13 @@ pub fn find(program: &Program, comm_fns: &[bool]) -> Vec<Found> {
         .functions
         .iter()
         .enumerate()
-        .filter(|(i, _)| comm_fns.get(*i) == Some(&true))
+        .filter(|(i, _)| comm.communicates(*i))
     {
-        let mut facts = Facts::default();
-        let (nodes, called) = body::build_function(program, i, comm_fns, &mut facts);
+        let body::Built {
+            nodes,
+            facts,
+            called,
+        } = comm.build(i);
         let f = &program.functions[i];
         let comm_only = nodes.iter().all(Node::only_comm_and_glue) || body::is_comm_attr(f);
         let body = body_of(f);
@@ -249,7 +252,7 @@ fn counters(main: &Loop) -> Vec<String> {
 pub fn analyze(
     program: &Program,
     found: Found,
-    comm_fns: &[bool],
+    comm: &body::Communicating<'_>,
     options: &crate::Options,
 ) -> SolverAnalysis {
     let Found {
@@ -260,9 +263,8 @@ pub fn analyze(
     let f = &program.functions[index];
     let name_loc = Loc::of(f.file, f.sig.ident.span());
     let (mut nodes, facts) = built.unwrap_or_else(|| {
-        let mut facts = Facts::default();
-        let (nodes, _) = body::build_function(program, index, comm_fns, &mut facts);
-        (nodes, facts)
+        let built = comm.build(index);
+        (built.nodes, built.facts)
     });
     let name = if program.crate_name.is_empty() {
         f.path.clone()

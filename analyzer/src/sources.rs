@@ -162,6 +162,13 @@ impl SourceMap {
     pub fn snippet(&self, loc: Loc) -> Option<String> {
         let range = self.byte_range(loc)?;
         let text = self.files.get(loc.file)?.text.get(range)?;
-        Some(text.split_whitespace().collect::<Vec<_>>().join(" "))
+        let mut out = String::with_capacity(text.len());
+        for word in text.split_whitespace() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(word);
+        }
+        Some(out)
     }
 }

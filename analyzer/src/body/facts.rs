@@ -438,11 +438,11 @@ pub(super) fn mentions(e: &syn::Expr) -> Mentions {
         fn visit_macro(&mut self, m: &'ast syn::Macro) {
             if m.path.is_ident("vec") {
                 self.0.is_array = true;
-                for e in crate::scan::macro_args(m) {
-                    if let syn::Expr::Repeat(r) = &e {
+                for e in crate::scan::macro_args(m).iter() {
+                    if let syn::Expr::Repeat(r) = e {
                         self.0.elem_type = literal_type(&r.expr);
                     }
-                    self.visit_expr(&e);
+                    self.visit_expr(e);
                 }
             }
         }

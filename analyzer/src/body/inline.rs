@@ -10,6 +10,7 @@ use super::{is_comm_attr, peel, Builder, Facts};
 use crate::binding::{pattern_idents, Env};
 use crate::diagnostics::{Diagnostic, Loc};
 use crate::ir::{CallSite, Node};
+use crate::load::Program;
 use crate::scan::UserCall;
 
 /// How deep user functions are inlined.
@@ -20,36 +21,7 @@ impl Builder<'_, '_> {
     pub(super) fn resolve(&self, call: UserCall<'_>) -> Option<usize> {
         let fns = &self.program.functions;
         match call {
-            UserCall::Call(c) => {
-                let syn::Expr::Path(p) = &*c.func else {
-                    return None;
-                };
-                let segs: Vec<String> = p
-                    .path
-                    .segments
-                    .iter()
-                    .map(|s| s.ident.to_string())
-                    .filter(|s| !matches!(s.as_str(), "crate" | "self" | "super" | "Self"))
-                    .collect();
-                let wanted = segs.join("::");
-                let here = self
-                    .program
-                    .functions
-                    .get(*self.stack.last()?)
-                    .map(|f| f.file);
-                let by_name = self.program.by_name.get(segs.last()?)?;
-                let mut candidates: Vec<usize> = by_name
-                    .iter()
-                    .copied()
-                    .filter(|&i| {
-                        crate::config::names(&wanted, &fns[i].path)
-                            && fns[i].sig.receiver().is_none()
-                            || (segs.len() >= 2 && crate::config::names(&wanted, &fns[i].path))
-                    })
-                    .collect();
-                candidates.sort_by_key(|&i| Some(fns[i].file) != here);
-                candidates.first().copied()
-            }
+            UserCall::Call(c) => resolve_call(self.program, *self.stack.last()?, c),
             UserCall::Method(m) => {
                 // The crate's own methods of that name first: a method no function of the crate
                 // is named after needs no look at its receiver (which walks the chain below it).
@@ -67,7 +39,7 @@ impl Builder<'_, '_> {
                 let first = *candidates.first()?;
                 candidates
                     .iter()
-                    .all(|&i| self.comm_fns.get(i) == self.comm_fns.get(first))
+                    .all(|&i| (self.comm_fns)(i) == (self.comm_fns)(first))
                     .then_some(first)
             }
         }
@@ -83,7 +55,7 @@ impl Builder<'_, '_> {
         let call = UserCall::of(peel(e))?;
         let index = self.resolve(call)?;
         self.called.insert(index);
-        if !self.comm_fns.get(index).copied().unwrap_or(false) {
+        if !(self.comm_fns)(index) {
             return None;
         }
         let expanded = self.expand(call, index, loc)?;
@@ -120,7 +92,7 @@ impl Builder<'_, '_> {
                     return false;
                 };
                 let f = &self.program.functions[index];
-                self.comm_fns.get(index).copied().unwrap_or(false)
+                (self.comm_fns)(index)
                     && !self.stack.contains(&index)
                     && !is_comm_attr(f)
                     && !self.program.config.is_comm_function(&f.path)
@@ -144,7 +116,7 @@ impl Builder<'_, '_> {
     /// Communication calls of a user function called inside a larger expression.
     pub(super) fn nested_user_comm(&self, call: UserCall<'_>) -> Option<Vec<CallSite>> {
         let index = self.resolve(call)?;
-        if !self.comm_fns.get(index).copied().unwrap_or(false) || self.stack.contains(&index) {
+        if !(self.comm_fns)(index) || self.stack.contains(&index) {
             return None;
         }
         let f = &self.program.functions[index];
@@ -257,6 +229,44 @@ impl Builder<'_, '_> {
             Some(Expansion::Inline(nodes))
         }
     }
+}
+
+/// Resolves a call of a free function or an associated function (`f(..)`, `m::f(..)`) made in
+/// function `here` (functions of its own file first).
+pub(super) fn resolve_call(program: &Program, here: usize, c: &syn::ExprCall) -> Option<usize> {
+    let fns = &program.functions;
+    let syn::Expr::Path(p) = &*c.func else {
+        return None;
+    };
+    let is_named = |s: &String| !matches!(s.as_str(), "crate" | "self" | "super" | "Self");
+    // Most calls are of no function of the program: their last name says so.
+    let last = p
+        .path
+        .segments
+        .iter()
+        .rev()
+        .map(|s| s.ident.to_string())
+        .find(is_named)?;
+    let by_name = program.by_name.get(&last)?;
+    let segs: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .filter(is_named)
+        .collect();
+    let wanted = segs.join("::");
+    let here = fns.get(here).map(|f| f.file);
+    let mut candidates: Vec<usize> = by_name
+        .iter()
+        .copied()
+        .filter(|&i| {
+            crate::config::names(&wanted, &fns[i].path) && fns[i].sig.receiver().is_none()
+                || (segs.len() >= 2 && crate::config::names(&wanted, &fns[i].path))
+        })
+        .collect();
+    candidates.sort_by_key(|&i| Some(fns[i].file) != here);
+    candidates.first().copied()
 }
 
 enum Expansion {

@@ -416,7 +416,8 @@ mod tests {
         }
         let comm = crate::body::communicating_functions(&program);
         let mut facts = Facts::default();
-        let (nodes, _) = crate::body::build_function(&program, 0, &comm, &mut facts);
+        let (nodes, _) =
+            crate::body::build_function(&program, 0, &|i| comm.communicates(i), &mut facts);
         let Some(Node::Loop(main)) = nodes.into_iter().find(|n| matches!(n, Node::Loop(_))) else {
             panic!("no main loop");
         };
