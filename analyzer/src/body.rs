@@ -22,9 +22,13 @@ use crate::scan::{base_var, is_glue, Scanner, UserCall};
 /// A variable declared in a solver (arrays and vectors).
 #[derive(Debug, Clone)]
 pub struct VarDecl {
+    /// The variable's name.
     pub name: String,
+    /// Sized by this node's partition (its rows) rather than replicated on every node.
     pub distributed: bool,
+    /// The element type when the declaration shows it (`vec![0.0f64; n]`, `Vec<f64>`).
     pub elem_type: Option<String>,
+    /// Where it is declared.
     pub loc: Loc,
     /// A parameter of the solver (its class is inferred from how the main loop walks it).
     pub param: bool,
@@ -33,10 +37,13 @@ pub struct VarDecl {
 /// Facts gathered while building, shared across inlined functions.
 #[derive(Debug, Default)]
 pub struct Facts {
+    /// Variables that hold this process's rank (`let rank = world.rank()`).
     pub rank_vars: BTreeSet<String>,
+    /// Variables that hold the number of processes (`let size = world.size()`).
     pub size_vars: BTreeSet<String>,
     /// Scalars whose value derives from this node's partition (`rows = ctx.local_rows(n)`).
     pub dist_sizes: BTreeSet<String>,
+    /// The arrays and vectors declared, in declaration order.
     pub variables: Vec<VarDecl>,
     /// Glue `let`s: name → initialiser as written (for participants such as `left = rank - 1`).
     pub glue_defs: HashMap<String, String>,
@@ -48,6 +55,7 @@ pub struct Facts {
     pub data_arrays: BTreeSet<String>,
     /// Slice aliases bound so far (`let up = &cur[(i - 1) * cols..]`).
     pub aliases: crate::alias::Aliases,
+    /// Problems met while building (unexpanded macros, unresolved calls).
     pub diags: Diagnostics,
 }
 

@@ -21,8 +21,12 @@ use crate::ir::{CallSite, Node, Stmt};
 /// An event before it is numbered.
 #[derive(Debug, Clone)]
 pub struct EventDraft {
+    /// Which of the three event rules formed it (DESIGN §3.4): one call, a communication loop, or
+    /// a user function that only communicates.
     pub rule: EventRule,
+    /// Its communication calls in program order.
     pub calls: Vec<CallSite>,
+    /// Where it begins (its first call or the statement that holds it).
     pub loc: Loc,
     /// Loop variables of communication loops inside the event, with the range they run over.
     pub ranges: Vec<(String, String)>,
@@ -47,7 +51,9 @@ pub fn join_alts(a: &mut Vec<Loc>, b: &[Loc]) {
 /// A block after event formation.
 #[derive(Debug, Clone)]
 pub enum Item {
+    /// A statement, loop or branch that is not (part of) an event.
     Node(Node),
+    /// A communication event, with the calls and glue it owns.
     Event(EventDraft),
 }
 
@@ -251,14 +257,20 @@ fn merge(items: Vec<Item>) -> Vec<Item> {
 /// An event's pattern, participants, message and element type.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Described {
+    /// The communication pattern the model prices (nearest neighbour, reduction, pipeline, …).
     pub pattern: Pattern,
+    /// The peers as written, symbolic where they depend on the rank (`rank + 1`, `all`).
     pub participants: Vec<String>,
+    /// The message's expression as written (the buffer sent), when the calls name one.
     pub message: Option<String>,
+    /// The element type of the message (`f64`), when the facts know the buffer's.
     pub elem_type: Option<String>,
     /// Receives only, from one peer (the lookahead that starts a tile loop).
     pub receive_like: bool,
 }
 
+/// The pattern, participants, message and element type of `e`, from its calls and the facts
+/// gathered while building the solver's body.
 pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
     let mut participants: Vec<String> = Vec::new();
     let push = |p: &mut Vec<String>, s: String| {

@@ -6,6 +6,8 @@
 //! (sections, tiles, stages) → [`classify`] (per-stage facts) → [`emit`] (JSON, text, DOT).
 //! Analysis never fails and never panics: problems are [`diagnostics`].
 
+#![warn(missing_docs)]
+
 pub mod alias;
 pub mod automaton;
 pub mod binding;
@@ -45,15 +47,18 @@ pub struct Options {
 /// The result of analysing a crate or a file.
 #[derive(Debug)]
 pub struct Analysis {
+    /// The structure (`mheta-structure/1`): every solver that has a main loop.
     pub structure: Structure,
     /// Every diagnostic (loading, solver search and each solver's), in order.
     pub diagnostics: Vec<Diagnostic>,
     /// Per solver: tokens, automaton outline and trace.
     pub solvers: Vec<SolverAnalysis>,
+    /// The text of every file read, for rendering diagnostics and traces.
     pub sources: sources::SourceMap,
 }
 
 impl Analysis {
+    /// Whether some diagnostic is an error.
     pub fn has_errors(&self) -> bool {
         solver::has_errors(&self.diagnostics)
     }

@@ -34,11 +34,14 @@ const MUTATING_METHODS: &[&str] = &[
 /// A call that may be of a user function.
 #[derive(Clone, Copy)]
 pub enum UserCall<'a> {
+    /// A path call: `exchange(&world, &mut u)`.
     Call(&'a syn::ExprCall),
+    /// A method call: `grid.exchange(&world)`.
     Method(&'a syn::ExprMethodCall),
 }
 
 impl<'a> UserCall<'a> {
+    /// `e` as a call, if it is a path or method call.
     pub fn of(e: &'a syn::Expr) -> Option<Self> {
         match e {
             syn::Expr::Call(c) => Some(UserCall::Call(c)),
@@ -55,6 +58,7 @@ impl<'a> UserCall<'a> {
         }
     }
 
+    /// The call's arguments (a method call's receiver is not one).
     pub fn args(self) -> Vec<&'a syn::Expr> {
         match self {
             UserCall::Call(c) => c.args.iter().collect(),
@@ -65,8 +69,11 @@ impl<'a> UserCall<'a> {
 
 /// What scanning needs from its surroundings.
 pub struct Scanner<'a> {
+    /// The names in scope: the communicators and I/O objects bound so far (`binding`).
     pub env: &'a Env,
+    /// The source text, for locations and snippets.
     pub text: Text<'a>,
+    /// mheta.toml: extra communication and I/O methods and functions.
     pub config: &'a Config,
     /// Resolves a user function call to communication calls it makes when it is a
     /// communication function (rule 2): `Some(calls)`, or `None` when it does not communicate.

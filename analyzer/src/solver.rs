@@ -19,15 +19,21 @@ use crate::lower::{self, Lowered};
 /// One analysed solver with everything the CLI may show.
 #[derive(Debug, Clone)]
 pub struct SolverAnalysis {
+    /// The solver as the structure file holds it.
     pub solver: format::Solver,
+    /// The main loop lowered to the automaton's tokens.
     pub lowered: Lowered,
+    /// What the automaton made of the tokens: sections, tiles, stages (and its trace).
     pub outline: Outline,
+    /// This solver's diagnostics.
     pub diags: Vec<Diagnostic>,
 }
 
 /// A solver function of a program and how it was found.
 pub struct Found {
+    /// Its index in the program's functions (`Program::functions`).
     pub function: usize,
+    /// How it was found: `attribute`, `config` or `heuristic` (the structure's `found_by`).
     pub found_by: &'static str,
     /// The body the heuristic built to find it, and the facts gathered building it: the
     /// analysis takes them instead of building the same body again.
