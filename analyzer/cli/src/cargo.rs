@@ -70,18 +70,7 @@ impl Locate for Cargo {
     }
 
     fn metadata(&self, manifest: &Path) -> anyhow::Result<serde_json::Value> {
-        let mut command = Self::command();
-        command
-            .args([
-                "metadata",
-                "--format-version",
-                "1",
-                "--no-deps",
-                "--manifest-path",
-            ])
-            .arg(manifest);
-        let text = Self::run(command)?;
-        serde_json::from_str(&text).context("cannot read `cargo metadata`'s output")
+        crate::tune::program::metadata(manifest)
     }
 }
 

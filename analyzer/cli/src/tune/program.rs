@@ -271,6 +271,15 @@ impl Package {
 
 /// The package whose manifest is `manifest`, from `cargo metadata`.
 fn locate(manifest: &Path) -> anyhow::Result<Package> {
+    let metadata = metadata(manifest)?;
+    let canonical = manifest
+        .canonicalize()
+        .unwrap_or_else(|_| manifest.to_path_buf());
+    package_of(&metadata, &canonical)
+}
+
+/// `cargo metadata --no-deps` of the workspace of `manifest`; its errors quote cargo's.
+pub fn metadata(manifest: &Path) -> anyhow::Result<serde_json::Value> {
     let output = Command::new(cargo())
         .args([
             "metadata",
@@ -289,12 +298,7 @@ fn locate(manifest: &Path) -> anyhow::Result<Package> {
             String::from_utf8_lossy(&output.stderr).trim_end()
         );
     }
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).context("`cargo metadata` printed invalid JSON")?;
-    let canonical = manifest
-        .canonicalize()
-        .unwrap_or_else(|_| manifest.to_path_buf());
-    package_of(&metadata, &canonical)
+    serde_json::from_slice(&output.stdout).context("`cargo metadata` printed invalid JSON")
 }
 
 /// Picks, from `cargo metadata` output, the package whose manifest is `manifest`: its target
