@@ -42,12 +42,10 @@ pub trait Locate {
 /// cargo on the `PATH` (or `$CARGO`, which cargo sets when it runs a subcommand).
 pub struct Cargo;
 
-impl Cargo {
-    fn command() -> Command {
-        Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-    }
-
-    fn run(mut command: Command) -> anyhow::Result<String> {
+impl Locate for Cargo {
+    fn nearest_manifest(&self) -> anyhow::Result<PathBuf> {
+        let mut command = Command::new(crate::tune::program::cargo());
+        command.args(["locate-project", "--message-format", "plain"]);
         let shown = crate::tune::program::command_line(&command);
         let output = command
             .output()
@@ -58,15 +56,9 @@ impl Cargo {
                 String::from_utf8_lossy(&output.stderr).trim_end()
             );
         }
-        String::from_utf8(output.stdout).with_context(|| format!("`{shown}` printed non-UTF-8"))
-    }
-}
-
-impl Locate for Cargo {
-    fn nearest_manifest(&self) -> anyhow::Result<PathBuf> {
-        let mut command = Self::command();
-        command.args(["locate-project", "--message-format", "plain"]);
-        Ok(PathBuf::from(Self::run(command)?.trim_end()))
+        let path = String::from_utf8(output.stdout)
+            .with_context(|| format!("`{shown}` printed non-UTF-8"))?;
+        Ok(PathBuf::from(path.trim_end()))
     }
 
     fn metadata(&self, manifest: &Path) -> anyhow::Result<serde_json::Value> {
@@ -91,9 +83,9 @@ pub fn rewrite(argv: Vec<OsString>, locate: &impl Locate) -> anyhow::Result<Vec<
             break;
         }
         let text = arg.to_string_lossy();
-        if let Some(value) = flag_value(&text, &mut args, &["--manifest-path"], None)? {
+        if let Some(value) = flag_value(&text, &mut args, "--manifest-path", None)? {
             manifest = Some(PathBuf::from(value));
-        } else if let Some(value) = flag_value(&text, &mut args, &["--package"], Some("-p"))? {
+        } else if let Some(value) = flag_value(&text, &mut args, "--package", Some("-p"))? {
             package = Some(value.to_string_lossy().into_owned());
         } else {
             rest.push(arg);
@@ -126,17 +118,15 @@ pub fn rewrite(argv: Vec<OsString>, locate: &impl Locate) -> anyhow::Result<Vec<
     Ok(out)
 }
 
-/// If `arg` is one of the flags `long` (`--flag value` or `--flag=value`) or `short` (`-p value`
-/// or `-pvalue`), its value, taken from the next argument when not attached.
+/// If `arg` is the flag `long` (`--flag value` or `--flag=value`) or `short` (`-p value` or
+/// `-pvalue`), its value, taken from the next argument when not attached.
 fn flag_value(
     arg: &str,
     args: &mut impl Iterator<Item = OsString>,
-    long: &[&str],
+    long: &str,
     short: Option<&str>,
 ) -> anyhow::Result<Option<OsString>> {
-    let name = long
-        .iter()
-        .copied()
+    let name = std::iter::once(long)
         .chain(short)
         .find(|name| arg == *name || arg.starts_with(&format!("{name}=")))
         .or_else(|| short.filter(|s| arg.starts_with(s) && arg.len() > s.len()));

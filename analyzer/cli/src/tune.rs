@@ -131,14 +131,6 @@ pub const MODEL_ITERATIONS: u32 = 6;
 /// Block 12 % slow.
 pub const FORCED_RUNS: u32 = 3;
 
-/// The run whose slowest node's iteration time is the median of `runs`: a whole run, so that
-/// its stages, I/O and events stay one measurement.
-fn median_run(runs: Vec<Measurements>) -> Measurements {
-    median_by(runs, |m| {
-        m.nodes.iter().map(|n| n.iteration_s).fold(0.0, f64::max)
-    })
-}
-
 /// The item of `items` (not empty) whose `key` is the median (the lower middle one of an even
 /// count).
 fn median_by<T>(mut items: Vec<T>, key: impl Fn(&T) -> f64) -> T {
@@ -311,10 +303,8 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     let mut forced = Vec::new();
     for k in 0..forced_runs {
         let first = k == 0;
-        let path = match forced_runs {
-            1 => measurements_path.clone(),
-            _ => work.join(format!("measurements-forced-{k}.json")),
-        };
+        // `measurements.json` is written once the in-core samples are merged (below).
+        let path = work.join(format!("measurements-forced-{k}.json"));
         let run = program
             .run(&RunSpec {
                 distribution: "block",
@@ -331,7 +321,8 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             .context("step 3 (instrumented run) failed")?;
         forced.push(run);
     }
-    let mut measured = median_run(forced);
+    // The median run, whole, so that its stages, I/O and events stay one measurement.
+    let mut measured = median_by(forced, program::iteration_seconds);
     if let Interface::Environment(_) = program.interface {
         // An attached program does not write its structure: it is the crate's.
         super::write_atomic(&structure_path, &serde_json::to_string_pretty(&analyzed)?)?;

@@ -348,7 +348,8 @@ pub fn package_of(metadata: &serde_json::Value, manifest: &Path) -> anyhow::Resu
     })
 }
 
-fn cargo() -> String {
+/// cargo: `$CARGO` (set when cargo runs a subcommand or a test), else the one on the `PATH`.
+pub(crate) fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
 
