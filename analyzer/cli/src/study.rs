@@ -363,10 +363,12 @@ fn measured(doc: &TuneDocument) -> Outcome {
 }
 
 /// `--repredict`: the study's measured cases (those `--fixtures`, `--families` and `--settings`
-/// select), each predicted again from its saved `structure.json` and `measurements.json`.
+/// select), each predicted again from its saved `structure.json` and `measurements.json`, with
+/// the instrumented in-core runs merged into it again from their own files ([`remerged`]), so
+/// that a change to what those runs give the model shows too.
 fn repredict(args: &StudyArgs) -> anyhow::Result<()> {
     use mheta_model::Model;
-    use mheta_runtime::format::{Measurements, Structure};
+    use mheta_runtime::format::Structure;
 
     let cases = earlier_cases(&args.out)?;
     // Per setting: (recorded, re-predicted) outcomes.
@@ -379,7 +381,7 @@ fn repredict(args: &StudyArgs) -> anyhow::Result<()> {
         let file = |name: &str| dir.join(name);
         let mut doc: TuneDocument = super::read_json(&file("tune.json"))?;
         let structure: Structure = super::read_json(&file("structure.json"))?;
-        let measurements: Measurements = super::read_json(&file("measurements.json"))?;
+        let measurements = remerged(&dir, super::read_json(&file("measurements.json"))?)?;
         let model = Model::new(&structure, &measurements, &measurements.cluster)
             .with_context(|| format!("`{}`: cannot build the model", dir.display()))?;
         for d in &mut doc.distributions {
@@ -429,6 +431,52 @@ fn repredict(args: &StudyArgs) -> anyhow::Result<()> {
         ))?;
     }
     Ok(())
+}
+
+/// `measurements` (a case's `measurements.json`: the forced runs' median with every in-core run
+/// merged into it) with the in-core runs merged again from the files tune kept of them,
+/// `measurements-<sample>-<k>.json` beside it (the forced runs are `measurements-forced-<k>`),
+/// in the order of their names. Files older than the case's first forced run are left out: an
+/// earlier tune into the same directory left them (it sampled other distributions). Without
+/// such files the measurements stand as saved.
+fn remerged(
+    dir: &Path,
+    mut measurements: mheta_runtime::format::Measurements,
+) -> anyhow::Result<mheta_runtime::format::Measurements> {
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    let since = modified(&dir.join("measurements-forced-0.json"));
+    let mut kept: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot list `{}`", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with("measurements-")
+                    && n.ends_with(".json")
+                    && !n.starts_with("measurements-forced-")
+            })
+        })
+        .filter(|path| since.is_none() || modified(path) >= since)
+        .collect();
+    if kept.is_empty() {
+        return Ok(measurements);
+    }
+    kept.sort();
+    for node in &mut measurements.nodes {
+        for stage in &mut node.stages {
+            stage.in_core.clear();
+            stage.in_core_tiles.clear();
+        }
+        for event in &mut node.events {
+            event.overheads.clear();
+        }
+    }
+    for path in &kept {
+        let run: mheta_runtime::format::Measurements = super::read_json(path)?;
+        measurements
+            .merge_in_core_compute(&run)
+            .map_err(|e| anyhow::anyhow!("`{}`: {e}", path.display()))?;
+    }
+    Ok(measurements)
 }
 
 /// The targets' figures over a set of measured cases.

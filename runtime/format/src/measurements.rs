@@ -88,13 +88,16 @@ impl Measurements {
     }
 
     /// Take the in-core computation from `kept`, an instrumented run of the same program, rows
-    /// and cluster made with `--keep-in-core`, under any distribution: every stage of a node
-    /// that did no block I/O there (all its arrays were in core) gets an `in_core` sample with
-    /// the rows the node held. Every event of every node also gets the run's per-message
+    /// and cluster made with `--keep-in-core`, under any distribution: every stage of every
+    /// node that held rows gets an `in_core` sample with the rows the node held and the arrays
+    /// it still moved through disk there (`out_of_core`: empty when all its arrays were in
+    /// core; a node whose memory kept only some of them computes at neither the forced run's
+    /// rate nor the in-core one). Only nodes that did no block I/O add to `in_core_tiles`.
+    /// Every event of every node also gets the run's per-message
     /// overheads as a sample (`overheads`): one run's overheads are one draw of a figure that
     /// varies from run to run with the machine's load (an 8-rank CG all-gather's root: 3–11 ms
     /// over seven runs of one tune). Merging several such runs gives several samples. Returns
-    /// how many nodes got a computation sample; fails, naming the field, when the runs do not
+    /// how many nodes got an all-in-core computation sample; fails, naming the field, when the runs do not
     /// match.
     pub fn merge_in_core_compute(&mut self, kept: &Measurements) -> Result<usize, String> {
         if kept.structure != self.structure {
@@ -121,20 +124,50 @@ impl Measurements {
                     event.overheads.push(e.overhead_sample());
                 }
             }
-            if !other.io.is_empty() {
+            // The arrays this node moved through disk, in the order of `arrays` (a record
+            // without a block moved is an in-core array's).
+            let moved: Vec<&IoMeasurement> = other
+                .io
+                .iter()
+                .filter(|x| {
+                    x.reads + x.writes + x.prefetches + x.bytes_read + x.bytes_written > 0.0
+                })
+                .collect();
+            let out_of_core: Vec<String> = kept
+                .arrays
+                .iter()
+                .filter(|a| moved.iter().any(|x| x.var == a.name))
+                .map(|a| a.name.clone())
+                .chain(
+                    moved
+                        .iter()
+                        .filter(|x| !kept.arrays.iter().any(|a| a.name == x.var))
+                        .map(|x| x.var.clone()),
+                )
+                .fold(Vec::new(), |mut names, name| {
+                    if !names.contains(&name) {
+                        names.push(name);
+                    }
+                    names
+                });
+            if out_of_core.is_empty() {
+                merged += 1;
+            } else if other.rows == 0 {
                 continue;
             }
-            merged += 1;
             for stage in &mut node.stages {
                 let kept = other.stages.iter().find(|s| s.key == stage.key);
                 stage.in_core.push(InCoreSample {
                     rows: other.rows,
                     compute_s: kept.map_or(0.0, |s| s.compute_s),
+                    out_of_core: out_of_core.clone(),
                 });
-                add_up(
-                    &mut stage.in_core_tiles,
-                    kept.map_or(&[][..], |s| &s.tiles[..]),
-                );
+                if out_of_core.is_empty() {
+                    add_up(
+                        &mut stage.in_core_tiles,
+                        kept.map_or(&[][..], |s| &s.tiles[..]),
+                    );
+                }
             }
         }
         Ok(merged)
@@ -264,23 +297,29 @@ pub struct StageMeasurement {
     /// shape is used: see `model::pipeline`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub in_core_tiles: Vec<f64>,
-    /// T_φ of the stage on this node in runs that kept the node's arrays in core
-    /// (`--keep-in-core`; see [`Measurements::merge_in_core_compute`]), one sample per such
-    /// run, with the rows the node held. Computation between block reads and writes runs slower
-    /// than in core (the I/O evicts caches and TLB entries), and per-row cost changes with the
-    /// rows (caches, allocations), so the model interpolates these for nodes it places
-    /// entirely in core.
+    /// T_φ of the stage on this node in runs that kept in core what the node's memory could
+    /// hold (`--keep-in-core`; see [`Measurements::merge_in_core_compute`]), one sample per
+    /// such run, with the rows the node held and the arrays it still moved through disk.
+    /// Computation runs at a different rate in core than between block reads and writes (the
+    /// I/O changes what the caches and TLB hold), and per-row cost changes with the rows
+    /// (caches, allocations), so the model interpolates these for nodes it places with the
+    /// same arrays out of core.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub in_core: Vec<InCoreSample>,
 }
 
-/// One in-core measurement of a stage on a node: its T_φ when the node held `rows` rows.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// One measurement of a stage on a node in a `--keep-in-core` run: its T_φ when the node held
+/// `rows` rows with the arrays `out_of_core` moved through disk and the others in core.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InCoreSample {
     /// Rows the node held in that run.
     pub rows: u64,
     /// The stage's computation in that run, seconds per iteration.
     pub compute_s: f64,
+    /// The arrays the node moved through disk in that run (its memory could not keep them), in
+    /// the order of [`Measurements::arrays`]; empty when it held all of them in core.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out_of_core: Vec<String>,
 }
 
 /// Out-of-core I/O of one array inside one stage on one node, per iteration.
@@ -503,20 +542,33 @@ mod tests {
     }
 
     #[test]
-    fn in_core_compute_comes_from_nodes_that_did_no_io() {
+    fn kept_runs_sample_every_node_with_the_arrays_it_moved() {
         let mut forced = measurements(&[true, true], 2.0);
         let kept = measurements(&[false, true], 1.5);
         assert_eq!(forced.merge_in_core_compute(&kept), Ok(1));
         let sample = InCoreSample {
             rows: 10,
             compute_s: 1.5,
+            out_of_core: Vec::new(),
         };
-        assert_eq!(forced.nodes[0].stages[0].in_core, vec![sample]);
+        // Node 1 still moved `a` through disk: its sample says so.
+        let partly = InCoreSample {
+            out_of_core: vec!["a".into()],
+            ..sample.clone()
+        };
+        assert_eq!(forced.nodes[0].stages[0].in_core, vec![sample.clone()]);
         assert_eq!(forced.nodes[0].stages[0].compute_s, 2.0);
-        assert!(forced.nodes[1].stages[0].in_core.is_empty());
+        assert_eq!(forced.nodes[1].stages[0].in_core, vec![partly.clone()]);
         // A second in-core run adds a second sample.
         assert_eq!(forced.merge_in_core_compute(&kept), Ok(1));
-        assert_eq!(forced.nodes[0].stages[0].in_core, vec![sample, sample]);
+        assert_eq!(
+            forced.nodes[0].stages[0].in_core,
+            vec![sample.clone(), sample]
+        );
+        assert_eq!(
+            forced.nodes[1].stages[0].in_core,
+            vec![partly.clone(), partly]
+        );
         assert!(forced.nodes[0].stages[0].in_core_tiles.is_empty());
         // The kept runs' tile profiles add up position by position, only where in core.
         let mut tiled = kept.clone();

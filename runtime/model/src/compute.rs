@@ -16,6 +16,11 @@ pub(crate) struct StageCost {
     /// `in_core` was measured in core, so it includes the memory copies of in-core block
     /// writes (which the model adds to `rate` itself).
     pub in_core_measured: bool,
+    /// Per node, its computation when it holds some of its arrays in core and moves the others
+    /// (the mask, as `OocState::mask`) through disk, as kept runs measured it with that
+    /// placement (on some node: see `build::kept_costs`); already CPU-adjusted. A placement not
+    /// listed computes at `rate`, the forced run's.
+    pub partly: Vec<(u64, Vec<InCore>)>,
     /// The out-of-core capable arrays this stage reads or writes.
     pub io: Vec<StageIo>,
 }
@@ -102,11 +107,14 @@ impl Tau {
 
 impl StageCost {
     /// `(T_φ)' = T_φ · W'/W` (§5.3.1) for a distributed stage (the rate is `T_φ / W`),
-    /// `T_φ` for a replicated one; `in_core` selects the rate of a node holding all its
-    /// arrays in core.
-    pub fn t_phi(&self, node: usize, rows: u64, in_core: bool) -> f64 {
-        if in_core {
+    /// `T_φ` for a replicated one, at the rate measured with the node's placement `state`:
+    /// all in core, the arrays of `state.mask` out of core, or (unmeasured) all out of core.
+    pub fn t_phi(&self, node: usize, state: &OocState) -> f64 {
+        let rows = state.rows;
+        if state.in_core() {
             self.in_core[node].seconds(rows, self.distributed)
+        } else if let Some((_, partly)) = self.partly.iter().find(|(m, _)| *m == state.mask) {
+            partly[node].seconds(rows, self.distributed)
         } else if self.distributed {
             self.rate[node] * rows as f64
         } else {
@@ -125,11 +133,13 @@ impl StageCost {
         state: &OocState,
     ) -> Tau {
         let in_core = state.in_core();
-        let t_phi = self.t_phi(node, state.rows, in_core);
+        let t_phi = self.t_phi(node, state);
         let mut compute_s = t_phi;
+        // The memory copies of in-core block writes: a rate measured with this placement
+        // includes them already.
+        let copies_counted = (in_core && self.in_core_measured)
+            || (!in_core && self.partly.iter().any(|(m, _)| *m == state.mask));
         for io in &self.io {
-            // (A measured in-core rate includes them already.)
-            let copies_counted = in_core && self.in_core_measured;
             if !state.is_out_of_core(io.array) && !copies_counted {
                 // An in-core array's block writes are memory copies, CPU work (the
                 // instrumented run, with every array out of core, wrote to disk instead).

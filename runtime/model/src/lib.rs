@@ -66,6 +66,8 @@ pub enum ModelError {
     RankOrder { index: usize, rank: u32 },
     #[error("the model supports at most 64 distributed arrays, the measurements list {0}")]
     TooManyArrays(usize),
+    #[error("measurements field `{field}` names array `{name}`, which `arrays` does not list")]
+    UnknownArray { field: String, name: String },
     #[error("measurements field `{field}` is {value}, expected a finite non-negative number")]
     BadValue { field: String, value: f64 },
     #[error("structure event {event}: `frequency` is {value}, expected a share of the iterations in (0, 1]")]

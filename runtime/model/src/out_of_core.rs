@@ -7,8 +7,12 @@
 //!
 //! - Arrays the program never reads or writes through explicit I/O are *resident*: they live in
 //!   memory whatever happens and take their `W · bytes_per_row` from it first.
-//! - The other arrays are ranked once, at build time, by accesses per iteration per byte of row
-//!   (most used per byte first; ties to the smaller row, then the name).
+//! - The other arrays are ranked once, at build time, as the runtime ranks them: by bytes per
+//!   use with every use counted once, so the smaller row first, equal rows in the order the
+//!   program registered them (the measurements' `arrays`). The seed prefers arrays "accessed
+//!   more frequently", but the runtime does not know the access counts; ranking by the
+//!   structure's accesses made the model keep `b` in core where Jacobi's program kept `a`, and
+//!   compute at the rate of a placement the program never made.
 //! - For a node holding `W` rows, the candidates are "the first k ranked arrays stay in core, the
 //!   rest form β", for every k whose in-core arrays fit in the free memory with one row set aside
 //!   for each array of β. The memory left over is shared by the arrays of β row by row: the

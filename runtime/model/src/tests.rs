@@ -959,7 +959,107 @@ fn nodes_in_core_compute_at_the_in_core_rate() {
 }
 
 fn sample(rows: u64, compute_s: f64) -> InCoreSample {
-    InCoreSample { rows, compute_s }
+    InCoreSample {
+        rows,
+        compute_s,
+        out_of_core: Vec::new(),
+    }
+}
+
+/// [`two_array_case`] where both nodes have 12000 B of memory: at 100 rows `a` (10000 B, the
+/// first registered of two equal rows) fits with one row of `b` set aside, and `b` gets an ICLA
+/// of (12000 − 10000) / 100 = 20 rows, N_L = 5: 5 · 0.001 + 10000 · 1e-6 = 0.015 s of I/O
+/// (f_r = f_w = ½), where both out of core (ICLA 60 rows, N_L = 2) would cost
+/// 2 · (2 · 0.001 + 0.01) = 0.024 s.
+fn partly_in_core_case(copy_per_byte_s: f64) -> Case {
+    let mut c = two_array_case((0.5, 0.5), (0.5, 0.5), copy_per_byte_s);
+    for n in &mut c.cluster.nodes {
+        n.memory_bytes = 12_000;
+    }
+    c.m.cluster = c.cluster.clone();
+    c
+}
+
+#[test]
+fn the_model_keeps_in_core_the_arrays_the_runtime_keeps() {
+    // The structure accesses `b` more often (written by the stage and through I/O), but the
+    // runtime ranks arrays by bytes per use with every use counted once, equal rows in the
+    // order registered: `a` stays in core, `b` goes out. The model predicts that placement.
+    let c = partly_in_core_case(0.0);
+    let runtime = mheta_runtime::ooc::plan(
+        12_000,
+        &["a", "b"].map(|_| mheta_runtime::ooc::ArrayDemand {
+            rows: 100,
+            row_bytes: 100,
+            uses: 1,
+            io: mheta_runtime::ooc::IoEstimate {
+                per_block_s: 0.001,
+                per_byte_s: 1e-6,
+            },
+        }),
+    );
+    use mheta_runtime::ooc::Placement;
+    assert_eq!(
+        runtime,
+        [Placement::InCore, Placement::OutOfCore { icla_rows: 20 }]
+    );
+    let model = c.model();
+    assert_eq!(model.arrays[0].name, "a");
+    let state = crate::out_of_core::decide(&model.arrays, &model.memory[1], 100);
+    assert_eq!((state.mask, state.n_l), (0b10, 5), "{state:?}");
+    let p = model.predict(&[100, 100]).unwrap();
+    assert!(close(p.nodes[1].io_s, 0.015), "{p:?}");
+}
+
+#[test]
+fn a_node_placed_as_a_kept_run_placed_it_computes_at_that_runs_rate() {
+    // The forced run measured T_φ = 1 s per 100 rows on both nodes (0.01 s/row). A kept run
+    // placed node 1 with `b` out of core and `a` in core at 100 rows and measured 0.7 s there.
+    let mut c = partly_in_core_case(0.0);
+    c.m.nodes[1].stages[0].in_core = vec![InCoreSample {
+        out_of_core: vec!["b".into()],
+        ..sample(100, 0.7)
+    }];
+    let model = c.model();
+    let p = model.predict(&[100, 100]).unwrap();
+    // Node 1 is placed that way again: 0.7 s. Node 0 too (same memory, same rows), without a
+    // sample of its own: node 1's rate per row scaled by CPU power (both 1), 0.7 s.
+    assert!(close(p.nodes[1].compute_s, 0.7), "{p:?}");
+    assert!(close(p.nodes[0].compute_s, 0.7), "{p:?}");
+    assert!(close(p.nodes[1].io_s, 0.015), "{p:?}");
+    // At 110 rows the placement is the same (a: 11000 B, b's ICLA 10 rows, N_L = 11): the
+    // sample scales in proportion, 0.77 s. At 130 rows `a` no longer fits (13000 B): both out
+    // of core, at the forced run's 0.01 s/row, 1.3 s. At 50 rows (node 1) all is in core, and
+    // with no all-in-core sample the forced rate stands: 0.5 s.
+    let p = model.predict(&[130, 110]).unwrap();
+    assert!(close(p.nodes[1].compute_s, 0.77), "{p:?}");
+    assert!(close(p.nodes[0].compute_s, 1.3), "{p:?}");
+    let p = model.predict(&[150, 50]).unwrap();
+    assert!(close(p.nodes[1].compute_s, 0.5), "{p:?}");
+    // The kept run's computation includes the memory copies of `a`'s in-core writes
+    // (½ · 10000 B at 1e-8 s/B = 5e-5 s): none are added to it, where they are added to the
+    // forced rate (node 0 at 50 rows, all in core: 0.5 s + ½ · 5000 B of each array's writes
+    // at 1e-8 s/B = 5e-5 s).
+    let mut c = partly_in_core_case(1e-8);
+    c.m.nodes[1].stages[0].in_core = vec![InCoreSample {
+        out_of_core: vec!["b".into()],
+        ..sample(100, 0.7)
+    }];
+    let p = c.model().predict(&[50, 100]).unwrap();
+    assert!(close(p.nodes[1].compute_s, 0.7), "{p:?}");
+    assert!(close(p.nodes[0].compute_s, 0.5 + 5e-5), "{p:?}");
+    // A sample naming an array the measurements do not list is an error naming the field.
+    let mut c = partly_in_core_case(0.0);
+    c.m.nodes[1].stages[0].in_core = vec![InCoreSample {
+        out_of_core: vec!["c".into()],
+        ..sample(100, 0.7)
+    }];
+    let err = c.try_model().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "measurements field `nodes[1].stages[0/0].in_core[0].out_of_core` names array `c`, \
+         which `arrays` does not list"
+    );
 }
 
 #[test]

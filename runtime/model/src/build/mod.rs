@@ -101,8 +101,12 @@ impl<'a> Builder<'a> {
         Ok(b)
     }
 
-    /// Ranks the distributed arrays for the out-of-core heuristic: most accesses per iteration
-    /// per byte of row first, then the smaller row, then the name.
+    /// Ranks the distributed arrays for the out-of-core heuristic as the runtime ranks them
+    /// (`ooc::plan`: bytes per use, every array used once, ties in the order the program
+    /// registered them, which is the order of the measurements' `arrays`): the smaller row
+    /// first, then the earlier registered. Ranked otherwise (by the structure's accesses, say),
+    /// the model would predict the I/O of arrays the program keeps in core and compute at the
+    /// rate of a placement the program does not make.
     fn rank_arrays(&mut self) -> Result<(), ModelError> {
         let distributed: Vec<_> = self
             .m
@@ -113,42 +117,12 @@ impl<'a> Builder<'a> {
         if distributed.len() > 64 {
             return Err(ModelError::TooManyArrays(distributed.len()));
         }
-        let mut uses: HashMap<&str, f64> = HashMap::new();
-        for section in &self.solver.sections {
-            for (stage, tile) in section.stages() {
-                let key = StageKey {
-                    section: section.id,
-                    tile,
-                    stage: stage.id,
-                };
-                let count = self
-                    .m
-                    .nodes
-                    .iter()
-                    .filter_map(|n| find_stage(n, key))
-                    .map(|s| s.count)
-                    .fold(1.0, f64::max);
-                for var in stage
-                    .reads
-                    .iter()
-                    .chain(&stage.writes)
-                    .chain(stage.io.iter().map(|io| &io.var))
-                {
-                    *uses.entry(var.as_str()).or_default() += count;
-                }
-            }
-        }
         let mut ranked: Vec<(f64, u64, &str)> = distributed
             .iter()
-            .map(|a| {
-                (
-                    uses.get(a.name.as_str()).copied().unwrap_or(0.0) / a.bytes_per_row as f64,
-                    a.bytes_per_row,
-                    a.name.as_str(),
-                )
-            })
+            .map(|a| (0.0, a.bytes_per_row, a.name.as_str()))
             .collect();
-        ranked.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)).then(x.2.cmp(y.2)));
+        // A stable sort: equal rows keep the registration order.
+        ranked.sort_by_key(|&(_, bytes_per_row, _)| bytes_per_row);
         for (index, (_, bpr, name)) in ranked.into_iter().enumerate() {
             self.array_index.insert(name.to_string(), index);
             self.arrays.push(ArrayCost {
@@ -402,7 +376,7 @@ impl<'a> Builder<'a> {
         } else {
             measured
         };
-        let measured_in_core = self.in_core_costs(key, distributed, per_pass)?;
+        let measured_in_core = self.kept_costs(key, distributed, per_pass, 0)?;
         let in_core_measured = measured_in_core.is_some();
         let in_core = measured_in_core
             .unwrap_or_else(|| rate.iter().map(|&r| InCore::Rate(r)).collect::<Vec<_>>());
@@ -411,16 +385,13 @@ impl<'a> Builder<'a> {
             .zip(&self.cpu_ratio)
             .map(|(r, c)| r * c)
             .collect();
-        let in_core = in_core
-            .into_iter()
-            .zip(&self.cpu_ratio)
-            .map(|(cost, &c)| match cost {
-                InCore::Rate(r) => InCore::Rate(r * c),
-                InCore::Samples(points) => {
-                    InCore::Samples(points.into_iter().map(|(x, t)| (x, t * c)).collect())
-                }
-            })
-            .collect();
+        let in_core = self.cpu_adjusted(in_core);
+        let mut partly = Vec::new();
+        for mask in self.partial_masks(key)? {
+            if let Some(costs) = self.kept_costs(key, distributed, per_pass, mask)? {
+                partly.push((mask, self.cpu_adjusted(costs)));
+            }
+        }
         let mut io: Vec<StageIo> = Vec::new();
         for (index, name) in self.arrays.iter().map(|a| a.name.as_str()).enumerate() {
             let ops: Vec<IoKind> = stage
@@ -474,8 +445,63 @@ impl<'a> Builder<'a> {
             rate,
             in_core,
             in_core_measured,
+            partly,
             io,
         })
+    }
+
+    /// Kept-run costs at the measured CPU power, adjusted to the target's (`cpu_ratio`).
+    fn cpu_adjusted(&self, costs: Vec<InCore>) -> Vec<InCore> {
+        costs
+            .into_iter()
+            .zip(&self.cpu_ratio)
+            .map(|(cost, &c)| match cost {
+                InCore::Rate(r) => InCore::Rate(r * c),
+                InCore::Samples(points) => {
+                    InCore::Samples(points.into_iter().map(|(x, t)| (x, t * c)).collect())
+                }
+            })
+            .collect()
+    }
+
+    /// The sets of arrays (masks over the model's arrays, as `OocState::mask`) that kept runs
+    /// moved through disk on some node while keeping others in core, in the order first seen.
+    fn partial_masks(&self, key: StageKey) -> Result<Vec<u64>, ModelError> {
+        let mut masks = Vec::new();
+        for (i, n) in self.m.nodes.iter().enumerate() {
+            let samples = find_stage(n, key).map_or(&[][..], |s| s.in_core.as_slice());
+            for (k, sample) in samples.iter().enumerate() {
+                let mask = self.sample_mask(i, key, k, sample)?;
+                if mask != 0 && !masks.contains(&mask) {
+                    masks.push(mask);
+                }
+            }
+        }
+        Ok(masks)
+    }
+
+    /// `sample.out_of_core` as a mask over the model's arrays; an array the measurements do
+    /// not list is an error naming the field.
+    fn sample_mask(
+        &self,
+        node: usize,
+        key: StageKey,
+        k: usize,
+        sample: &mheta_runtime::format::InCoreSample,
+    ) -> Result<u64, ModelError> {
+        sample
+            .out_of_core
+            .iter()
+            .try_fold(0u64, |mask, name| match self.array_index.get(name) {
+                Some(&m) => Ok(mask | 1 << m),
+                None => Err(ModelError::UnknownArray {
+                    field: format!(
+                        "nodes[{node}].stages[{}/{}].in_core[{k}].out_of_core",
+                        key.section, key.stage
+                    ),
+                    name: name.clone(),
+                }),
+            })
     }
 
     /// The shares `(f_r(m), f_w(m))` of its local array that a stage reads and writes per pass,
@@ -530,25 +556,30 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// A stage's computation on each node when the node holds all its arrays in core
-    /// (`StageCost::in_core`), before the CPU adjustment. Nodes the in-core runs kept in core
-    /// give their samples (`in_core`; a replicated stage, their mean). Every other node gets
-    /// the median per-row rate of those nodes (at their largest sample), normalised by CPU power
-    /// (as `per_row_rates` does for nodes without rows): its own measured rate was taken out of
-    /// core, between block reads and writes, which slows computation by an amount that depends
-    /// on how many blocks it had. `None` when no node was kept in core: the measured rates
-    /// stand.
-    fn in_core_costs(
+    /// A stage's computation on each node when the node holds in core all its arrays but those
+    /// of `mask` (`StageCost::in_core` for mask 0, `StageCost::partly` otherwise), before the
+    /// CPU adjustment. Nodes the kept runs placed that way give their samples (`in_core`; a
+    /// replicated stage, their median). Every other node gets the median per-row rate of those
+    /// nodes (at their largest sample), normalised by CPU power (as `per_row_rates` does for
+    /// nodes without rows): its own measured rate was taken with every array out of core,
+    /// between block reads and writes, which changes the computation's speed by an amount that
+    /// depends on the blocks and on what stays in core. `None` when no node was placed that
+    /// way: the forced run's rates stand.
+    fn kept_costs(
         &self,
         key: StageKey,
         distributed: bool,
         per_pass: f64,
+        mask: u64,
     ) -> Result<Option<Vec<InCore>>, ModelError> {
         let mut known: Vec<Option<InCore>> = Vec::with_capacity(self.p);
         for (i, n) in self.m.nodes.iter().enumerate() {
             let samples = find_stage(n, key).map_or(&[][..], |s| s.in_core.as_slice());
             let mut points: Vec<(f64, f64)> = Vec::with_capacity(samples.len());
             for (k, sample) in samples.iter().enumerate() {
+                if self.sample_mask(i, key, k, sample)? != mask {
+                    continue;
+                }
                 let field = format!(
                     "nodes[{i}].stages[{}/{}].in_core[{k}].compute_s",
                     key.section, key.stage
