@@ -396,8 +396,15 @@ fn repredict(args: &StudyArgs) -> anyhow::Result<()> {
         doc.accuracy = TuneDocument::summarize(&doc.distributions);
         let again = measured(&doc);
         let (now, now_min) = again.accuracy().expect("a re-predicted case is measured");
+        let outside = |o: &Outcome| match o {
+            Outcome::Measured {
+                worst_outside: Some(x),
+                ..
+            } => format!("{:.1}%", 100.0 * x),
+            _ => "-".into(),
+        };
         super::stdout(&format!(
-            "{}-{} {} on {}: mean {:.1}% -> {:.1}%, min {:.1}% -> {:.1}%\n",
+            "{}-{} {} on {}: mean {:.1}% -> {:.1}%, min {:.1}% -> {:.1}%, outside {} -> {}\n",
             case.clock,
             case.ranks,
             case.fixture,
@@ -405,7 +412,9 @@ fn repredict(args: &StudyArgs) -> anyhow::Result<()> {
             100.0 * was,
             100.0 * now,
             100.0 * was_min,
-            100.0 * now_min
+            100.0 * now_min,
+            outside(&case.outcome),
+            outside(&again)
         ))?;
         settings
             .entry(format!("{}-{}", case.clock, case.ranks))

@@ -381,11 +381,11 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     // interpolation is too low (the winner's curse). A chosen distribution that would give the
     // model a new sample is sampled in core like the others, and the search runs again on the
     // model that knows it; at most `REFINEMENTS` times. One whose samples the model would pool
-    // with those it has (`model::adds_in_core_sample`) is left: its runs could not change the
+    // with those it has (`Model::adds_in_core_sample`) is left: its runs could not change the
     // model's shape.
     for refinement in 1..=REFINEMENTS {
         let rows = searches[0].rows.clone();
-        if !model::adds_in_core_sample(&sampler.sampled(), &rows) {
+        if !model.adds_in_core_sample(&sampler.sampled(), &rows) {
             break;
         }
         let name = format!("chosen-{refinement}");

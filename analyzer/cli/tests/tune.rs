@@ -3,8 +3,6 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use mheta_model::adds_in_core_sample;
-
 mod protocol;
 use protocol::test_protocol;
 
@@ -254,6 +252,19 @@ fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts_and_th
         )),
         "{stderr}"
     );
+    // The model's placements, which decide what a sample adds, do not depend on the samples:
+    // the final model answers as the one that refined did.
+    let structure: mheta_runtime::format::Structure =
+        serde_json::from_str(&std::fs::read_to_string(report.join("structure.json")).unwrap())
+            .unwrap();
+    let final_measurements: mheta_runtime::format::Measurements =
+        serde_json::from_str(&std::fs::read_to_string(report.join("measurements.json")).unwrap())
+            .unwrap();
+    let model =
+        mheta_model::Model::new(&structure, &final_measurements, &final_measurements.cluster)
+            .unwrap();
+    let adds_in_core_sample =
+        |sampled: &[Vec<u64>], rows: &[u64]| model.adds_in_core_sample(sampled, rows);
     let mut sampled = vec![balanced.clone(), in_core.clone()];
     for rows in &refined {
         assert!(
@@ -297,11 +308,6 @@ fn repeats_run_in_rounds_and_sample_in_core_computation_at_two_row_counts_and_th
     }
     // Every prediction compared is the model's built from all those samples, the second
     // round's included: the written structure and measurements reproduce it.
-    let structure: mheta_runtime::format::Structure =
-        serde_json::from_str(&std::fs::read_to_string(report.join("structure.json")).unwrap())
-            .unwrap();
-    let measured: mheta_runtime::format::Measurements = serde_json::from_value(measured).unwrap();
-    let model = mheta_model::Model::new(&structure, &measured, &measured.cluster).unwrap();
     for d in distributions {
         let rows: Vec<u64> = serde_json::from_value(d["rows"].clone()).unwrap();
         let predicted = model.predict(&rows).unwrap().iteration_s;

@@ -111,21 +111,6 @@ pub(crate) fn passes(
     Ok(rounded as u32)
 }
 
-/// Would an in-core run under `rows` give the model a sample it does not already have, given
-/// in-core runs under each of `sampled`? Yes when some node would hold a row count at least
-/// 20 % away (`compute::SAMPLE_SPREAD`) from every non-zero row count it held in those runs:
-/// closer samples are pooled with the nearby one, and a node without rows gives none.
-pub fn adds_in_core_sample(sampled: &[Vec<u64>], rows: &[u64]) -> bool {
-    rows.iter().enumerate().any(|(i, &r)| {
-        r > 0
-            && sampled.iter().all(|s| {
-                let held = s.get(i).copied().unwrap_or(0);
-                let (lo, hi) = (r.min(held) as f64, r.max(held) as f64);
-                held == 0 || hi >= compute::SAMPLE_SPREAD * lo
-            })
-    })
-}
-
 /// Bytes one row occupies summed over the distributed arrays of the measurements: the
 /// `bytes_per_row` the In-Core generators of [`mheta_runtime::distribution::Distribution`] need.
 pub fn distributed_bytes_per_row(measurements: &Measurements) -> u64 {
@@ -243,6 +228,26 @@ impl Model {
         let repeated = out.ends_as_it_began();
         out.settle((!repeated).then_some(since_anchor));
         Ok(())
+    }
+
+    /// Would an in-core run (`--keep-in-core`) under `rows` give the model a sample it does
+    /// not already have, given such runs under each of `sampled`? Yes when some node would hold
+    /// rows with a placement (the arrays out of core, as the runtime decides it) and a row count
+    /// at least 20 % away (`compute::SAMPLE_SPREAD`) from every non-zero row count it held
+    /// with that placement in those runs: closer samples are pooled with the nearby one, samples
+    /// of another placement are not used for it, and a node without rows gives none.
+    pub fn adds_in_core_sample(&self, sampled: &[Vec<u64>], rows: &[u64]) -> bool {
+        let mask = |i: usize, r: u64| {
+            (i < self.nodes).then(|| out_of_core::decide(&self.arrays, &self.memory[i], r).mask)
+        };
+        rows.iter().enumerate().any(|(i, &r)| {
+            r > 0
+                && sampled.iter().all(|s| {
+                    let held = s.get(i).copied().unwrap_or(0);
+                    let (lo, hi) = (r.min(held) as f64, r.max(held) as f64);
+                    held == 0 || hi >= compute::SAMPLE_SPREAD * lo || mask(i, held) != mask(i, r)
+                })
+        })
     }
 
     /// The seed's per-node cost `f_i(x_i) = g_i + h_i + r_i` (§4.2): computation, I/O and

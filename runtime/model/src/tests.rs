@@ -1255,7 +1255,12 @@ fn a_node_measured_with_no_rows_borrows_the_others_rate() {
 
 #[test]
 fn a_distribution_adds_an_in_core_sample_only_where_the_model_would_not_pool_it() {
-    use crate::adds_in_core_sample;
+    // Memory for everything: every node in core at any rows, so only the rows decide.
+    let mut c = Case::new(&[100, 200]);
+    c.section(true, &[1.0, 1.0], None, None);
+    let model = c.model();
+    let adds_in_core_sample =
+        |sampled: &[Vec<u64>], rows: &[u64]| model.adds_in_core_sample(sampled, rows);
     let sampled = [vec![100, 200], vec![287, 13]];
     // 107 and 193 rows are within 20 % of 100 and 200: pooled with In-Core-Balanced's samples.
     assert!(!adds_in_core_sample(&sampled, &[107, 193]));
@@ -1273,6 +1278,14 @@ fn a_distribution_adds_an_in_core_sample_only_where_the_model_would_not_pool_it(
     assert!(adds_in_core_sample(&[vec![0, 300]], &[10, 290]));
     // Nothing sampled yet: any rows are new.
     assert!(adds_in_core_sample(&[], &[1, 0]));
+    // Samples of another placement are not pooled (`partly_in_core_case`): at 100 rows a node
+    // keeps `a` in core and moves `b`; at 115 rows keeping `a` would leave `b` an ICLA of 5
+    // rows (N_L = 23: 0.023 + 0.0115 s of I/O), so both go out of core (N_L = 2 each:
+    // 2 · (0.002 + 0.0115) = 0.027 s). 115 rows is within 20 % of 100 but a new sample; 105
+    // rows (still `b` alone out of core) is not, nor is node 1's 85 (`b` alone, ICLA 35 rows).
+    let model = partly_in_core_case(0.0).model();
+    assert!(model.adds_in_core_sample(&[vec![100, 100]], &[115, 85]));
+    assert!(!model.adds_in_core_sample(&[vec![100, 100]], &[105, 95]));
 }
 
 /// Every node's first event as measured when it runs in `share` of the iterations: its
