@@ -38,6 +38,7 @@ pub use crate::format::IoKind;
 use crate::format::{ArrayInfo, StageKey};
 use guards::Frame;
 pub use guards::{event, group, io, iteration, section, stage, tile, Guard, IoGuard};
+use record::Region;
 pub use record::{io_code, io_kind, CallKind, Record, RecordKind, NONE};
 use stream::Tick;
 

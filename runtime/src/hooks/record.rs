@@ -178,3 +178,48 @@ impl Record {
         outer.open < self.open && self.close < outer.close
     }
 }
+
+/// A guard's ids, as the stream stores them: `aux` is a tile's section, or a stage's section;
+/// `tile` is a stage's tile loop, or [`NONE`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Region {
+    pub(super) kind: RecordKind,
+    pub(super) id: u32,
+    pub(super) aux: u32,
+    pub(super) tile: u32,
+}
+
+impl Region {
+    pub(super) fn new(kind: RecordKind, id: u32) -> Region {
+        Region {
+            kind,
+            id,
+            aux: 0,
+            tile: NONE,
+        }
+    }
+
+    /// The record's `aux`, and the region's own stage key (a stage's or a tile's; other regions
+    /// take the enclosing context's).
+    pub(super) fn decode(self) -> (u32, Option<StageKey>) {
+        match self.kind {
+            RecordKind::Stage => (
+                0,
+                Some(StageKey {
+                    section: self.aux,
+                    tile: (self.tile != NONE).then_some(self.tile),
+                    stage: self.id,
+                }),
+            ),
+            RecordKind::Tile => (
+                self.aux,
+                Some(StageKey {
+                    section: self.aux,
+                    tile: Some(self.id),
+                    stage: 0,
+                }),
+            ),
+            _ => (self.aux, None),
+        }
+    }
+}

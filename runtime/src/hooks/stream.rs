@@ -24,8 +24,7 @@
 //! CPU power (a slower emulated CPU spins in stage guards and excludes bookkeeping from that
 //! spin).
 
-use super::guards::Region;
-use super::{Record, RecordKind, Recorder, CURRENT};
+use super::{Record, RecordKind, Recorder, Region, CURRENT};
 use crate::clock;
 
 /// What a tick is.

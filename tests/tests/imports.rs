@@ -1,0 +1,312 @@
+//! No import circles between the modules of a crate (issue 20; ARCHITECTURE.md "Layers").
+//!
+//! Every `.rs` file of a workspace library is a module (`src/a.rs` and `src/a/mod.rs` are `a`,
+//! `src/a/b.rs` is `a::b`). A module *uses* another when it names a path into it: `use
+//! crate::a::..`, `super::..`, `self::..` or such a path in code. A module and its ancestors are
+//! one unit of nesting (a child naming its parent's items, a parent its children's, is how modules
+//! split a subject), so those pairs are not counted; every other pair is. The test fails on a
+//! cycle among the rest, naming the modules around it: `load → binding → ir → load` was such a
+//! circle, and so were `comm::mpi::collective ⇄ comm::mpi::transport` and `launch ⇄ comm::mpi::run`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use syn::visit::Visit;
+
+/// The library source directories of the workspace's product crates.
+const CRATES: &[&str] = &[
+    "src",
+    "analyzer/src",
+    "analyzer/cli/src",
+    "macros/src",
+    "runtime/src",
+    "runtime/format/src",
+    "runtime/model/src",
+];
+
+type Module = Vec<String>;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every module file under `src` (binaries under `src/bin` are crates of their own).
+fn module_files(src: &Path) -> BTreeMap<Module, PathBuf> {
+    fn walk(dir: &Path, src: &Path, out: &mut BTreeMap<Module, PathBuf>) {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+            .map(|e| e.expect("a directory entry").path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                if path != src.join("bin") {
+                    walk(&path, src, out);
+                }
+                continue;
+            }
+            if path.extension().map_or(true, |e| e != "rs") {
+                continue;
+            }
+            let relative = path.strip_prefix(src).expect("under src");
+            let mut module: Module = relative
+                .with_extension("")
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if matches!(
+                module.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
+                module.pop();
+            }
+            out.insert(module, path);
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(src, src, &mut out);
+    out
+}
+
+/// The absolute module paths (`crate::`-relative segments) a file names.
+fn named_paths(module: &Module, file: &syn::File) -> Vec<Module> {
+    struct Paths<'m> {
+        module: &'m Module,
+        out: Vec<Module>,
+    }
+    impl Paths<'_> {
+        fn absolute(&mut self, segments: Vec<String>) {
+            let mut at = match segments.first().map(String::as_str) {
+                Some("crate") => Vec::new(),
+                Some("super" | "self") => self.module.clone(),
+                _ => return,
+            };
+            let mut rest = segments.into_iter().peekable();
+            if rest.peek().is_some_and(|s| s == "crate") {
+                rest.next();
+            }
+            while let Some(s) = rest.next_if(|s| s == "super" || s == "self") {
+                if s == "super" {
+                    at.pop();
+                }
+            }
+            at.extend(rest);
+            self.out.push(at);
+        }
+    }
+    fn use_tree(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                use_tree(&p.tree, prefix, out);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let mut path = prefix.clone();
+                if n.ident != "self" {
+                    path.push(n.ident.to_string());
+                }
+                out.push(path);
+            }
+            syn::UseTree::Rename(r) => {
+                let mut path = prefix.clone();
+                path.push(r.ident.to_string());
+                out.push(path);
+            }
+            syn::UseTree::Glob(_) => out.push(prefix.clone()),
+            syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_tree(t, prefix, out)),
+        }
+    }
+    impl<'ast> Visit<'ast> for Paths<'_> {
+        fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+            let mut paths = Vec::new();
+            use_tree(&u.tree, &mut Vec::new(), &mut paths);
+            for path in paths {
+                self.absolute(path);
+            }
+        }
+        fn visit_path(&mut self, p: &'ast syn::Path) {
+            self.absolute(p.segments.iter().map(|s| s.ident.to_string()).collect());
+            syn::visit::visit_path(self, p);
+        }
+        // Inline `mod tests { use super::*; }` blocks name their own file's module.
+        fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+            if m.content.is_none() {
+                return;
+            }
+            let mut inner = Paths {
+                module: &{
+                    let mut inner = self.module.clone();
+                    inner.push(m.ident.to_string());
+                    inner
+                },
+                out: Vec::new(),
+            };
+            syn::visit::visit_item_mod(&mut inner, m);
+            let own = self.module.len();
+            for mut path in inner.out {
+                // A path into the inline module itself stays in this file.
+                if path.len() > own && path[..own] == self.module[..] && m.ident == path[own] {
+                    path.truncate(own);
+                }
+                self.out.push(path);
+            }
+        }
+    }
+    let mut paths = Paths {
+        module,
+        out: Vec::new(),
+    };
+    paths.visit_file(file);
+    paths.out
+}
+
+/// The module file a path lands in: its longest prefix that is one.
+fn resolve<'m>(path: &[String], modules: &'m BTreeMap<Module, PathBuf>) -> Option<&'m Module> {
+    (0..=path.len())
+        .rev()
+        .find_map(|n| modules.get_key_value(&path[..n]).map(|(k, _)| k))
+}
+
+fn nested(a: &Module, b: &Module) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+/// Every cycle of `edges`, one per strongly connected component of more than one module.
+fn cycles(edges: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<Vec<Module>> {
+    // Tarjan's algorithm, iteratively small enough to recurse: crates have tens of modules.
+    struct State<'e> {
+        edges: &'e BTreeMap<Module, BTreeSet<Module>>,
+        index: BTreeMap<&'e Module, usize>,
+        low: BTreeMap<&'e Module, usize>,
+        stack: Vec<&'e Module>,
+        on_stack: BTreeSet<&'e Module>,
+        found: Vec<Vec<Module>>,
+    }
+    fn connect<'e>(s: &mut State<'e>, v: &'e Module) {
+        let i = s.index.len();
+        s.index.insert(v, i);
+        s.low.insert(v, i);
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        for w in s.edges.get(v).into_iter().flatten() {
+            if !s.index.contains_key(w) {
+                connect(s, w);
+                let lw = s.low[w];
+                let lv = s.low.get_mut(v).expect("visited");
+                *lv = (*lv).min(lw);
+            } else if s.on_stack.contains(w) {
+                let iw = s.index[w];
+                let lv = s.low.get_mut(v).expect("visited");
+                *lv = (*lv).min(iw);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut component = Vec::new();
+            while let Some(w) = s.stack.pop() {
+                s.on_stack.remove(w);
+                component.push(w.clone());
+                if w == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                s.found.push(component);
+            }
+        }
+    }
+    let mut s = State {
+        edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for v in edges.keys() {
+        if !s.index.contains_key(v) {
+            connect(&mut s, v);
+        }
+    }
+    s.found
+}
+
+fn show(m: &Module) -> String {
+    if m.is_empty() {
+        "crate".into()
+    } else {
+        m.join("::")
+    }
+}
+
+/// The import graph of one crate: module → modules it names, ancestors and descendants left out.
+fn import_graph(src: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
+    let modules = module_files(src);
+    let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    for (module, path) in &modules {
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let file = syn::parse_file(&text)
+            .unwrap_or_else(|e| panic!("cannot parse {}: {e}", path.display()));
+        let targets = edges.entry(module.clone()).or_default();
+        for named in named_paths(module, &file) {
+            if let Some(target) = resolve(&named, &modules) {
+                if !nested(module, target) {
+                    targets.insert(target.clone());
+                }
+            }
+        }
+    }
+    edges
+}
+
+#[test]
+fn no_crate_has_an_import_circle_between_its_modules() {
+    let mut found = Vec::new();
+    for src in CRATES {
+        let graph = import_graph(&root().join(src));
+        for cycle in cycles(&graph) {
+            let names: Vec<String> = cycle.iter().map(show).collect();
+            found.push(format!("{src}: {}", names.join(", ")));
+            for from in &cycle {
+                let to: Vec<String> = graph[from]
+                    .iter()
+                    .filter(|m| cycle.contains(m))
+                    .map(show)
+                    .collect();
+                found.push(format!("    {} -> {}", show(from), to.join(", ")));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "modules that import each other in a circle (each set, then its edges):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_check_sees_a_circle_and_ignores_nesting() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir_all(src.join("a")).unwrap();
+    std::fs::write(src.join("lib.rs"), "mod a; mod b; mod c; use a::X;").unwrap();
+    // a names b through `crate::`, b names c in code, c names a with a `use` group.
+    std::fs::write(
+        src.join("a/mod.rs"),
+        "mod inner; use crate::b::Y; pub struct X;",
+    )
+    .unwrap();
+    std::fs::write(src.join("a/inner.rs"), "use super::X;").unwrap();
+    std::fs::write(src.join("b.rs"), "pub struct Y; fn f() { crate::c::g(); }").unwrap();
+    std::fs::write(src.join("c.rs"), "use crate::{a::{self}, b}; pub fn g() {}").unwrap();
+    let graph = import_graph(src);
+    let m = |s: &str| -> Module { s.split("::").map(String::from).collect() };
+    assert_eq!(cycles(&graph), vec![vec![m("a"), m("b"), m("c")]]);
+    // The parent and its child name each other: nesting, not a circle.
+    assert!(!graph[&m("a::inner")].contains(&m("a")));
+    // Without c's uses, nothing is circular.
+    std::fs::write(src.join("c.rs"), "pub fn g() {}").unwrap();
+    assert!(cycles(&import_graph(src)).is_empty());
+}
