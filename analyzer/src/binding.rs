@@ -175,7 +175,7 @@ impl Env {
             Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => self.value_of(&u.expr, text),
             Expr::Call(c) => {
                 let Expr::Path(p) = &*c.func else { return None };
-                let segs: Vec<String> = crate::scan::path_idents(&p.path);
+                let segs: Vec<String> = crate::syntax::path_idents(&p.path);
                 let last = segs.last()?.as_str();
                 let is_init = matches!(last, "initialize" | "initialize_with_threading");
                 if is_init && (segs.len() == 1 || segs[0] == "mpi") {
@@ -320,7 +320,7 @@ impl Env {
         let syn::Expr::Path(p) = &*c.func else {
             return None;
         };
-        let segs: Vec<String> = crate::scan::path_idents(&p.path);
+        let segs: Vec<String> = crate::syntax::path_idents(&p.path);
         let segs = self.resolve_path(&segs);
         let entry = catalogue::free_function(segs.last()?)?;
         if segs.len() > 1 && segs[0] != "mpi" {

@@ -17,7 +17,8 @@ use crate::diagnostics::{Diagnostics, Loc};
 use crate::extent::Extent;
 use crate::ir::{Branch, Loop, LoopKind, Node, Stmt};
 use crate::load::{Function, Program};
-use crate::scan::{base_var, is_glue, Scanner, UserCall};
+use crate::scan::{is_glue, Scanner, UserCall};
+use crate::syntax::base_var;
 
 /// A variable declared in a solver (arrays and vectors).
 #[derive(Debug, Clone)]
@@ -67,7 +68,9 @@ impl Facts {
 
     /// Whether source text names the rank (`rank as i32 - 1`, `(me + 1) % size`).
     pub fn mentions_rank(&self, text: &str) -> bool {
-        crate::scan::idents_of(text).iter().any(|w| self.is_rank(w))
+        crate::syntax::idents_of(text)
+            .iter()
+            .any(|w| self.is_rank(w))
     }
 }
 
@@ -222,7 +225,7 @@ fn read(program: &Program, i: usize) -> Reading {
     let mut callees = called.clone();
     // Calls inside larger expressions (`dot(&w, &w).sqrt()`) are callees too.
     callees.extend(
-        crate::scan::calls_in(true, |v| v.visit_block(&f.block))
+        crate::syntax::calls_in(true, |v| v.visit_block(&f.block))
             .into_iter()
             .filter_map(|c| UserCall::of(c).and_then(|u| b.resolve(u))),
     );
@@ -304,7 +307,7 @@ impl<'f> syn::visit::Visit<'f> for BodyCalls<'_, 'f> {
         if let syn::Expr::Path(p) = &*c.func {
             let segs = self
                 .imports
-                .resolve_path(&crate::scan::path_idents(&p.path));
+                .resolve_path(&crate::syntax::path_idents(&p.path));
             self.may_communicate |= segs
                 .last()
                 .is_some_and(|l| crate::catalogue::free_function(l).is_some());
@@ -329,10 +332,10 @@ impl<'f> syn::visit::Visit<'f> for BodyCalls<'_, 'f> {
     }
 
     fn visit_macro(&mut self, m: &'f syn::Macro) {
-        if !crate::scan::scans_macro(m) {
+        if !crate::syntax::scans_macro(m) {
             return;
         }
-        let args = crate::scan::macro_args(m);
+        let args = crate::syntax::macro_args(m);
         let mut inner = BodyCalls::new(self.program, self.here);
         args.iter()
             .for_each(|e| syn::visit::Visit::visit_expr(&mut inner, e));
@@ -360,7 +363,7 @@ pub fn build_function(
 /// Whether a function carries `#[mheta::comm]` (or `#[comm]`).
 pub fn is_comm_attr(f: &Function) -> bool {
     f.attrs.iter().any(|a| {
-        let segs = crate::scan::path_idents(a.path());
+        let segs = crate::syntax::path_idents(a.path());
         segs == ["mheta", "comm"] || segs == ["comm"]
     })
 }

@@ -72,14 +72,14 @@ fn walked_by_partition(facts: &Facts, lowered: &Lowered) -> BTreeSet<String> {
                 for (name, def) in &s.defs {
                     defs.insert(
                         name.clone(),
-                        crate::scan::idents_of(&quote::quote!(#def).to_string()),
+                        crate::syntax::idents_of(&quote::quote!(#def).to_string()),
                     );
                 }
                 let walks = |w: &String| open.iter().any(|(_, vars)| vars.contains(w));
                 for a in &s.accesses {
                     let first = a.dims.first().map(|d| quote::quote!(#d).to_string());
                     let by_loop = first.is_some_and(|d| {
-                        crate::scan::idents_of(&d)
+                        crate::syntax::idents_of(&d)
                             .iter()
                             .any(|w| walks(w) || defs.get(w).is_some_and(|ws| ws.iter().any(walks)))
                     });

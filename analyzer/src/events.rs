@@ -315,7 +315,7 @@ pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
                 .iter()
                 .any(|s| resolved.contains(s.as_str()))
                 || resolved.contains("size"));
-        let words = crate::scan::idents_of(&resolved);
+        let words = crate::syntax::idents_of(&resolved);
         let literal =
             words.is_empty() && resolved.chars().all(|ch| ch.is_ascii_digit() || ch == '_');
         let rank_relative = !from_range
@@ -431,7 +431,7 @@ fn neighbour_list(name: &str, facts: &Facts) -> Option<Vec<String>> {
         syn::Expr::Array(a) => a.elems.into_iter().collect(),
         // `vec![a, b]` reads as the array `[a, b]`.
         syn::Expr::Macro(m) if m.mac.path.is_ident("vec") => {
-            match &*crate::scan::macro_args(&m.mac) {
+            match &*crate::syntax::macro_args(&m.mac) {
                 [syn::Expr::Array(a)] => a.elems.iter().cloned().collect(),
                 _ => return None,
             }

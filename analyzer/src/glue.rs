@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::scan::{base_var, macro_args};
+use crate::syntax::{base_var, macro_args};
 
 /// Methods that leave data untouched or only touch envelope-sized values.
 #[rustfmt::skip]
@@ -188,7 +188,7 @@ pub fn wraps(c: &syn::ExprCall) -> bool {
     let syn::Expr::Path(p) = &*c.func else {
         return false;
     };
-    let segs: Vec<String> = crate::scan::path_idents(&p.path);
+    let segs: Vec<String> = crate::syntax::path_idents(&p.path);
     let last = segs.last().map(String::as_str).unwrap_or("");
     let parent = if segs.len() >= 2 {
         segs[segs.len() - 2].as_str()

@@ -138,9 +138,10 @@ fn analyze_program(
     for (i, f) in program.functions.iter().enumerate() {
         program.by_name.entry(f.name.clone()).or_default().push(i);
     }
-    let (structure_diags, solvers) = scan::with_parsed_macros(&program.functions, || {
-        analyze_solvers(&program, &mut diags, options)
-    });
+    let (structure_diags, solvers) =
+        syntax::with_parsed_macros(program.functions.iter().map(|f| &f.block), || {
+            analyze_solvers(&program, &mut diags, options)
+        });
     let structure = Structure {
         schema: STRUCTURE_SCHEMA.to_string(),
         crate_name: program.crate_name.clone(),

@@ -1,9 +1,7 @@
 //! Scanning one statement's expression: what it reads and writes, which array elements it
 //! indexes, which communication and I/O calls it makes, and whether it is *glue* (`glue.rs`).
 
-use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap, HashSet};
-use std::rc::Rc;
+use std::collections::BTreeSet;
 
 use syn::visit::{self, Visit};
 
@@ -13,15 +11,7 @@ use crate::config::Config;
 use crate::extent::Extent;
 pub use crate::glue::{is_glue, Glue};
 use crate::ir::{CallSite, IndexAccess, IoCall, Stmt};
-
-/// Macros whose arguments are plain expressions (never communication).
-#[rustfmt::skip]
-const KNOWN_MACROS: &[&str] = &[
-    "println", "print", "eprintln", "eprint", "format", "write", "writeln", "assert", "assert_eq", "assert_ne",
-    "debug_assert", "debug_assert_eq", "debug_assert_ne", "vec", "panic", "unreachable", "todo", "unimplemented",
-    "dbg", "format_args", "matches", "info", "debug", "warn", "error", "trace", "concat", "stringify", "env",
-    "include_str", "include_bytes", "line", "file", "column", "cfg", "compile_error", "anyhow", "bail", "ensure",
-];
+use crate::syntax::{base_var, macro_args, scans_macro};
 
 /// Methods that mutate their receiver.
 #[rustfmt::skip]
@@ -124,101 +114,6 @@ fn push_unique(v: &mut Vec<String>, s: &str) {
     if !v.iter().any(|x| x == s) {
         v.push(s.to_string());
     }
-}
-
-/// The variable at the base of a place expression (`a` in `a[i].x`, `self.a` → `a`).
-pub fn base_var(e: &syn::Expr) -> Option<String> {
-    match e {
-        syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
-        syn::Expr::Index(i) => base_var(&i.expr),
-        syn::Expr::Field(f) => match &f.member {
-            syn::Member::Named(n) if matches!(&*f.base, syn::Expr::Path(p) if p.path.is_ident("self")) => {
-                Some(n.to_string())
-            }
-            _ => base_var(&f.base),
-        },
-        syn::Expr::Reference(r) => base_var(&r.expr),
-        syn::Expr::Paren(p) => base_var(&p.expr),
-        syn::Expr::Unary(u) => base_var(&u.expr),
-        syn::Expr::MethodCall(m)
-            if matches!(
-                m.method.to_string().as_str(),
-                "as_mut_slice" | "as_slice" | "iter_mut" | "borrow_mut"
-            ) =>
-        {
-            base_var(&m.receiver)
-        }
-        _ => None,
-    }
-}
-
-/// `e` without parentheses and casts (`(rank as usize)` is `rank`).
-pub fn strip_casts(e: &syn::Expr) -> &syn::Expr {
-    match e {
-        syn::Expr::Cast(c) => strip_casts(&c.expr),
-        syn::Expr::Paren(p) => strip_casts(&p.expr),
-        other => other,
-    }
-}
-
-/// Every call and method-call expression in `visit`'s scope, outer before inner, including
-/// those inside closures or not (`closures`). `visit` walks a block or an expression.
-pub fn calls_in<'a>(
-    closures: bool,
-    visit: impl FnOnce(&mut dyn syn::visit::Visit<'a>),
-) -> Vec<&'a syn::Expr> {
-    struct Calls<'a> {
-        found: Vec<&'a syn::Expr>,
-        closures: bool,
-    }
-    impl<'a> syn::visit::Visit<'a> for Calls<'a> {
-        fn visit_expr(&mut self, e: &'a syn::Expr) {
-            match e {
-                syn::Expr::Closure(_) if !self.closures => {}
-                syn::Expr::Call(_) | syn::Expr::MethodCall(_) => {
-                    self.found.push(e);
-                    syn::visit::visit_expr(self, e);
-                }
-                _ => syn::visit::visit_expr(self, e),
-            }
-        }
-    }
-    let mut calls = Calls {
-        found: Vec::new(),
-        closures,
-    };
-    visit(&mut calls);
-    calls.found
-}
-
-/// The identifiers in a piece of source text (`recv_list[i] as i32` → `[recv_list, i, as,
-/// i32]`).
-pub fn idents_of(s: &str) -> Vec<String> {
-    s.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty() && !w.starts_with(|c: char| c.is_ascii_digit()))
-        .map(str::to_string)
-        .collect()
-}
-
-/// The identifiers of a path's segments (`mpi::point_to_point::send` → `[mpi, point_to_point,
-/// send]`).
-pub fn path_idents(path: &syn::Path) -> Vec<String> {
-    path.segments.iter().map(|s| s.ident.to_string()).collect()
-}
-
-/// Whether `e` reads any of `names` (as a plain path).
-pub fn mentions_any(e: &syn::Expr, names: &[String]) -> bool {
-    struct Finder<'n>(&'n [String], bool);
-    impl<'ast> Visit<'ast> for Finder<'_> {
-        fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
-            if let Some(id) = p.path.get_ident() {
-                self.1 |= self.0.iter().any(|n| id == n);
-            }
-        }
-    }
-    let mut f = Finder(names, false);
-    f.visit_expr(e);
-    f.1
 }
 
 /// Flattens `a[i][j]` into `("a", [i, j])`.
@@ -416,105 +311,6 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
             self.visit_expr(&init.expr);
         }
     }
-}
-
-/// Whether scanning reads a macro's arguments (a macro it knows takes plain expressions).
-pub fn scans_macro(m: &syn::Macro) -> bool {
-    m.path
-        .segments
-        .last()
-        .is_some_and(|s| KNOWN_MACROS.iter().any(|k| s.ident == k))
-}
-
-/// The expressions inside a function-like macro invocation (`vec![x; n]`, `println!("{}", a)`).
-///
-/// Passes ask for the same macro's arguments many times (scanning, facts, glue); while
-/// [`with_parsed_macros`] runs, each macro of the program is parsed once.
-pub fn macro_args(m: &syn::Macro) -> Rc<[syn::Expr]> {
-    let key: *const syn::Macro = m;
-    let cached = PARSED_MACROS.with(|memo| {
-        let memo = memo.borrow();
-        let memo = memo.as_ref()?;
-        memo.owned
-            .contains(&key)
-            .then(|| memo.parsed.get(&key).cloned())
-    });
-    match cached {
-        Some(Some(args)) => args,
-        Some(None) => {
-            let args = parse_macro_args(m);
-            PARSED_MACROS.with(|memo| {
-                if let Some(memo) = memo.borrow_mut().as_mut() {
-                    // Macros nested in the arguments live as long as the memo holds them.
-                    args.iter().for_each(|e| memo.own(|v| v.visit_expr(e)));
-                    memo.parsed.insert(key, args.clone());
-                }
-            });
-            args
-        }
-        None => parse_macro_args(m),
-    }
-}
-
-fn parse_macro_args(m: &syn::Macro) -> Rc<[syn::Expr]> {
-    use syn::parse::Parser;
-    let tokens = m.tokens.clone();
-    if m.path.is_ident("vec") {
-        if let Ok(e) = syn::parse2::<syn::Expr>(quote::quote!([#tokens])) {
-            return Rc::new([e]);
-        }
-    }
-    syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated
-        .parse2(tokens)
-        .map(|p| p.into_iter().collect())
-        .unwrap_or_else(|_| Rc::from(Vec::new()))
-}
-
-/// The arguments of the program's macros parsed so far, by the macro's address. Only macros
-/// that stay alive and unchanged until the memo is dropped are recorded (`owned`): those of the
-/// program's function bodies and those nested in arguments held here. A temporary copy of a
-/// syntax tree is not among them, so no address is ever reused for another macro.
-#[derive(Default)]
-struct MacroMemo {
-    owned: HashSet<*const syn::Macro>,
-    parsed: HashMap<*const syn::Macro, Rc<[syn::Expr]>>,
-}
-
-impl MacroMemo {
-    /// Records every macro `walk` visits as owned.
-    fn own<'a>(&mut self, walk: impl FnOnce(&mut dyn Visit<'a>)) {
-        struct Macros<'m>(&'m mut HashSet<*const syn::Macro>);
-        impl<'a> Visit<'a> for Macros<'_> {
-            fn visit_macro(&mut self, m: &'a syn::Macro) {
-                self.0.insert(m);
-            }
-        }
-        walk(&mut Macros(&mut self.owned));
-    }
-}
-
-thread_local! {
-    static PARSED_MACROS: RefCell<Option<MacroMemo>> = const { RefCell::new(None) };
-}
-
-/// Runs `f` with [`macro_args`] parsing each macro of `functions` once. The functions must not
-/// change while `f` runs (they are borrowed for it).
-pub fn with_parsed_macros<R>(functions: &[crate::load::Function], f: impl FnOnce() -> R) -> R {
-    /// Drops the memo however `f` ends, so no later analysis sees its addresses.
-    struct Reset(Option<MacroMemo>);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            let previous = self.0.take();
-            PARSED_MACROS.with(|memo| *memo.borrow_mut() = previous);
-        }
-    }
-    let mut memo = MacroMemo::default();
-    for function in functions {
-        memo.own(|v| v.visit_block(&function.block));
-    }
-    let previous = PARSED_MACROS.with(|m| m.borrow_mut().replace(memo));
-    let _reset = Reset(previous);
-    f()
 }
 
 /// Whether a communication statement also computes in its arguments (a call that is neither

@@ -45,7 +45,7 @@ pub fn find(program: &Program, comm: &body::Communicating<'_>) -> Vec<Found> {
     let mut out = Vec::new();
     for (i, f) in program.functions.iter().enumerate() {
         let attr = f.attrs.iter().any(|a| {
-            let segs = crate::scan::path_idents(a.path());
+            let segs = crate::syntax::path_idents(a.path());
             segs == ["mheta", "solver"] || (segs == ["solver"] && f.solver_imported)
         });
         let found_by = if attr {
@@ -155,7 +155,7 @@ fn over_peers(l: &Loop) -> bool {
         return false;
     }
     let by_loop_var = |p: &String| {
-        crate::scan::idents_of(p)
+        crate::syntax::idents_of(p)
             .iter()
             .any(|w| l.vars.iter().any(|v| v == w))
     };

@@ -8,7 +8,8 @@ use super::chains::{chain_parts, find_chain};
 use super::{peel, Builder, VarDecl};
 use crate::binding::pattern_idents;
 use crate::diagnostics::Loc;
-use crate::scan::{base_var, is_glue, strip_casts};
+use crate::scan::is_glue;
+use crate::syntax::{base_var, strip_casts};
 
 impl Builder<'_, '_> {
     /// Records slice and vector parameters as variables of the solver.
@@ -80,14 +81,14 @@ impl Builder<'_, '_> {
                 matches!(
                     mc.method.to_string().as_str(),
                     "clone" | "to_vec" | "to_owned"
-                ) && crate::scan::base_var(&mc.receiver)
+                ) && crate::syntax::base_var(&mc.receiver)
                     .is_some_and(|v| self.facts.arrays.contains(&v))
             }
             syn::Expr::Array(_) | syn::Expr::Repeat(_) => true,
             _ => false,
         };
         let copied_elem = match e {
-            syn::Expr::MethodCall(mc) => crate::scan::base_var(&mc.receiver).and_then(|v| {
+            syn::Expr::MethodCall(mc) => crate::syntax::base_var(&mc.receiver).and_then(|v| {
                 self.facts
                     .variables
                     .iter()
@@ -237,7 +238,7 @@ impl Builder<'_, '_> {
         use syn::Expr;
         match peel(e) {
             Expr::Macro(mac) if mac.mac.path.is_ident("vec") => {
-                match crate::scan::macro_args(&mac.mac).first() {
+                match crate::syntax::macro_args(&mac.mac).first() {
                     Some(Expr::Repeat(r)) => {
                         !self.times_size(&r.len) && self.partition_marker(&mentions(&r.len))
                     }
@@ -309,7 +310,7 @@ impl Builder<'_, '_> {
 /// `Some(false)` for `#[mheta::replicated]` (also without the `mheta::` prefix).
 pub(super) fn class_attr(attrs: &[syn::Attribute]) -> Option<bool> {
     attrs.iter().rev().find_map(|a| {
-        let segs = crate::scan::path_idents(a.path());
+        let segs = crate::syntax::path_idents(a.path());
         let name = match segs.as_slice() {
             [m, n] if m == "mheta" => n.as_str(),
             [n] => n.as_str(),
@@ -423,7 +424,7 @@ pub(super) fn mentions(e: &syn::Expr) -> Mentions {
         }
         fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
             if let syn::Expr::Path(p) = &*c.func {
-                let segs: Vec<String> = crate::scan::path_idents(&p.path);
+                let segs: Vec<String> = crate::syntax::path_idents(&p.path);
                 if segs.iter().any(|s| s == "Vec" || s == "DistArray")
                     && segs
                         .last()
@@ -438,7 +439,7 @@ pub(super) fn mentions(e: &syn::Expr) -> Mentions {
         fn visit_macro(&mut self, m: &'ast syn::Macro) {
             if m.path.is_ident("vec") {
                 self.0.is_array = true;
-                for e in crate::scan::macro_args(m).iter() {
+                for e in crate::syntax::macro_args(m).iter() {
                     if let syn::Expr::Repeat(r) = e {
                         self.0.elem_type = literal_type(&r.expr);
                     }

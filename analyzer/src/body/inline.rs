@@ -83,7 +83,7 @@ impl Builder<'_, '_> {
         loc: Loc,
     ) -> Option<Vec<Node>> {
         // Not the calls in closures: those run when the closure is called.
-        let calls = crate::scan::calls_in(false, |v| v.visit_expr(e));
+        let calls = crate::syntax::calls_in(false, |v| v.visit_expr(e));
         let mixed: Vec<&syn::Expr> = calls
             .into_iter()
             .filter(|c| !std::ptr::eq(*c, e) && !std::ptr::eq(*c, peel(e)))

@@ -20,7 +20,7 @@ use crate::body::Facts;
 use crate::diagnostics::{Diagnostic, Loc};
 use crate::events::{self, Item};
 use crate::ir::{Branch, Node};
-use crate::scan::strip_casts;
+use crate::syntax::strip_casts;
 
 impl Lowered {
     pub(super) fn comm_branch(&mut self, b: Branch, ctx: Context, facts: &Facts) {
@@ -263,7 +263,7 @@ fn arm_shares(cond: &syn::Expr, counters: &[String]) -> Option<[f64; 2]> {
 
 fn share(cond: &syn::Expr, counters: &[String]) -> Option<f64> {
     use syn::{BinOp, Expr};
-    let reads_counter = |e: &Expr| crate::scan::mentions_any(e, counters);
+    let reads_counter = |e: &Expr| crate::syntax::mentions_any(e, counters);
     match cond {
         Expr::Paren(p) => share(&p.expr, counters),
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => {
@@ -337,7 +337,7 @@ fn one_iteration(e: &syn::Expr, counters: &[String]) -> bool {
         return false;
     };
     let is_counter = |e: &syn::Expr| matches!(strip_casts(e), syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| counters.iter().any(|c| i == c)));
-    let reads = |e: &syn::Expr| crate::scan::mentions_any(e, counters);
+    let reads = |e: &syn::Expr| crate::syntax::mentions_any(e, counters);
     matches!(b.op, syn::BinOp::Eq(_))
         && ((is_counter(&b.left) && !reads(&b.right)) || (is_counter(&b.right) && !reads(&b.left)))
 }
