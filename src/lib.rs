@@ -49,7 +49,8 @@
 //!     Ok((u, residual))
 //! }
 //!
-//! // A real program parses its own command line (`Args` flattens into a clap parser).
+//! // A real program parses its own command line (with feature `clap`, `Args` flattens into a
+//! // clap parser) or fills in `Args { ranks: Some(2), ..Args::default() }` itself.
 //! let two = Args::try_parse_from(["jacobi", "--ranks", "2", "--rows", "8", "--iterations", "5"])?;
 //! let one = Args::try_parse_from(["jacobi", "--ranks", "1", "--rows", "8", "--iterations", "5"])?;
 //! let split = launch(&two, solve)?;
@@ -63,6 +64,14 @@
 //! Put `#[mheta::solver]` on `solve` and the same program records its iterations, sections,
 //! stages and communication events when run with `--instrument`, which is what `mheta tune`
 //! measures and predicts from.
+//!
+//! # Features
+//!
+//! - `clap`: [`Args`] is a `clap::Args`, to flatten (`#[command(flatten)]`) into the program's
+//!   own clap parser, and `Args::try_parse_from` parses the shared flags alone. Off by
+//!   default, so that a program that does not parse flags with clap does not compile it.
+//! - `mpi`: the MPI backend (`--backend mpi`, run under `mpirun`) and `mpi::attach` for
+//!   programs written against rsmpi; needs the system MPI to build.
 
 #![warn(missing_docs)]
 

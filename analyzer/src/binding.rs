@@ -461,6 +461,8 @@ pub fn pattern_idents(pat: &syn::Pat) -> Vec<String> {
             syn::Pat::Slice(s) => s.elems.iter().for_each(|e| walk(e, out)),
             syn::Pat::Or(o) => o.cases.iter().take(1).for_each(|e| walk(e, out)),
             syn::Pat::Paren(p) => walk(&p.pat, out),
+            // A match arm's pattern with its guard (`r if r == last`).
+            syn::Pat::Guard(g) => walk(&g.pat, out),
             _ => {}
         }
     }

@@ -819,10 +819,11 @@ impl<'p, 'f> Builder<'p, 'f> {
     ) -> Node {
         let mut cond = self.scan(Some(cond_expr), bound, self.loc(cond_expr.extent()));
         if let syn::Expr::Match(m) = whole {
-            cond.glue &= m
-                .arms
-                .iter()
-                .all(|a| a.guard.as_ref().map_or(true, |(_, g)| is_glue(g)));
+            cond.glue &= m.arms.iter().all(|a| match &a.pat {
+                // syn 3 keeps an arm's guard in its pattern: `Some(x) if x > 0`.
+                syn::Pat::Guard(g) => is_glue(&g.guard),
+                _ => true,
+            });
         }
         Node::Branch(Branch {
             loc,

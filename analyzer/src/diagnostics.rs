@@ -1,11 +1,15 @@
 //! Diagnostics: what the analysis found wrong, with a source location, rendered rustc-style.
 //!
 //! Analysis passes never fail; they push [`Diagnostic`]s into a [`Diagnostics`] sink and carry
-//! on (DESIGN §3.9). Locations are [`Loc`]s into the loaded [`SourceMap`]; the renderer uses
-//! codespan-reporting to print `error: …` / `--> file:line:column` with the source snippet.
+//! on (DESIGN §3.9). Locations are [`Loc`]s into the loaded [`SourceMap`]; the renderer (feature
+//! `render`) uses codespan-reporting to print `error: …` / `--> file:line:column` with the
+//! source snippet.
 
+#[cfg(feature = "render")]
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label};
+#[cfg(feature = "render")]
 use codespan_reporting::files::SimpleFiles;
+#[cfg(feature = "render")]
 use codespan_reporting::term::{self, termcolor::NoColor};
 use mheta_format::{self as format, Level};
 
@@ -91,7 +95,8 @@ impl Diagnostics {
     }
 }
 
-/// Renders diagnostics rustc-style (no colour), one after the other.
+/// Renders diagnostics rustc-style (no colour), one after the other (feature `render`).
+#[cfg(feature = "render")]
 pub fn render(diagnostics: &[Diagnostic], sources: &SourceMap) -> String {
     let mut files = SimpleFiles::new();
     let ids: Vec<usize> = sources

@@ -129,7 +129,6 @@ fn first(e: &Expr) -> Span {
             let leading = [
                 x.lifetimes.as_ref().map(|l| l.for_token.span),
                 x.constness.map(|t| t.span),
-                x.movability.map(|t| t.span),
                 x.asyncness.map(|t| t.span),
                 x.capture.map(|t| t.span),
             ];
@@ -137,7 +136,7 @@ fn first(e: &Expr) -> Span {
                 .into_iter()
                 .flatten()
                 .next()
-                .unwrap_or(x.or1_token.spans[0])
+                .unwrap_or(x.inputs_begin.span)
         }
         Expr::Const(x) => x.const_token.span,
         Expr::Continue(x) => x.continue_token.span,

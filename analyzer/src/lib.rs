@@ -5,6 +5,11 @@
 //! [`events`] (the three rules, glue, merging, patterns) → [`lower`] (tokens) → [`automaton`]
 //! (sections, tiles, stages) → [`classify`] (per-stage facts) → [`emit`] (JSON, text, DOT).
 //! Analysis never fails and never panics: problems are [`diagnostics`].
+//!
+//! Features (both off by default, so that `#[mheta::solver]`, which needs neither, compiles
+//! neither dependency): `dot` adds Graphviz DOT output (`emit::Format::Dot`, through petgraph);
+//! `render` adds rustc-style diagnostics with source snippets (`Analysis::render_diagnostics`
+//! and `snapshot`, through codespan-reporting). The `mheta` tool enables both.
 
 #![warn(missing_docs)]
 
@@ -24,6 +29,7 @@ pub mod ir;
 pub mod load;
 pub mod lower;
 pub mod scan;
+#[cfg(feature = "render")]
 mod snapshot;
 pub mod solver;
 pub mod sources;
@@ -34,6 +40,7 @@ use std::path::Path;
 use mheta_format::{Structure, STRUCTURE_SCHEMA};
 
 pub use diagnostics::{Diagnostic, Diagnostics};
+#[cfg(feature = "render")]
 pub use snapshot::snapshot;
 pub use solver::SolverAnalysis;
 
@@ -71,7 +78,9 @@ impl Analysis {
             .any(|s| s.main_loop.kind != "none")
     }
 
-    /// All diagnostics, rustc-style with file:line:column and source snippets.
+    /// All diagnostics, rustc-style with file:line:column and source snippets (feature
+    /// `render`).
+    #[cfg(feature = "render")]
     pub fn render_diagnostics(&self) -> String {
         diagnostics::render(&self.diagnostics, &self.sources)
     }

@@ -432,7 +432,7 @@ impl VisitMut for Renamer<'_> {
             return;
         };
         let Expr::Path(p) = &mut *c.func else { return };
-        let last = p.path.segments.pop().expect("a bare name").into_value();
+        let last = p.path.segments.pop().expect("a bare name");
         let segment = syn::PathSegment {
             ident: Ident::new(&r.to, last.ident.span()),
             arguments: last.arguments,

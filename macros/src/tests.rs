@@ -43,6 +43,7 @@ fn functions(file: &syn::File) -> Vec<syn::ItemFn> {
                         out.push(syn::ItemFn {
                             attrs: m.attrs.clone(),
                             vis: m.vis.clone(),
+                            modifiers: m.modifiers.clone(),
                             sig: m.sig.clone(),
                             block: Box::new(m.block.clone()),
                         });

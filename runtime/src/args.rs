@@ -1,5 +1,5 @@
-//! The command-line flags every mheta program shares (DESIGN §5). Flatten [`Args`] into a
-//! program's own clap parser:
+//! The command-line flags every mheta program shares (DESIGN §5). With feature `clap`, flatten
+//! [`Args`] into a program's own clap parser:
 //!
 //! ```
 //! #[derive(clap::Parser)]
@@ -14,6 +14,9 @@
 //! let cli = Cli::parse_from(["prog", "--ranks", "4", "--rows", "100", "--distribution", "10,20,30,40"]);
 //! assert_eq!(cli.mheta.ranks, Some(4));
 //! ```
+//!
+//! Without it, a program fills in [`Args`] itself (`Args { ranks: Some(4), ..Args::default() }`),
+//! or, attached to an rsmpi program, reads its settings from `MHETA_*` ([`crate::attach`]).
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -24,7 +27,8 @@ use crate::error::Error;
 use crate::format::ClusterSpec;
 
 /// Where ranks run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Backend {
     /// Ranks are threads of this process (nothing to install).
     Threads,
@@ -171,63 +175,68 @@ pub fn read_distribution_file(path: &Path) -> Result<Vec<u64>, Error> {
     Ok(rows)
 }
 
-/// The flags shared by every mheta program.
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+/// The flags shared by every mheta program (a `clap::Args` with feature `clap`).
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct Args {
     /// Number of ranks [default: the cluster's node count, else the distribution's length, else 1].
-    #[arg(long, value_name = "P")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "P"))]
     pub ranks: Option<usize>,
     /// Where ranks run.
-    #[arg(long, value_enum, default_value_t = Backend::Threads)]
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = Backend::Threads))]
     pub backend: Backend,
     /// Cluster description (cluster.toml) to emulate [default: P copies of this machine].
-    #[arg(long, value_name = "FILE")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub cluster: Option<PathBuf>,
     /// block, balanced, in-core, in-core-balanced, a FILE of row counts, or r0,r1,...
-    #[arg(long, value_name = "SPEC", default_value = "block")]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "SPEC", default_value = "block")
+    )]
     pub distribution: DistributionSpec,
     /// Rows S of the distributed dimension [default: the sum of explicit row counts].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..)))]
     pub rows: Option<u64>,
     /// Iterations of the main loop.
-    #[arg(long, value_name = "K", default_value_t = 10)]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "K", default_value_t = 10))]
     pub iterations: u32,
     /// Instrumented run: record every hook and write measurements (seed §5.2).
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub instrument: bool,
     /// In an instrumented run: leave the arrays the memory budget keeps in core in core instead of
     /// forcing them through the disk (seed §5.2.2). Such a run measures in-core computation,
     /// which runs faster than computation between block reads and writes; `mheta tune` makes
     /// such runs after the forced run and merges them into its stages' `in_core` samples.
-    #[arg(long)]
+    #[cfg_attr(feature = "clap", arg(long))]
     pub keep_in_core: bool,
     /// Where an instrumented run writes its measurements [default: measurements.json].
-    #[arg(long, value_name = "FILE")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub measurements: Option<PathBuf>,
     /// Write the recorded events as Chrome trace JSON (implies --instrument).
-    #[arg(long, value_name = "FILE")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub trace: Option<PathBuf>,
     /// Write the main loop's iteration times to FILE (`mheta-timings/1`); works with or without
     /// --instrument, and without it the run is otherwise untouched (one record per iteration).
-    #[arg(long, value_name = "FILE")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub timings: Option<PathBuf>,
     /// wall, virtual (thread CPU time / CPU power + emulated costs), or charged (emulated costs only).
-    #[arg(long, value_enum, default_value_t = ClockMode::Wall)]
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t = ClockMode::Wall))]
     pub clock: ClockMode,
     /// Write the structure the program embeds to FILE, then run.
-    #[arg(long, value_name = "FILE")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub emit_structure: Option<PathBuf>,
     /// Directory for the ranks' out-of-core file stores [default: a fresh temporary directory].
-    #[arg(long, value_name = "DIR")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
     pub scratch: Option<PathBuf>,
     /// With --backend mpi: end the job when one communication waits longer than this (`300s`),
     /// naming the rank and the operation, instead of hanging when a rank is stopped or hung
     /// [default: wait forever].
-    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION", value_parser = parse_timeout))]
     pub comm_timeout: Option<std::time::Duration>,
 }
 
 /// A positive duration with its unit (`300s`, `1500ms`).
+#[cfg(feature = "clap")]
 fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
     let seconds = crate::cluster::units::parse_duration(text)?;
     if !seconds.is_finite() || seconds <= 0.0 || seconds > 1e9 {
@@ -260,6 +269,7 @@ impl Default for Args {
     }
 }
 
+#[cfg(feature = "clap")]
 #[derive(clap::Parser)]
 #[command(name = "mheta-program")]
 struct Standalone {
@@ -268,7 +278,9 @@ struct Standalone {
 }
 
 impl Args {
-    /// Parse the shared flags alone from `argv` (the first item is the program name).
+    /// Parse the shared flags alone from `argv` (the first item is the program name; feature
+    /// `clap`).
+    #[cfg(feature = "clap")]
     pub fn try_parse_from<I, T>(argv: I) -> Result<Args, clap::Error>
     where
         I: IntoIterator<Item = T>,

@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 /// How a run measures time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum ClockMode {
     /// Real elapsed time (the default, and the only mode for the `mpi` backend).

@@ -8,6 +8,9 @@
 //! (rank, size, communicator through [`CommExt`], this node's rows, out-of-core arrays); hook
 //! guards from [`hooks`] mark iterations, sections, stages and events; `--instrument` writes
 //! `mheta-measurements/1`.
+//!
+//! Features: `mpi` adds the MPI backend (`--backend mpi`); `clap` makes [`Args`] a `clap::Args`
+//! to flatten into a program's own parser (and adds `Args::try_parse_from`).
 
 #![warn(missing_docs)]
 

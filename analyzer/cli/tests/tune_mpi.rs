@@ -352,7 +352,7 @@ fn without_mpi_feature(dir: &Path) -> PathBuf {
     .unwrap();
     let manifest = format!(
         "[package]\nname = \"jacobi-without-mpi\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
-         publish = false\n\n[dependencies]\nmheta = {{ path = {:?} }}\n\
+         publish = false\n\n[dependencies]\nmheta = {{ path = {:?}, features = [\"clap\"] }}\n\
          fixture-common = {{ path = {:?} }}\nclap = \"4\"\n\n[workspace]\n",
         root.display().to_string(),
         root.join("fixtures/common").display().to_string()

@@ -1,5 +1,7 @@
-//! Output formats of a structure: JSON (the contract), an indented text tree, Graphviz DOT.
+//! Output formats of a structure: JSON (the contract), an indented text tree, Graphviz DOT
+//! (feature `dot`).
 
+#[cfg(feature = "dot")]
 pub mod dot;
 pub mod json;
 pub mod text;
@@ -12,7 +14,9 @@ pub enum Format {
     Json,
     /// An indented text tree for people.
     Text,
-    /// A Graphviz DOT graph of sections, tiles, stages, events and their dependencies.
+    /// A Graphviz DOT graph of sections, tiles, stages, events and their dependencies (feature
+    /// `dot`).
+    #[cfg(feature = "dot")]
     Dot,
 }
 
@@ -21,6 +25,7 @@ pub fn render(structure: &mheta_format::Structure, format: Format) -> String {
     match format {
         Format::Json => json::render(structure),
         Format::Text => text::render(structure),
+        #[cfg(feature = "dot")]
         Format::Dot => dot::render(structure),
     }
 }
