@@ -9,6 +9,8 @@
 # MHETA_DIR is the mheta checkout to depend on (default: this one), so that two checkouts can be
 # compared in the same session. Each run is a separate cold build; run it on a quiet machine.
 set -euo pipefail
+# A shared target directory would make the builds below warm.
+unset CARGO_TARGET_DIR
 mheta_dir=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 runs=${2:-3}
 work=$(mktemp -d)
