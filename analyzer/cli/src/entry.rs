@@ -42,7 +42,11 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
         }
         Err(e) => e.exit(),
     };
-    match on_big_stack(move || cli.run()) {
+    let outcome = on_big_stack(move || cli.run());
+    // A SIGINT, SIGTERM or SIGHUP being cleaned up (`tune`'s programs ended, its files removed)
+    // ends the process by that signal: not with the error its ended child made of it.
+    mheta_runtime::cleanup::await_signal();
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             report(&e);
