@@ -50,14 +50,14 @@ fn check(path: &Path) {
 
 #[test]
 fn single_file_fixtures() {
-    insta::glob!("../../fixtures/analysis", "*.rs", |path| check(path));
+    insta::glob!("../../fixtures/analysis", "*.rs", check);
 }
 
 /// Programs written the way real rsmpi code is (`fixtures/analysis/idioms/`, one idiom each;
 /// compiled against the `mpi` crate by `fixtures/rsmpi-idioms` in CI's MPI part).
 #[test]
 fn idiom_fixtures() {
-    insta::glob!("../../fixtures/analysis", "idioms/*.rs", |path| check(path));
+    insta::glob!("../../fixtures/analysis", "idioms/*.rs", check);
 }
 
 /// Every idiom program with an iterative loop that communicates yields a structure; the
@@ -93,7 +93,7 @@ fn every_iterative_idiom_yields_a_structure_and_no_one_shot_program_does() {
 
 #[test]
 fn bad_inputs() {
-    insta::glob!("../../fixtures/analysis", "bad/*.rs", |path| check(path));
+    insta::glob!("../../fixtures/analysis", "bad/*.rs", check);
 }
 
 #[test]
