@@ -10,17 +10,12 @@ pub(crate) struct StageCost {
     /// Per node, per pass of the stage's section: seconds per row (distributed) or seconds
     /// (replicated), already adjusted to the target cluster's CPU power.
     pub rate: Vec<f64>,
-    /// Per node, its computation when it holds all its arrays in core (measured by
-    /// instrumented runs that kept them in core; else `rate`), already CPU-adjusted.
-    pub in_core: Vec<InCore>,
-    /// `in_core` was measured in core, so it includes the memory copies of in-core block
-    /// writes (which the model adds to `rate` itself).
-    pub in_core_measured: bool,
-    /// Per node, its computation when it holds some of its arrays in core and moves the others
-    /// (the mask, as `OocState::mask`) through disk, as kept runs measured it with that
-    /// placement (on some node: see `build::kept_costs`); already CPU-adjusted. A placement not
+    /// Per placement the kept runs (`--keep-in-core`) measured on some node, its mask (as
+    /// `OocState::mask`: 0 when all arrays are in core, else the arrays out of core) and every
+    /// node's computation with that placement (see `build::kept_costs`); already CPU-adjusted.
+    /// Such a computation includes the memory copies of in-core block writes. A placement not
     /// listed computes at `rate`, the forced run's.
-    pub partly: Vec<(u64, Vec<InCore>)>,
+    pub kept: Vec<(u64, Vec<InCore>)>,
     /// The out-of-core capable arrays this stage reads or writes.
     pub io: Vec<StageIo>,
 }
@@ -106,19 +101,20 @@ impl Tau {
 }
 
 impl StageCost {
+    /// The computation kept runs measured for `node` with the placement `state`, if any.
+    fn kept(&self, node: usize, state: &OocState) -> Option<&InCore> {
+        let (_, costs) = self.kept.iter().find(|(mask, _)| *mask == state.mask)?;
+        Some(&costs[node])
+    }
+
     /// `(T_φ)' = T_φ · W'/W` (§5.3.1) for a distributed stage (the rate is `T_φ / W`),
-    /// `T_φ` for a replicated one, at the rate measured with the node's placement `state`:
-    /// all in core, the arrays of `state.mask` out of core, or (unmeasured) all out of core.
-    pub fn t_phi(&self, node: usize, state: &OocState) -> f64 {
-        let rows = state.rows;
-        if state.in_core() {
-            self.in_core[node].seconds(rows, self.distributed)
-        } else if let Some((_, partly)) = self.partly.iter().find(|(m, _)| *m == state.mask) {
-            partly[node].seconds(rows, self.distributed)
-        } else if self.distributed {
-            self.rate[node] * rows as f64
-        } else {
-            self.rate[node]
+    /// `T_φ` for a replicated one, at the rate measured with the node's placement `state` when
+    /// a kept run measured it, else at the forced run's (every array out of core).
+    fn t_phi(&self, kept: Option<&InCore>, node: usize, rows: u64) -> f64 {
+        match kept {
+            Some(cost) => cost.seconds(rows, self.distributed),
+            None if self.distributed => self.rate[node] * rows as f64,
+            None => self.rate[node],
         }
     }
 
@@ -133,14 +129,12 @@ impl StageCost {
         state: &OocState,
     ) -> Tau {
         let in_core = state.in_core();
-        let t_phi = self.t_phi(node, state);
+        let kept = self.kept(node, state);
+        let t_phi = self.t_phi(kept, node, state.rows);
         let mut compute_s = t_phi;
-        // The memory copies of in-core block writes: a rate measured with this placement
-        // includes them already.
-        let copies_counted = (in_core && self.in_core_measured)
-            || (!in_core && self.partly.iter().any(|(m, _)| *m == state.mask));
         for io in &self.io {
-            if !state.is_out_of_core(io.array) && !copies_counted {
+            // A computation measured with this placement includes them already.
+            if !state.is_out_of_core(io.array) && kept.is_none() {
                 // An in-core array's block writes are memory copies, CPU work (the
                 // instrumented run, with every array out of core, wrote to disk instead).
                 let bytes = io.write * state.rows as f64 * arrays[io.array].bytes_per_row;

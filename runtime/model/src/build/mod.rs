@@ -117,17 +117,14 @@ impl<'a> Builder<'a> {
         if distributed.len() > 64 {
             return Err(ModelError::TooManyArrays(distributed.len()));
         }
-        let mut ranked: Vec<(f64, u64, &str)> = distributed
-            .iter()
-            .map(|a| (0.0, a.bytes_per_row, a.name.as_str()))
-            .collect();
+        let mut ranked = distributed;
         // A stable sort: equal rows keep the registration order.
-        ranked.sort_by_key(|&(_, bytes_per_row, _)| bytes_per_row);
-        for (index, (_, bpr, name)) in ranked.into_iter().enumerate() {
-            self.array_index.insert(name.to_string(), index);
+        ranked.sort_by_key(|a| a.bytes_per_row);
+        for (index, a) in ranked.into_iter().enumerate() {
+            self.array_index.insert(a.name.clone(), index);
             self.arrays.push(ArrayCost {
-                name: name.to_string(),
-                bytes_per_row: bpr as f64,
+                name: a.name.clone(),
+                bytes_per_row: a.bytes_per_row as f64,
                 resident: false,
             });
         }
@@ -376,20 +373,15 @@ impl<'a> Builder<'a> {
         } else {
             measured
         };
-        let measured_in_core = self.kept_costs(key, distributed, per_pass, 0)?;
-        let in_core_measured = measured_in_core.is_some();
-        let in_core = measured_in_core
-            .unwrap_or_else(|| rate.iter().map(|&r| InCore::Rate(r)).collect::<Vec<_>>());
         let rate: Vec<f64> = rate
             .iter()
             .zip(&self.cpu_ratio)
             .map(|(r, c)| r * c)
             .collect();
-        let in_core = self.cpu_adjusted(in_core);
-        let mut partly = Vec::new();
-        for mask in self.partial_masks(key)? {
+        let mut kept = Vec::new();
+        for mask in self.kept_masks(key)? {
             if let Some(costs) = self.kept_costs(key, distributed, per_pass, mask)? {
-                partly.push((mask, self.cpu_adjusted(costs)));
+                kept.push((mask, self.cpu_adjusted(costs)));
             }
         }
         let mut io: Vec<StageIo> = Vec::new();
@@ -443,9 +435,7 @@ impl<'a> Builder<'a> {
         Ok(StageCost {
             distributed,
             rate,
-            in_core,
-            in_core_measured,
-            partly,
+            kept,
             io,
         })
     }
@@ -464,15 +454,15 @@ impl<'a> Builder<'a> {
             .collect()
     }
 
-    /// The sets of arrays (masks over the model's arrays, as `OocState::mask`) that kept runs
-    /// moved through disk on some node while keeping others in core, in the order first seen.
-    fn partial_masks(&self, key: StageKey) -> Result<Vec<u64>, ModelError> {
+    /// The placements (masks over the model's arrays, as `OocState::mask`: the arrays out of
+    /// core, 0 for none) kept runs measured on some node, in the order first seen.
+    fn kept_masks(&self, key: StageKey) -> Result<Vec<u64>, ModelError> {
         let mut masks = Vec::new();
         for (i, n) in self.m.nodes.iter().enumerate() {
             let samples = find_stage(n, key).map_or(&[][..], |s| s.in_core.as_slice());
             for (k, sample) in samples.iter().enumerate() {
                 let mask = self.sample_mask(i, key, k, sample)?;
-                if mask != 0 && !masks.contains(&mask) {
+                if !masks.contains(&mask) {
                     masks.push(mask);
                 }
             }
@@ -557,8 +547,7 @@ impl<'a> Builder<'a> {
     }
 
     /// A stage's computation on each node when the node holds in core all its arrays but those
-    /// of `mask` (`StageCost::in_core` for mask 0, `StageCost::partly` otherwise), before the
-    /// CPU adjustment. Nodes the kept runs placed that way give their samples (`in_core`; a
+    /// of `mask` (`StageCost::kept`), before the CPU adjustment. Nodes the kept runs placed that way give their samples (`in_core`; a
     /// replicated stage, their median). Every other node gets the median per-row rate of those
     /// nodes (at their largest sample), normalised by CPU power (as `per_row_rates` does for
     /// nodes without rows): its own measured rate was taken with every array out of core,
