@@ -93,12 +93,11 @@ impl Measurements {
     /// it still moved through disk there (`out_of_core`: empty when all its arrays were in
     /// core; a node whose memory kept only some of them computes at neither the forced run's
     /// rate nor the in-core one). Only nodes that did no block I/O add to `in_core_tiles`.
-    /// Every event of every node also gets the run's per-message
-    /// overheads as a sample (`overheads`): one run's overheads are one draw of a figure that
-    /// varies from run to run with the machine's load (an 8-rank CG all-gather's root: 3–11 ms
-    /// over seven runs of one tune). Merging several such runs gives several samples. Returns
-    /// how many nodes got an all-in-core computation sample; fails, naming the field, when the runs do not
-    /// match.
+    /// Every event of every node also gets the run's per-message overheads as a sample
+    /// (`overheads`): one run's overheads are one draw of a figure that varies from run to run
+    /// with the machine's load (an 8-rank CG all-gather's root: 3–11 ms over seven runs of one
+    /// tune). Merging several such runs gives several samples. Returns how many nodes got an
+    /// all-in-core computation sample; fails, naming the field, when the runs do not match.
     pub fn merge_in_core_compute(&mut self, kept: &Measurements) -> Result<usize, String> {
         if kept.structure != self.structure {
             return Err("structure: the in-core run measured a different program".into());
@@ -124,32 +123,18 @@ impl Measurements {
                     event.overheads.push(e.overhead_sample());
                 }
             }
-            // The arrays this node moved through disk, in the order of `arrays` (a record
-            // without a block moved is an in-core array's).
-            let moved: Vec<&IoMeasurement> = other
-                .io
-                .iter()
-                .filter(|x| {
-                    x.reads + x.writes + x.prefetches + x.bytes_read + x.bytes_written > 0.0
-                })
-                .collect();
-            let out_of_core: Vec<String> = kept
-                .arrays
-                .iter()
-                .filter(|a| moved.iter().any(|x| x.var == a.name))
-                .map(|a| a.name.clone())
-                .chain(
-                    moved
-                        .iter()
-                        .filter(|x| !kept.arrays.iter().any(|a| a.name == x.var))
-                        .map(|x| x.var.clone()),
-                )
-                .fold(Vec::new(), |mut names, name| {
-                    if !names.contains(&name) {
-                        names.push(name);
-                    }
-                    names
-                });
+            // The arrays this node moved through disk (a record without a block moved is an
+            // in-core array's), in the order of `arrays`.
+            let mut out_of_core: Vec<String> = Vec::new();
+            for x in &other.io {
+                let moved = x.reads + x.writes + x.prefetches + x.bytes_read + x.bytes_written;
+                if moved > 0.0 && !out_of_core.contains(&x.var) {
+                    out_of_core.push(x.var.clone());
+                }
+            }
+            out_of_core.sort_by_key(|name| {
+                (kept.arrays.iter().position(|a| a.name == *name)).unwrap_or(usize::MAX)
+            });
             if out_of_core.is_empty() {
                 merged += 1;
             } else if other.rows == 0 {
