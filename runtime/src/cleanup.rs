@@ -21,7 +21,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
 use std::time::{Duration, SystemTime};
 
@@ -350,22 +350,16 @@ fn register(item: Cleanup) -> Registration {
 /// The write end of the pipe the signal handler writes to (-1 before installation).
 static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
 
-/// The signal the cleanup is handling (0: none). Set before the cleanup starts.
-static HANDLING: AtomicI32 = AtomicI32::new(0);
+/// Set when the cleanup starts handling a signal: the process is about to end by it.
+static HANDLING: AtomicBool = AtomicBool::new(false);
 
-/// Is the cleanup handling a signal? Then the process is about to end by that signal, once the
-/// registered groups are ended and directories removed. A front end that would otherwise end
-/// the process itself (returning from `main` because its child died of the cleanup's own
-/// SIGTERM) calls [`await_signal`] first, so the process ends by the signal it was sent, as it
+/// When the cleanup is handling a signal, waits for it to end the process (once the registered
+/// groups are ended and directories removed); returns at once otherwise. A front end that would
+/// otherwise end the process itself (returning from `main` because its child died of the
+/// cleanup's own SIGTERM) calls this first, so the process ends by the signal it was sent, as it
 /// would have without the cleanup, and not with an error of its own.
-pub fn handling_signal() -> bool {
-    HANDLING.load(Ordering::SeqCst) != 0
-}
-
-/// When [`handling_signal`], waits for the cleanup to end the process; returns at once
-/// otherwise.
 pub fn await_signal() {
-    while handling_signal() {
+    while HANDLING.load(Ordering::SeqCst) {
         std::thread::park_timeout(std::time::Duration::from_millis(50));
     }
 }
@@ -398,7 +392,7 @@ fn install_signal_cleanup() {
                 let mut byte = [0u8];
                 while reader.read_exact(&mut byte).is_ok() {
                     let signal = libc::c_int::from(byte[0]);
-                    HANDLING.store(signal, Ordering::SeqCst);
+                    HANDLING.store(true, Ordering::SeqCst);
                     run_now();
                     // SAFETY: restores the default action and raises the signal again, so the
                     // process ends as it would have without this cleanup.
