@@ -243,11 +243,6 @@ fn read(program: &Program, i: usize) -> Reading {
     }
 }
 
-/// Which functions communicate (see [`Communicating`]), found out when asked.
-pub fn communicating_functions(program: &Program) -> Communicating<'_> {
-    Communicating::new(program)
-}
-
 /// Whether [`Builder::declare_params`] declares some parameter of function `index` a variable.
 fn declares_params(program: &Program, index: usize) -> bool {
     let f = &program.functions[index];

@@ -176,7 +176,7 @@ fn analyze_solvers(
     options: &Options,
 ) -> (Vec<Diagnostic>, Vec<SolverAnalysis>) {
     let mut structure_diags: Vec<Diagnostic> = diags.0.clone();
-    let comm = body::communicating_functions(program);
+    let comm = body::Communicating::new(program);
     let found = solver::find(program, &comm);
     if found.is_empty() && !diags.has_errors() {
         let loc = program.sources.files().first().map(|_| diagnostics::Loc {

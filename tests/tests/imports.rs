@@ -140,12 +140,10 @@ fn named_paths(module: &Module, file: &syn::File) -> Vec<Module> {
             if m.content.is_none() || is_test(&m.attrs) {
                 return;
             }
+            let mut module = self.module.clone();
+            module.push(m.ident.to_string());
             let mut inner = Paths {
-                module: &{
-                    let mut inner = self.module.clone();
-                    inner.push(m.ident.to_string());
-                    inner
-                },
+                module: &module,
                 out: Vec::new(),
             };
             syn::visit::visit_item_mod(&mut inner, m);
@@ -185,64 +183,26 @@ fn nested(a: &Module, b: &Module) -> bool {
     a.starts_with(b) || b.starts_with(a)
 }
 
-/// Every cycle of `edges`, one per strongly connected component of more than one module.
+/// Every cycle of `edges`: each strongly connected set of more than one module, sorted.
 fn cycles(edges: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<Vec<Module>> {
-    // Tarjan's algorithm, iteratively small enough to recurse: crates have tens of modules.
-    struct State<'e> {
-        edges: &'e BTreeMap<Module, BTreeSet<Module>>,
-        index: BTreeMap<&'e Module, usize>,
-        low: BTreeMap<&'e Module, usize>,
-        stack: Vec<&'e Module>,
-        on_stack: BTreeSet<&'e Module>,
-        found: Vec<Vec<Module>>,
-    }
-    fn connect<'e>(s: &mut State<'e>, v: &'e Module) {
-        let i = s.index.len();
-        s.index.insert(v, i);
-        s.low.insert(v, i);
-        s.stack.push(v);
-        s.on_stack.insert(v);
-        for w in s.edges.get(v).into_iter().flatten() {
-            if !s.index.contains_key(w) {
-                connect(s, w);
-                let lw = s.low[w];
-                let lv = s.low.get_mut(v).expect("visited");
-                *lv = (*lv).min(lw);
-            } else if s.on_stack.contains(w) {
-                let iw = s.index[w];
-                let lv = s.low.get_mut(v).expect("visited");
-                *lv = (*lv).min(iw);
-            }
-        }
-        if s.low[v] == s.index[v] {
-            let mut component = Vec::new();
-            while let Some(w) = s.stack.pop() {
-                s.on_stack.remove(w);
-                component.push(w.clone());
-                if w == v {
-                    break;
-                }
-            }
-            if component.len() > 1 {
-                component.sort();
-                s.found.push(component);
-            }
+    let mut graph = petgraph::Graph::<&Module, ()>::new();
+    let index: BTreeMap<&Module, _> = edges.keys().map(|m| (m, graph.add_node(m))).collect();
+    for (from, targets) in edges {
+        for to in targets {
+            graph.add_edge(index[from], index[to], ());
         }
     }
-    let mut s = State {
-        edges,
-        index: BTreeMap::new(),
-        low: BTreeMap::new(),
-        stack: Vec::new(),
-        on_stack: BTreeSet::new(),
-        found: Vec::new(),
-    };
-    for v in edges.keys() {
-        if !s.index.contains_key(v) {
-            connect(&mut s, v);
-        }
-    }
-    s.found
+    let mut found: Vec<Vec<Module>> = petgraph::algo::tarjan_scc(&graph)
+        .into_iter()
+        .filter(|set| set.len() > 1)
+        .map(|set| {
+            let mut modules: Vec<Module> = set.iter().map(|&n| graph[n].clone()).collect();
+            modules.sort();
+            modules
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 fn show(m: &Module) -> String {

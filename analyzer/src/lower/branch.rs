@@ -414,7 +414,7 @@ mod tests {
         for (i, f) in program.functions.iter().enumerate() {
             program.by_name.entry(f.name.clone()).or_default().push(i);
         }
-        let comm = crate::body::communicating_functions(&program);
+        let comm = crate::body::Communicating::new(&program);
         let mut facts = Facts::default();
         let (nodes, _) =
             crate::body::build_function(&program, 0, &|i| comm.communicates(i), &mut facts);
