@@ -33,6 +33,7 @@ pub mod scan;
 mod snapshot;
 pub mod solver;
 pub mod sources;
+mod stack;
 pub mod syntax;
 
 use std::path::Path;
@@ -105,17 +106,11 @@ impl Analysis {
     }
 }
 
-/// The stack an analysis runs on. Parsing (syn) and every pass recurse over the syntax tree,
-/// some 100 KB of stack per level of nesting in a debug build, so nested code of a few dozen
-/// levels overflows a test thread's 2 MiB, and thousands of nested parentheses the main
-/// thread's 8 MiB; overflowing aborts the process. The address space is reserved, not used:
-/// only the pages a deep input touches are committed.
-const ANALYSIS_STACK_BYTES: usize = 1 << 30;
-
-/// Runs `f` on a stack of its own, as large as an analysis's: for code that walks syntax trees
-/// as deep as the analysis does (the proc macro's expansion).
+/// Runs `f` on a stack of its own, as large as an analysis's (1 GiB reserved, kept per thread;
+/// see the `stack` module): for code that walks syntax trees as deep as the analysis does (the
+/// proc macro's expansion).
 pub fn on_analysis_stack<R>(f: impl FnOnce() -> R) -> R {
-    stacker::grow(ANALYSIS_STACK_BYTES, f)
+    stack::run(f)
 }
 
 /// Analyses a crate directory (through its Cargo.toml) or a single `.rs` file, on a stack of

@@ -15,12 +15,18 @@
 //!   move the clock. Times are then bit-for-bit reproducible (tests, model validation).
 //!
 //! A thread that is not a rank (no clock installed) reads the wall clock.
+//!
+//! A node's load schedule (`[[node.load]]`, [`install_load`]) changes its CPU power while the
+//! rank runs: steps by iteration take effect when the iteration's guard opens
+//! ([`iteration_begins`]), steps by time when the clock is read at or after their time.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+
+use crate::format::{LoadAt, LoadStep};
 
 /// How a run measures time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -75,6 +81,18 @@ thread_local! {
     /// A virtual clock never reads less than this: the time at which the last [`unclocked`]
     /// bookkeeping froze it.
     static FLOOR: Cell<f64> = const { Cell::new(0.0) };
+    /// The node's own CPU power, before load takes a share of it.
+    static NODE_POWER: Cell<f64> = const { Cell::new(1.0) };
+    /// The load steps not reached yet, the next one last.
+    static PENDING: RefCell<Vec<LoadStep>> = const { RefCell::new(Vec::new()) };
+    /// The clock time of the next pending step by time (infinite when there is none).
+    static NEXT_AT_S: Cell<f64> = const { Cell::new(f64::INFINITY) };
+    /// The iteration of the next pending step by iteration (`u64::MAX` when there is none).
+    static NEXT_ITERATION: Cell<u64> = const { Cell::new(u64::MAX) };
+    /// Where the run's time starts on this clock: time steps count from here.
+    static ORIGIN_S: Cell<f64> = const { Cell::new(0.0) };
+    /// The node's memory that load takes now, bytes.
+    static MEMORY_TAKEN: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Nanoseconds on the monotonic clock (the clock `Instant` reads), without `Instant`'s
@@ -236,13 +254,14 @@ pub fn install(mode: ClockMode, cpu: f64) {
     MODE.with(|m| m.set(code));
     OPEN_MARKS.with(|m| m.set(0));
     EXCLUDING.with(|e| e.set(false));
-    POWER.with(|p| {
-        p.set(if cpu.is_finite() && cpu > 0.0 {
-            cpu
-        } else {
-            1.0
-        })
-    });
+    let power = if cpu.is_finite() && cpu > 0.0 {
+        cpu
+    } else {
+        1.0
+    };
+    POWER.with(|p| p.set(power));
+    NODE_POWER.with(|p| p.set(power));
+    clear_load();
     reset();
 }
 
@@ -250,14 +269,145 @@ pub fn install(mode: ClockMode, cpu: f64) {
 pub fn uninstall() {
     MODE.with(|m| m.set(NONE));
     POWER.with(|p| p.set(1.0));
+    NODE_POWER.with(|p| p.set(1.0));
+    clear_load();
 }
 
-/// Restart a virtual clock at zero (no effect on the wall clock).
+/// Restart a virtual clock at zero (no effect on the wall clock). Load steps by time count
+/// from here.
 pub fn reset() {
     BASE.with(|b| b.set(0.0));
     FLOOR.with(|f| f.set(0.0));
     FROZEN.with(|f| f.set(false));
     CPU_MARK.with(|c| c.set(thread_cpu_s()));
+    let origin = if MODE.with(Cell::get) == WALL {
+        wall_s()
+    } else {
+        0.0
+    };
+    ORIGIN_S.with(|o| o.set(origin));
+    aim_at_next_step();
+}
+
+/// Give this rank's node the load schedule `steps` (in order, as [`ClusterSpec::check`]
+/// requires; `crate::format::ClusterSpec::load_of`), on a clock [`install`]ed with the node's
+/// own power. Returns the least CPU power the node will have: below 1.0, a wall clock must
+/// emulate a slowdown at some point of the run.
+///
+/// [`ClusterSpec::check`]: crate::format::ClusterSpec::check
+pub fn install_load(steps: &[LoadStep]) -> f64 {
+    PENDING.with(|p| {
+        let mut pending = p.borrow_mut();
+        pending.clear();
+        pending.extend(steps.iter().rev().copied());
+    });
+    aim_at_next_step();
+    let node = NODE_POWER.with(Cell::get);
+    let taken = steps.iter().filter_map(|s| s.cpu_share).fold(0.0, f64::max);
+    node * (1.0 - taken)
+}
+
+/// The node's memory that its load schedule takes now, bytes (0 without one).
+pub fn memory_taken() -> u64 {
+    MEMORY_TAKEN.with(Cell::get)
+}
+
+/// Iteration `index` of the main loop begins: load steps due by then take effect.
+#[inline]
+pub fn iteration_begins(index: u64) {
+    if index >= NEXT_ITERATION.with(Cell::get) || NEXT_AT_S.with(Cell::get).is_finite() {
+        begin_steps(Some(index));
+    }
+}
+
+fn clear_load() {
+    PENDING.with(|p| p.borrow_mut().clear());
+    NEXT_AT_S.with(|n| n.set(f64::INFINITY));
+    NEXT_ITERATION.with(|n| n.set(u64::MAX));
+    MEMORY_TAKEN.with(|m| m.set(0));
+}
+
+/// Points [`NEXT_AT_S`] and [`NEXT_ITERATION`] at the next pending step.
+fn aim_at_next_step() {
+    let next = PENDING.with(|p| p.borrow().last().map(|s| s.at));
+    let (at_s, iteration) = match next {
+        Some(LoadAt::Seconds(s)) => (ORIGIN_S.with(Cell::get) + s, u64::MAX),
+        Some(LoadAt::Iteration(i)) => (f64::INFINITY, i),
+        None => (f64::INFINITY, u64::MAX),
+    };
+    NEXT_AT_S.with(|n| n.set(at_s));
+    NEXT_ITERATION.with(|n| n.set(iteration));
+}
+
+/// Takes every pending step that is due: by iteration when `iteration` is given, by time when
+/// the clock reads past it. A virtual clock's power changes at the step's time exactly: the
+/// CPU time since then is counted at the new power.
+#[cold]
+#[inline(never)]
+fn begin_steps(iteration: Option<u64>) {
+    if FROZEN.with(Cell::get) {
+        return; // Bookkeeping: the steps wait for the clock to run again.
+    }
+    while let Some(step) = PENDING.with(|p| p.borrow().last().copied()) {
+        let due_at_s = match step.at {
+            LoadAt::Iteration(i) => {
+                if iteration.is_some_and(|index| index >= i) {
+                    None
+                } else {
+                    break;
+                }
+            }
+            LoadAt::Seconds(s) => {
+                let at = ORIGIN_S.with(Cell::get) + s;
+                if raw_now() >= at {
+                    Some(at)
+                } else {
+                    break;
+                }
+            }
+        };
+        PENDING.with(|p| p.borrow_mut().pop());
+        if let Some(memory) = step.memory_bytes {
+            MEMORY_TAKEN.with(|m| m.set(memory));
+        }
+        if let Some(share) = step.cpu_share {
+            set_power(NODE_POWER.with(Cell::get) * (1.0 - share), due_at_s);
+        }
+    }
+    aim_at_next_step();
+}
+
+/// Changes this rank's CPU power. A virtual clock folds the CPU time it has counted so far at
+/// the old power, from `since_s` on (when given) at the new one.
+fn set_power(power: f64, since_s: Option<f64>) {
+    if MODE.with(Cell::get) == VIRTUAL {
+        let cpu_s = thread_cpu_s();
+        let old = POWER.with(Cell::get);
+        let now = virtual_at(cpu_s);
+        // CPU time counted since the step's time ran at the new power already.
+        let (base, mark) = match since_s {
+            Some(at) if at < now => (at, cpu_s - (now - at) * old),
+            _ => (now, cpu_s),
+        };
+        BASE.with(|b| b.set(base));
+        CPU_MARK.with(|m| m.set(mark));
+    }
+    POWER.with(|p| p.set(power));
+}
+
+/// The clock's reading without taking due load steps.
+#[inline]
+fn raw_now() -> f64 {
+    match MODE.with(Cell::get) {
+        VIRTUAL => {
+            if FROZEN.with(Cell::get) {
+                return FLOOR.with(Cell::get);
+            }
+            virtual_at(thread_cpu_s()).max(FLOOR.with(Cell::get))
+        }
+        CHARGED => BASE.with(Cell::get),
+        _ => wall_s(),
+    }
 }
 
 /// The mode of this thread's clock (`Wall` when no rank clock is installed).
@@ -274,19 +424,15 @@ pub fn cpu_power() -> f64 {
     POWER.with(Cell::get)
 }
 
-/// Seconds on the current rank's clock.
+/// Seconds on the current rank's clock. Load steps due by then take effect.
 #[inline]
 pub fn now() -> f64 {
-    match MODE.with(Cell::get) {
-        VIRTUAL => {
-            if FROZEN.with(Cell::get) {
-                return FLOOR.with(Cell::get);
-            }
-            virtual_at(thread_cpu_s()).max(FLOOR.with(Cell::get))
-        }
-        CHARGED => BASE.with(Cell::get),
-        _ => wall_s(),
+    let t = raw_now();
+    if t >= NEXT_AT_S.with(Cell::get) {
+        begin_steps(None);
+        return raw_now();
     }
+    t
 }
 
 /// A virtual clock's reading when the thread's CPU time is `cpu_s`.
@@ -421,6 +567,9 @@ pub struct ComputeMark {
 impl ComputeMark {
     /// Start a compute region, or `None` when no slowdown applies to this thread.
     pub fn start() -> Option<ComputeMark> {
+        if NEXT_AT_S.with(Cell::get).is_finite() {
+            now(); // A load step by time may be due: the hooks read the wall clock as ticks.
+        }
         if MODE.with(Cell::get) == WALL && POWER.with(Cell::get) < 1.0 {
             OPEN_MARKS.with(|m| m.set(m.get().saturating_add(1)));
             Some(ComputeMark {
@@ -598,6 +747,99 @@ mod tests {
                 "virtual {virt} vs cpu {cpu}"
             );
             std::hint::black_box(x);
+        })
+        .join()
+        .unwrap();
+    }
+
+    fn step(at: LoadAt, cpu_share: Option<f64>, memory_bytes: Option<u64>) -> LoadStep {
+        LoadStep {
+            at,
+            cpu_share,
+            memory_bytes,
+        }
+    }
+
+    #[test]
+    fn a_virtual_clock_slows_down_from_a_load_steps_time_on() {
+        std::thread::spawn(|| {
+            install(ClockMode::Virtual, 1.0);
+            let least = install_load(&[step(LoadAt::Seconds(0.02), Some(0.5), None)]);
+            assert_eq!(least, 0.5);
+            reset();
+            // 0.02 s of CPU at full power, then 0.02 s at half: 0.06 s, whenever the clock
+            // happens to be read.
+            spin_cpu(0.03);
+            let cpu0 = thread_cpu_s();
+            let t = now();
+            spin_cpu(0.01);
+            let after = now();
+            let cpu = thread_cpu_s() - cpu0;
+            assert_eq!(cpu_power(), 0.5);
+            // 0.03 s of CPU, the last 0.01 s of which counted twice: 0.04 s by the first read.
+            assert!((t - 0.04).abs() < 0.002, "{t}");
+            assert!((after - t - 2.0 * cpu).abs() < 0.002, "{after} after {t}");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn iteration_steps_take_effect_when_their_iteration_begins() {
+        std::thread::spawn(|| {
+            install(ClockMode::Charged, 0.8);
+            let steps = [
+                step(LoadAt::Iteration(3), Some(0.5), Some(1 << 20)),
+                step(LoadAt::Iteration(5), None, Some(2 << 20)),
+                step(LoadAt::Iteration(9), Some(0.0), None),
+            ];
+            assert_eq!(install_load(&steps), 0.4);
+            let mut seen = Vec::new();
+            // Iterations 4 and 6–9 are skipped (a loop that starts elsewhere): a step applies
+            // at the first iteration at or after its own.
+            for index in [0, 1, 2, 3, 5, 10] {
+                iteration_begins(index);
+                seen.push((index, cpu_power(), memory_taken()));
+            }
+            assert_eq!(
+                seen,
+                [
+                    (0, 0.8, 0),
+                    (1, 0.8, 0),
+                    (2, 0.8, 0),
+                    (3, 0.4, 1 << 20),
+                    (5, 0.4, 2 << 20),
+                    (10, 0.8, 2 << 20),
+                ]
+            );
+            uninstall();
+            assert_eq!((cpu_power(), memory_taken()), (1.0, 0));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_wall_clock_load_step_turns_the_cpu_slowdown_on() {
+        std::thread::spawn(|| {
+            install(ClockMode::Wall, 1.0);
+            install_load(&[step(LoadAt::Seconds(0.01), Some(0.5), None)]);
+            reset();
+            assert!(
+                ComputeMark::start().is_none(),
+                "full power: nothing to emulate"
+            );
+            wait_wall(Duration::from_millis(12));
+            // Due now: the next compute region spins as long again as it computes.
+            let mark = ComputeMark::start().expect("half power after 0.01 s");
+            let begin = Instant::now();
+            spin_cpu(0.005);
+            let compute = mark.finish();
+            let elapsed = begin.elapsed().as_secs_f64();
+            assert!(
+                elapsed > 1.9 * compute,
+                "{elapsed} s for {compute} s of compute"
+            );
         })
         .join()
         .unwrap();

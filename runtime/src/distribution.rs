@@ -479,6 +479,7 @@ mod tests {
                     disk_latency_s: 2e-3,
                 })
                 .collect(),
+            loads: Vec::new(),
         }
     }
 

@@ -14,6 +14,7 @@
 
 #![warn(missing_docs)]
 
+pub mod adapt;
 pub mod args;
 pub mod attach;
 pub mod cleanup;

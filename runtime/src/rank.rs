@@ -30,9 +30,10 @@ where
     let node = settings.cluster.nodes[rank];
     let instrument = settings.instrument;
     clock::install(settings.clock, node.cpu);
+    let least_cpu = clock::install_load(settings.cluster.load_of(rank));
     hooks::install(HookConfig {
         instrument,
-        slowdown: settings.clock == ClockMode::Wall && node.cpu < 1.0,
+        slowdown: settings.clock == ClockMode::Wall && least_cpu < 1.0,
         timing: settings.timing,
     });
     let ctx = Context::new(rank, comm, Arc::clone(&settings));

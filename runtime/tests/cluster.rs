@@ -284,3 +284,182 @@ fn huge_counts_are_rejected_not_allocated() {
     let (_, _, field, _, _) = error(&with("count = 2", "count = 1000000000000"));
     assert_eq!(field.as_deref(), Some("node.count"));
 }
+
+/// The valid file with `tables` (`[[node.load]]` tables) after its first node.
+fn with_load(tables: &str) -> String {
+    with(
+        "disk_latency = \"2ms\"\n",
+        &format!("disk_latency = \"2ms\"\n{tables}"),
+    )
+}
+
+#[test]
+fn a_load_schedule_applies_to_every_node_of_its_table() {
+    let text = with_load(
+        "[[node.load]]\nat_iteration = 10\ncpu = 0.75\n\
+         [[node.load]]\nat_iteration = 20\nmemory = \"8MiB\"\ncpu = 0\n",
+    );
+    let cluster = parse(&text).unwrap();
+    use mheta_runtime::format::{LoadAt, LoadStep};
+    let steps = vec![
+        LoadStep {
+            at: LoadAt::Iteration(10),
+            cpu_share: Some(0.75),
+            memory_bytes: None,
+        },
+        LoadStep {
+            at: LoadAt::Iteration(20),
+            cpu_share: Some(0.0),
+            memory_bytes: Some(8 << 20),
+        },
+    ];
+    assert_eq!(cluster.loads, vec![steps.clone(), steps, Vec::new()]);
+    assert!(cluster.check().is_ok());
+    // It survives the JSON files; a cluster without load writes no `loads` at all.
+    let json = serde_json::to_string(&cluster).unwrap();
+    assert_eq!(serde_json::from_str::<ClusterSpec>(&json).unwrap(), cluster);
+    let plain = serde_json::to_string(&parse(VALID).unwrap()).unwrap();
+    assert!(!plain.contains("loads"), "{plain}");
+
+    let by_time = parse(&with_load("[[node.load]]\nat = \"1.5s\"\ncpu = 0.5\n")).unwrap();
+    assert_eq!(by_time.load_of(1)[0].at, LoadAt::Seconds(1.5));
+    assert!(by_time.load_of(2).is_empty());
+}
+
+#[test]
+fn every_load_mistake_is_located_and_named() {
+    let cases = [
+        ("[[node.load]]\ncpu = 0.5\n", 13, "node.load.at", "missing"),
+        (
+            "[[node.load]]\nat = \"1s\"\nat_iteration = 3\ncpu = 0.5\n",
+            15,
+            "node.load.at_iteration",
+            "not both",
+        ),
+        (
+            "[[node.load]]\nat = \"-1s\"\ncpu = 0.5\n",
+            14,
+            "node.load.at",
+            "negative",
+        ),
+        (
+            "[[node.load]]\nat = \"1 fortnight\"\ncpu = 0.5\n",
+            14,
+            "node.load.at",
+            "unit",
+        ),
+        (
+            "[[node.load]]\nat_iteration = -2\ncpu = 0.5\n",
+            14,
+            "node.load.at_iteration",
+            "negative",
+        ),
+        (
+            "[[node.load]]\nat_iteration = \"2\"\ncpu = 0.5\n",
+            14,
+            "node.load.at_iteration",
+            "iteration number",
+        ),
+        (
+            "[[node.load]]\nat_iteration = 2\n",
+            13,
+            "node.load",
+            "changes nothing",
+        ),
+        (
+            "[[node.load]]\nat_iteration = 2\ncpu = 1\n",
+            15,
+            "node.load.cpu",
+            "up to (not including) 1",
+        ),
+        (
+            "[[node.load]]\nat_iteration = 2\ncpu = -0.5\n",
+            15,
+            "node.load.cpu",
+            "share",
+        ),
+        (
+            "[[node.load]]\nat_iteration = 2\ncpu = \"half\"\n",
+            15,
+            "node.load.cpu",
+            "share of the node's CPU",
+        ),
+        (
+            "[[node.load]]\nat_iteration = 2\nmemory = \"48MiB\"\n",
+            15,
+            "node.load.memory",
+            "takes all of the node's memory",
+        ),
+        (
+            "[[node.load]]\nat_iteration = 2\nmemory = 8\n",
+            15,
+            "node.load.memory",
+            "size",
+        ),
+        (
+            "[[node.load]]\nat_iteration = 5\ncpu = 0.5\n[[node.load]]\nat_iteration = 5\ncpu = 0\n",
+            17,
+            "node.load.at_iteration",
+            "must come after",
+        ),
+        (
+            "[[node.load]]\nat_iteration = 5\ncpu = 0.5\n[[node.load]]\nat = \"9s\"\ncpu = 0\n",
+            17,
+            "node.load.at",
+            "mixes times and iterations",
+        ),
+        (
+            "[[node.load]]\nat_iteration = 5\ncpus = 0.5\n",
+            15,
+            "cpus",
+            "unknown field",
+        ),
+    ];
+    for (tables, want_line, want_field, want_message) in cases {
+        let (line, _, field, message, display) = error(&with_load(tables));
+        assert_eq!(field.as_deref(), Some(want_field), "{display}");
+        assert!(message.contains(want_message), "{display}");
+        assert_eq!(line, want_line, "{display}");
+    }
+}
+
+#[test]
+fn check_rejects_load_the_parser_would_reject() {
+    use mheta_runtime::format::{LoadAt, LoadStep};
+    let mut cluster = parse(VALID).unwrap();
+    let step = |at, cpu_share, memory_bytes| LoadStep {
+        at,
+        cpu_share,
+        memory_bytes,
+    };
+    let cases = [
+        (
+            vec![vec![step(LoadAt::Iteration(1), Some(1.5), None)]; 3],
+            "loads[0][0].cpu_share",
+        ),
+        (
+            vec![vec![step(LoadAt::Seconds(-1.0), Some(0.5), None)]; 3],
+            "loads[0][0].at.seconds",
+        ),
+        (
+            vec![vec![step(LoadAt::Iteration(1), None, Some(48 << 20))]; 3],
+            "loads[0][0].memory_bytes",
+        ),
+        (
+            vec![
+                vec![
+                    step(LoadAt::Iteration(4), Some(0.5), None),
+                    step(LoadAt::Seconds(9.0), Some(0.0), None),
+                ];
+                3
+            ],
+            "loads[0][1].at",
+        ),
+        (vec![Vec::new()], "loads"),
+    ];
+    for (loads, want) in cases {
+        cluster.loads = loads;
+        let (field, message) = cluster.check().unwrap_err();
+        assert_eq!(field, want, "{message}");
+    }
+}

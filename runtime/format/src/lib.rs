@@ -12,7 +12,7 @@ pub mod measurements;
 pub mod structure;
 pub mod timings;
 
-pub use cluster::{ClusterSpec, NetworkSpec, NodeSpec};
+pub use cluster::{ClusterSpec, LoadAt, LoadStep, NetworkSpec, NodeSpec};
 pub use measurements::*;
 pub use structure::*;
 pub use timings::{

@@ -518,6 +518,7 @@ mod tests {
                     };
                     io_on.len()
                 ],
+                loads: Vec::new(),
             },
             arrays: Vec::new(),
             micro: Microbenchmarks::default(),

@@ -51,6 +51,7 @@ pub fn cluster(nodes: usize, memory_bytes: u64) -> ClusterSpec {
                 disk_latency_s: if i % 4 == 2 { 8e-3 } else { 2e-3 },
             })
             .collect(),
+        loads: Vec::new(),
     }
 }
 

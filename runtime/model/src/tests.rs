@@ -36,6 +36,7 @@ impl Case {
                 bandwidth_bps: 0.0,
             },
             nodes: vec![node; rows.len()],
+            loads: Vec::new(),
         };
         let nodes = rows
             .iter()

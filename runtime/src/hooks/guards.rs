@@ -197,6 +197,7 @@ impl Drop for Guard {
 /// One trip of the main iterative loop; `index` counts from 0.
 #[inline(always)]
 pub fn iteration(index: u64) -> Guard {
+    crate::clock::iteration_begins(index);
     Guard::open(Region::new(RecordKind::Iteration, index as u32))
 }
 

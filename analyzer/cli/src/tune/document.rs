@@ -277,6 +277,7 @@ pub(crate) mod tests {
                 bandwidth_bps: 125e6,
             },
             nodes: vec![node(0.25), node(0.5)],
+            loads: Vec::new(),
         };
         let distributions = vec![
             DistributionResult::measured("best", vec![300, 700], 1.0, vec![1.2, 1.1, 1.0]),

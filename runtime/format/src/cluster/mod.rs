@@ -11,6 +11,10 @@
 //! disk_read = "200MB/s"
 //! disk_write = "150MB/s"
 //! disk_latency = "2ms"      # per read/write call
+//! [[node.load]]             # optional: other work on these nodes from some point of the run
+//! at_iteration = 20         # from the start of iteration 20 (or `at = "2s"` into the run)
+//! cpu = 0.5                 # takes half of the node's CPU (0 gives it back)
+//! memory = "8MiB"           # and this much of its memory
 //! ```
 //!
 //! In memory (and inside the JSON files) the description is expanded: one `NodeSpec` per rank,
@@ -74,6 +78,50 @@ pub struct ClusterSpec {
     pub network: NetworkSpec,
     /// One entry per rank, in rank order.
     pub nodes: Vec<NodeSpec>,
+    /// The load other work puts on each rank's node during a run (`[[node.load]]`): empty, or
+    /// one schedule per rank (empty for a node without one). What adaptation must cope with:
+    /// the runtime honours it, the model does not see it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loads: Vec<Vec<LoadStep>>,
+}
+
+/// A change of the load on a node (`[[node.load]]`): from `at` on, competing work takes
+/// `cpu_share` of the node's CPU and `memory_bytes` of its memory. A field left out keeps the
+/// node's previous share; the shares start at zero.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LoadStep {
+    /// When the change happens.
+    pub at: LoadAt,
+    /// The share of the node's CPU power taken, 0 ≤ share < 1: the program runs at
+    /// `cpu × (1 − share)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_share: Option<f64>,
+    /// Bytes of the node's memory taken, less than its `memory_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+}
+
+/// When a [`LoadStep`] happens: seconds on the rank's clock since its run's measured start,
+/// or the start of an iteration of the main loop (counted from 0).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadAt {
+    /// Seconds into the run.
+    Seconds(f64),
+    /// The start of this iteration.
+    Iteration(u64),
+}
+
+impl LoadAt {
+    /// Whether a step at `self` may come after one at `earlier` in a schedule: the same kind,
+    /// strictly later.
+    pub fn follows(&self, earlier: &LoadAt) -> bool {
+        match (earlier, self) {
+            (LoadAt::Seconds(a), LoadAt::Seconds(b)) => b > a,
+            (LoadAt::Iteration(a), LoadAt::Iteration(b)) => b > a,
+            _ => false,
+        }
+    }
 }
 
 /// The emulated network (`[network]` in `cluster.toml`): every message costs `latency_s + bytes /
@@ -196,7 +244,55 @@ impl ClusterSpec {
             positive(format!("nodes[{i}].disk_write_bps"), n.disk_write_bps)?;
             not_negative(format!("nodes[{i}].disk_latency_s"), n.disk_latency_s)?;
         }
+        if !self.loads.is_empty() && self.loads.len() != self.nodes.len() {
+            return Err((
+                "loads".into(),
+                format!(
+                    "has {} schedules for {} nodes, expected one per node (or none)",
+                    self.loads.len(),
+                    self.nodes.len()
+                ),
+            ));
+        }
+        for (i, (steps, node)) in self.loads.iter().zip(&self.nodes).enumerate() {
+            for (k, step) in steps.iter().enumerate() {
+                let field = |name: &str| format!("loads[{i}][{k}].{name}");
+                if let LoadAt::Seconds(s) = step.at {
+                    not_negative(field("at.seconds"), s)?;
+                }
+                if let Some(share) = step.cpu_share {
+                    if !(0.0..1.0).contains(&share) {
+                        return Err((
+                            field("cpu_share"),
+                            format!("is {share}, expected a share from 0 up to (not) 1"),
+                        ));
+                    }
+                }
+                if step.memory_bytes.is_some_and(|m| m >= node.memory_bytes) {
+                    return Err((
+                        field("memory_bytes"),
+                        format!(
+                            "takes all of the node's {} bytes, expected less",
+                            node.memory_bytes
+                        ),
+                    ));
+                }
+                if k > 0 && !step.at.follows(&steps[k - 1].at) {
+                    return Err((
+                        field("at"),
+                        "does not come after the step before it (steps go in order, all \
+                         by seconds or all by iteration)"
+                            .into(),
+                    ));
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The load schedule of `rank`'s node (empty when it has none).
+    pub fn load_of(&self, rank: usize) -> &[LoadStep] {
+        self.loads.get(rank).map_or(&[], Vec::as_slice)
     }
 
     /// The cluster used when no `--cluster` is given: `ranks` identical nodes that are this
@@ -215,6 +311,7 @@ impl ClusterSpec {
                 bandwidth_bps: UNTHROTTLED_BPS,
             },
             nodes: vec![node; ranks],
+            loads: Vec::new(),
         }
     }
 }

@@ -13,7 +13,7 @@ use toml::Spanned;
 
 use super::units::{parse_duration, parse_rate, parse_size};
 use super::ClusterError;
-use super::{ClusterSpec, NetworkSpec, NodeSpec};
+use super::{ClusterSpec, LoadAt, LoadStep, NetworkSpec, NodeSpec};
 
 /// The most ranks one `[[node]]` table may expand to.
 pub const MAX_COUNT: i64 = 1 << 16;
@@ -36,6 +36,7 @@ pub fn parse_cluster(text: &str, path: &Path) -> Result<ClusterSpec, ClusterErro
         ));
     }
     let mut nodes = Vec::new();
+    let mut loads = Vec::new();
     for node in &raw.node {
         let count = match &node.count {
             None => 1,
@@ -43,14 +44,23 @@ pub fn parse_cluster(text: &str, path: &Path) -> Result<ClusterSpec, ClusterErro
         };
         let spec = NodeSpec {
             cpu: source.cpu(&node.cpu)?,
-            memory_bytes: source.memory(&node.memory)?,
+            memory_bytes: source.size(&node.memory, "node.memory", 1)?,
             disk_read_bps: source.rate(&node.disk_read, "node.disk_read")?,
             disk_write_bps: source.rate(&node.disk_write, "node.disk_write")?,
             disk_latency_s: source.duration(&node.disk_latency, "node.disk_latency")?,
         };
+        let steps = source.load_steps(&node.load, spec.memory_bytes)?;
         nodes.extend(std::iter::repeat(spec).take(count));
+        loads.extend(std::iter::repeat(steps).take(count));
     }
-    Ok(ClusterSpec { network, nodes })
+    if loads.iter().all(Vec::is_empty) {
+        loads.clear();
+    }
+    Ok(ClusterSpec {
+        network,
+        nodes,
+        loads,
+    })
 }
 
 #[derive(Deserialize)]
@@ -77,6 +87,17 @@ struct RawNode {
     disk_read: Spanned<toml::Value>,
     disk_write: Spanned<toml::Value>,
     disk_latency: Spanned<toml::Value>,
+    #[serde(default)]
+    load: Vec<Spanned<RawLoad>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLoad {
+    at: Option<Spanned<toml::Value>>,
+    at_iteration: Option<Spanned<toml::Value>>,
+    cpu: Option<Spanned<toml::Value>>,
+    memory: Option<Spanned<toml::Value>>,
 }
 
 struct Source<'a> {
@@ -112,21 +133,170 @@ impl Source<'_> {
         Ok(rate)
     }
 
-    fn memory(&self, value: &Spanned<toml::Value>) -> Result<u64, ClusterError> {
-        let field = "node.memory";
+    /// A size in bytes, at least `least`.
+    fn size(
+        &self,
+        value: &Spanned<toml::Value>,
+        field: &str,
+        least: u64,
+    ) -> Result<u64, ClusterError> {
         let text = self.string(value, field, "a size such as \"48MiB\"")?;
         let bytes = parse_size(text).map_err(|m| self.error(value.span(), field, m))?;
-        if bytes < 1.0 {
+        if bytes < least as f64 {
+            let least = match least {
+                1 => "one byte".to_string(),
+                n => format!("{n} bytes"),
+            };
             return Err(self.error(
                 value.span(),
                 field,
-                format!("must be at least one byte, found \"{text}\""),
+                format!("must be at least {least}, found \"{text}\""),
             ));
         }
         if bytes >= u64::MAX as f64 {
             return Err(self.error(value.span(), field, format!("\"{text}\" is too large")));
         }
         Ok(bytes as u64)
+    }
+
+    /// A node's load schedule (`[[node.load]]` tables, in order); `memory` is the node's.
+    fn load_steps(
+        &self,
+        raw: &[Spanned<RawLoad>],
+        memory: u64,
+    ) -> Result<Vec<LoadStep>, ClusterError> {
+        let mut steps: Vec<LoadStep> = Vec::with_capacity(raw.len());
+        for table in raw {
+            let load = table.get_ref();
+            let (at, at_span, at_field) = match (&load.at, &load.at_iteration) {
+                (Some(_), Some(it)) => {
+                    return Err(self.error(
+                        it.span(),
+                        "node.load.at_iteration",
+                        "give either `at` (a time into the run) or `at_iteration`, not both"
+                            .to_string(),
+                    ))
+                }
+                (None, None) => {
+                    return Err(self.error(
+                        table.span(),
+                        "node.load.at",
+                        "missing: say when the load changes, `at = \"2s\"` (into the run) or \
+                         `at_iteration = 20`"
+                            .to_string(),
+                    ))
+                }
+                (Some(at), None) => (
+                    LoadAt::Seconds(self.duration(at, "node.load.at")?),
+                    at.span(),
+                    "node.load.at",
+                ),
+                (None, Some(it)) => (
+                    LoadAt::Iteration(self.iteration(it)?),
+                    it.span(),
+                    "node.load.at_iteration",
+                ),
+            };
+            if load.cpu.is_none() && load.memory.is_none() {
+                return Err(self.error(
+                    table.span(),
+                    "node.load",
+                    "changes nothing: give the CPU share (`cpu = 0.5`) and/or the memory \
+                     (`memory = \"8MiB\"`) other work takes from then on"
+                        .to_string(),
+                ));
+            }
+            let cpu_share = load.cpu.as_ref().map(|c| self.share(c)).transpose()?;
+            let memory_bytes = match &load.memory {
+                None => None,
+                Some(value) => {
+                    let bytes = self.size(value, "node.load.memory", 0)?;
+                    if bytes >= memory {
+                        return Err(self.error(
+                            value.span(),
+                            "node.load.memory",
+                            format!(
+                                "takes all of the node's memory ({memory} bytes): leave the \
+                                 program some"
+                            ),
+                        ));
+                    }
+                    Some(bytes)
+                }
+            };
+            if let Some(before) = steps.last() {
+                if !at.follows(&before.at) {
+                    let message = match (before.at, at) {
+                        (LoadAt::Seconds(_), LoadAt::Iteration(_))
+                        | (LoadAt::Iteration(_), LoadAt::Seconds(_)) => "mixes times and \
+                            iterations in one node's schedule: use `at` throughout or \
+                            `at_iteration` throughout"
+                            .to_string(),
+                        _ => "must come after the step before it: a node's steps go in order"
+                            .to_string(),
+                    };
+                    return Err(self.error(at_span, at_field, message));
+                }
+            }
+            steps.push(LoadStep {
+                at,
+                cpu_share,
+                memory_bytes,
+            });
+        }
+        Ok(steps)
+    }
+
+    /// The CPU share a load step takes: 0 ≤ share < 1.
+    fn share(&self, value: &Spanned<toml::Value>) -> Result<f64, ClusterError> {
+        let field = "node.load.cpu";
+        let share = match value.get_ref() {
+            toml::Value::Float(f) => *f,
+            toml::Value::Integer(i) => *i as f64,
+            other => {
+                return Err(self.error(
+                    value.span(),
+                    field,
+                    format!(
+                        "expected the share of the node's CPU other work takes, such as 0.5, \
+                         found {}",
+                        describe(other)
+                    ),
+                ))
+            }
+        };
+        if !(0.0..1.0).contains(&share) {
+            return Err(self.error(
+                value.span(),
+                field,
+                format!(
+                    "must be a share from 0 up to (not including) 1, found {share}: 0 gives \
+                     the CPU back, 1 would stop the program"
+                ),
+            ));
+        }
+        Ok(share)
+    }
+
+    /// An iteration of the main loop, counted from 0.
+    fn iteration(&self, value: &Spanned<toml::Value>) -> Result<u64, ClusterError> {
+        let field = "node.load.at_iteration";
+        match value.get_ref() {
+            toml::Value::Integer(i) if *i >= 0 => Ok(*i as u64),
+            toml::Value::Integer(i) => Err(self.error(
+                value.span(),
+                field,
+                format!("must not be negative (iterations count from 0), found {i}"),
+            )),
+            other => Err(self.error(
+                value.span(),
+                field,
+                format!(
+                    "expected an iteration number such as 20, found {}",
+                    describe(other)
+                ),
+            )),
+        }
     }
 
     fn cpu(&self, value: &Spanned<toml::Value>) -> Result<f64, ClusterError> {

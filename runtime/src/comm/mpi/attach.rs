@@ -110,9 +110,10 @@ pub fn attach<C: Communicator>(world: &C) -> Result<Session, Error> {
     let node = session.cluster.nodes[session.rank];
     let instrument = session.env.instrument;
     clock::install(ClockMode::Wall, node.cpu);
+    let least_cpu = clock::install_load(session.cluster.load_of(session.rank));
     hooks::install(HookConfig {
         instrument,
-        slowdown: node.cpu < 1.0,
+        slowdown: least_cpu < 1.0,
         timing: session.env.timings.is_some(),
     });
     session.hooks = true;

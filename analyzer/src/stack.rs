@@ -1,0 +1,192 @@
+//! The stack an analysis runs on.
+//!
+//! Parsing (syn) and every pass recurse over the syntax tree, some 100 KB of stack per level of
+//! nesting in a debug build, so nested code of a few dozen levels overflows a test thread's
+//! 2 MiB, and thousands of nested parentheses the main thread's 8 MiB; overflowing aborts the
+//! process. So an analysis runs on a stack of its own: 1 GiB of address space, reserved once
+//! per thread and kept for the thread's later analyses. Only the pages a deep input touches are
+//! committed, and after each analysis all but the top few MiB are handed back to the kernel, so
+//! one deep input does not leave the thread holding its memory.
+//!
+//! Allocating the stack per analysis (`stacker::grow`) cost a map, a protect, an unmap and the
+//! page faults of refilling fresh pages on every call: the kernel's share of a small file's
+//! analysis was four times its share of parsing the same file.
+
+use std::cell::{Cell, RefCell};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+/// The analysis stack's usable size.
+const BYTES: usize = 1 << 30;
+
+/// How much of the stack's top (where it starts) stays committed between analyses.
+const KEEP: usize = 8 << 20;
+
+thread_local! {
+    /// This thread's analysis stack, mapped at its first analysis.
+    static KEPT: RefCell<Option<Mapping>> = const { RefCell::new(None) };
+    /// Whether this thread is on its analysis stack now: a nested call (the proc macro's
+    /// expansion calling an analysis) stays where it is.
+    static ON_IT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` on this thread's analysis stack (already on it: directly). A panic in `f` unwinds
+/// to here, off the foreign stack, and goes on from the caller.
+pub(crate) fn run<R>(f: impl FnOnce() -> R) -> R {
+    if ON_IT.with(Cell::get) {
+        return f();
+    }
+    on_own_stack(f)
+}
+
+psm::psm_stack_manipulation! {
+    yes {
+        fn on_own_stack<R>(f: impl FnOnce() -> R) -> R {
+            let Some(base) = KEPT.with(|kept| {
+                let mut kept = kept.borrow_mut();
+                if kept.is_none() {
+                    *kept = Mapping::new(BYTES);
+                }
+                kept.as_ref().map(|m| m.base)
+            }) else {
+                // No address space for it: the caller's stack is all there is.
+                return f();
+            };
+            ON_IT.with(|on| on.set(true));
+            // SAFETY: `base..base + BYTES` is a read-write mapping owned by this thread's
+            // `KEPT` and used by nothing else while `ON_IT` is set; `f` does not unwind
+            // through the stack switch (caught here).
+            let outcome = unsafe {
+                psm::on_stack(base, BYTES, || catch_unwind(AssertUnwindSafe(f)))
+            };
+            ON_IT.with(|on| on.set(false));
+            KEPT.with(|kept| {
+                if let Some(m) = kept.borrow().as_ref() {
+                    m.release_below(BYTES - KEEP);
+                }
+            });
+            match outcome {
+                Ok(value) => value,
+                Err(panic) => resume_unwind(panic),
+            }
+        }
+
+        /// An anonymous mapping with a guard page below the usable part (the stack grows
+        /// down into it).
+        struct Mapping {
+            start: *mut libc::c_void,
+            len: usize,
+            base: *mut u8,
+        }
+
+        impl Mapping {
+            fn new(usable: usize) -> Option<Mapping> {
+                // SAFETY: plain system calls on a fresh anonymous mapping.
+                unsafe {
+                    let page = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)).ok()?;
+                    let len = usable + page;
+                    let start = libc::mmap(
+                        std::ptr::null_mut(),
+                        len,
+                        libc::PROT_NONE,
+                        libc::MAP_PRIVATE | libc::MAP_ANON | libc::MAP_NORESERVE,
+                        -1,
+                        0,
+                    );
+                    if start == libc::MAP_FAILED {
+                        return None;
+                    }
+                    let base = start.cast::<u8>().add(page);
+                    if libc::mprotect(base.cast(), usable, libc::PROT_READ | libc::PROT_WRITE) != 0 {
+                        libc::munmap(start, len);
+                        return None;
+                    }
+                    Some(Mapping { start, len, base })
+                }
+            }
+
+            /// Hands the pages of the stack's first `bytes` (its deep end) back to the kernel;
+            /// they read as zero when touched again.
+            fn release_below(&self, bytes: usize) {
+                // SAFETY: the range lies inside the mapping, and nothing is on it (the stack
+                // is not in use).
+                unsafe {
+                    libc::madvise(self.base.cast(), bytes, libc::MADV_DONTNEED);
+                }
+            }
+        }
+
+        impl Drop for Mapping {
+            fn drop(&mut self) {
+                // SAFETY: the mapping is this value's and no stack frame is on it (a thread's
+                // locals are dropped after its last frame on it returned).
+                unsafe {
+                    libc::munmap(self.start, self.len);
+                }
+            }
+        }
+    }
+    no {
+        fn on_own_stack<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Recurses `depth` times with a 64 KiB frame each.
+    fn deep(depth: usize) -> usize {
+        let frame = std::hint::black_box([depth as u8; 64 << 10]);
+        if depth == 0 {
+            return frame[0] as usize;
+        }
+        deep(depth - 1) + 1 + usize::from(frame[1] != depth as u8)
+    }
+
+    #[test]
+    fn a_deep_call_fits_on_a_small_thread() {
+        // 64 MiB of frames on a thread of 256 KiB.
+        let depth = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(|| run(|| deep(1024)))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(depth, 1024);
+    }
+
+    #[test]
+    fn the_stack_is_kept_and_nested_calls_stay_on_it() {
+        std::thread::spawn(|| {
+            let first = run(|| psm::stack_pointer() as usize);
+            let again = run(|| run(|| psm::stack_pointer() as usize));
+            let base = KEPT
+                .with(|k| k.borrow().as_ref().map(|m| m.base as usize))
+                .unwrap();
+            for sp in [first, again] {
+                assert!(
+                    sp > base && sp <= base + BYTES,
+                    "{sp:#x} not on the kept stack"
+                );
+            }
+            assert!(!ON_IT.with(Cell::get));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_panic_on_the_stack_reaches_the_caller_and_the_stack_stays_usable() {
+        std::thread::spawn(|| {
+            let caught = catch_unwind(|| run(|| panic!("deep trouble")));
+            let message = caught.unwrap_err();
+            assert_eq!(message.downcast_ref::<&str>(), Some(&"deep trouble"));
+            assert!(!ON_IT.with(Cell::get));
+            assert_eq!(run(|| deep(16)), 16);
+        })
+        .join()
+        .unwrap();
+    }
+}

@@ -1,0 +1,10 @@
+//! Adapting to load while the program runs, as the seeds' run-time systems do: MHETA picks one
+//! distribution before the run; these move rows when the nodes' speeds change during it.
+//!
+//! - [`Rebalancer`] (seed 001, Rencuzogullari & Dwarkadas §3.2): relative powers from each
+//!   rank's measured time in a parallel region, smoothed over several iterations; rows move
+//!   when the spread of the powers changes by more than a hysteresis factor.
+
+mod rebalance;
+
+pub use rebalance::{Access, Change, Layout, Powers, RebalanceConfig, Rebalancer};

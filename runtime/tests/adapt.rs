@@ -1,0 +1,109 @@
+//! Run-time adaptation under a load that changes mid-run (`[[node.load]]`): seed 001's
+//! rebalancer against the static distribution, on the virtual clock.
+
+use std::path::PathBuf;
+
+use mheta_runtime::adapt::{Access, RebalanceConfig, Rebalancer};
+use mheta_runtime::comm::{CommError, CommExt, ReduceOp};
+use mheta_runtime::{clock, hooks, launch, Args, ClockMode, DistributionSpec};
+
+const ROWS: usize = 1000;
+const COLS: usize = 1000;
+const ITERATIONS: u64 = 24;
+
+/// `fixtures/clusters/dc-load-2.toml`: node 0 at CPU power 0.25, node 1 at 1.0 until
+/// iteration 10, then at 0.25 (other work takes three quarters of it).
+fn dc_load_2() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/clusters/dc-load-2.toml")
+}
+
+/// A row-distributed 1-D stencil (each row averaged with its neighbours'), its rows 200 : 800
+/// as the nodes' first powers say, optionally rebalanced. Returns every iteration's time (the
+/// slowest rank's) on rank 0 and the rows each rank ends with.
+fn run(rebalance: bool) -> (Vec<f64>, Vec<u64>) {
+    let args = Args {
+        ranks: Some(2),
+        rows: Some(ROWS as u64),
+        cluster: Some(dc_load_2()),
+        clock: ClockMode::Virtual,
+        distribution: DistributionSpec::Rows(vec![200, 800]),
+        iterations: ITERATIONS as u32,
+        ..Args::default()
+    };
+    let results = launch(&args, |ctx| {
+        let comm = ctx.comm();
+        let mut balancer =
+            Rebalancer::new(ctx.distribution(), RebalanceConfig::new(Access::Stencil));
+        let range = balancer.range(ctx.rank()).unwrap();
+        let mut grid: Vec<f64> = (range.start * COLS as u64..range.end * COLS as u64)
+            .map(|i| (i % 7) as f64)
+            .collect();
+        let mut per_iteration = Vec::new();
+        for it in 0..ITERATIONS {
+            let _iteration = hooks::iteration(it);
+            let begin = clock::now();
+            let rows = grid.len() / COLS;
+            let mut next = grid.clone();
+            for i in 1..rows.saturating_sub(1) {
+                for j in 0..COLS {
+                    next[i * COLS + j] =
+                        (grid[(i - 1) * COLS + j] + grid[i * COLS + j] + grid[(i + 1) * COLS + j])
+                            / 3.0;
+                }
+            }
+            grid = next;
+            let region = clock::now() - begin;
+            let slowest = comm.all_reduce_value(clock::now() - begin, ReduceOp::Max)?;
+            per_iteration.push(slowest);
+            if rebalance {
+                if let Some(change) = balancer.step(comm, region)? {
+                    change.move_rows(comm, &mut grid, COLS)?;
+                }
+            }
+        }
+        Ok::<_, CommError>((per_iteration, balancer.layout().counts()))
+    })
+    .unwrap();
+    results.into_iter().next().unwrap()
+}
+
+#[test]
+fn the_rebalancer_recovers_the_time_a_load_change_costs_a_static_distribution() {
+    let (fixed, fixed_rows) = run(false);
+    let (balanced, balanced_rows) = run(true);
+    assert_eq!(fixed_rows, vec![200, 800]);
+    // Before the load arrives both runs are the same distribution at about the same speed;
+    // after it, node 1 holds 800 rows at a quarter of its power in the static run. The
+    // rebalancer sees it at the end of its next full window (iterations 12–14) and moves to
+    // equal powers: about 500 rows each.
+    assert!(
+        balanced_rows[0] > 450 && balanced_rows[0] < 550,
+        "{balanced_rows:?}"
+    );
+    let median = |times: &[f64]| {
+        let mut t = times.to_vec();
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    };
+    let (before_fixed, before_balanced) = (median(&fixed[2..10]), median(&balanced[2..10]));
+    let (after_fixed, after_balanced) = (median(&fixed[16..]), median(&balanced[16..]));
+    eprintln!(
+        "per iteration, static {before_fixed:.5} s → {after_fixed:.5} s; rebalanced \
+         {before_balanced:.5} s → {after_balanced:.5} s, ends at {balanced_rows:?} rows"
+    );
+    // Static: the load makes iterations about 4× slower (node 1's 800 rows at 0.25, against
+    // 200 rows at 0.25 or 800 at 1.0 before).
+    assert!(
+        after_fixed > 3.0 * before_fixed,
+        "static: {before_fixed} s before, {after_fixed} s after"
+    );
+    // Rebalanced: 500 rows at 0.25, 5/8 of the static run's time.
+    assert!(
+        after_balanced < 0.75 * after_fixed,
+        "rebalanced {after_balanced} s against static {after_fixed} s per iteration"
+    );
+    assert!(
+        (before_balanced / before_fixed - 1.0).abs() < 0.3,
+        "{before_balanced} against {before_fixed} before the load"
+    );
+}
