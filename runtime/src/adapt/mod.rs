@@ -4,7 +4,10 @@
 //! - [`Rebalancer`] (seed 001, Rencuzogullari & Dwarkadas §3.2): relative powers from each
 //!   rank's measured time in a parallel region, smoothed over several iterations; rows move
 //!   when the spread of the powers changes by more than a hysteresis factor.
+//! - [`lb`] (seed 004, Mills, Appendix A): LBlib's flexible-phase balancing — every rank gets
+//!   the same time for a phase whose amount of work may differ between ranks.
 
+pub mod lb;
 mod rebalance;
 
 pub use rebalance::{Access, Change, Layout, Powers, RebalanceConfig, Rebalancer};
