@@ -107,3 +107,60 @@ fn the_rebalancer_recovers_the_time_a_load_change_costs_a_static_distribution() 
         "{before_balanced} against {before_fixed} before the load"
     );
 }
+
+#[test]
+fn out_of_core_arrays_move_their_rows_and_are_placed_again() {
+    // Rows of 64 f64 (512 bytes); 4 KiB of memory holds 8 rows: 10 rows per rank at first
+    // are out of core, and after the move to 6, 9 and 15 rows rank 0's are in core.
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("cluster.toml");
+    std::fs::write(
+        &cluster,
+        "[network]\nlatency = \"0s\"\nbandwidth = \"1GB/s\"\n\n[[node]]\ncount = 3\ncpu = 1.0\n\
+         memory = \"4KiB\"\ndisk_read = \"1GB/s\"\ndisk_write = \"1GB/s\"\ndisk_latency = \"0s\"\n",
+    )
+    .unwrap();
+    let args = Args {
+        ranks: Some(3),
+        rows: Some(30),
+        cluster: Some(cluster),
+        clock: ClockMode::Charged,
+        ..Args::default()
+    };
+    const ROW: usize = 64;
+    let value = |row: u64, j: usize| (row * 1000 + j as u64) as f64;
+    let results = launch(&args, |ctx| {
+        let config = RebalanceConfig {
+            window: 1,
+            ..RebalanceConfig::new(Access::Stencil)
+        };
+        let mut balancer = Rebalancer::new(ctx.distribution(), config);
+        let range = balancer.range(ctx.rank()).unwrap();
+        let mut a = ctx.array::<f64>("a", range.end - range.start, ROW)?;
+        let before = a.is_out_of_core();
+        for k in 0..a.num_blocks() {
+            let rows = a.block_range(k);
+            let block: Vec<f64> = (range.start + rows.start..range.start + rows.end)
+                .flat_map(|r| (0..ROW).map(move |j| value(r, j)))
+                .collect();
+            a.write_block(k, &block)?;
+        }
+        let power = [0.2, 0.3, 0.5][ctx.rank()];
+        let change = balancer.step(ctx.comm(), 10.0 / power)?.expect("rows move");
+        change.move_array(ctx.comm(), &mut a)?;
+        let mut rows = Vec::new();
+        a.read_rows(0..a.rows(), &mut rows)?;
+        let now = balancer.range(ctx.rank()).unwrap();
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>((before, a.is_out_of_core(), now, rows))
+    })
+    .unwrap();
+    let placed: Vec<(bool, bool)> = results.iter().map(|r| (r.0, r.1)).collect();
+    assert_eq!(placed, vec![(true, false), (true, true), (true, true)]);
+    for (_, _, range, rows) in results {
+        let want: Vec<f64> = range
+            .clone()
+            .flat_map(|r| (0..ROW).map(move |j| value(r, j)))
+            .collect();
+        assert_eq!(rows, want, "rows {range:?}");
+    }
+}

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use mheta_runtime::cluster::DiskModel;
 use mheta_runtime::ooc::{
-    plan, ArrayDemand, ArraySpec, IoEstimate, NodeStore, OocArray, OocError, Placement,
+    plan, ArrayDemand, ArraySpec, IoEstimate, NodeStore, OocArray, OocError, Part, Placement,
     StoreConfig, WriteFault,
 };
 
@@ -607,4 +607,72 @@ proptest::proptest! {
             proptest::prop_assert_eq!(a.read_block(i).unwrap(), &values[..]);
         }
     }
+}
+
+#[test]
+fn reshaping_moves_an_array_in_and_out_of_core_and_keeps_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    // Rows of 8 f64 (64 bytes); 640 bytes hold 10 rows.
+    let store = store(dir.path(), 640, DiskModel::unthrottled(), false);
+    let mut a = OocArray::<f64>::new(&store, ArraySpec::new("a", 8, 8)).unwrap();
+    assert!(!a.is_out_of_core());
+    write_all(&mut a);
+    // Grow to 24 rows: rows 2..8 of its own, then rows 8..26 of the pattern given (as if
+    // from a neighbour): out of core now, in blocks of at most 10 rows.
+    let given = pattern(8..26, 8);
+    a.reshape(&[Part::Own(2..8), Part::Given(&given)]).unwrap();
+    assert_eq!(a.rows(), 24);
+    assert!(a.is_out_of_core());
+    assert!(a.num_blocks() >= 3, "{} blocks", a.num_blocks());
+    let mut all = Vec::new();
+    a.read_rows(0..24, &mut all).unwrap();
+    assert_eq!(all, pattern(2..26, 8));
+    // Shrink to 5 rows from the middle of its own (blocks straddled): in core again, and the
+    // old block files and the staging directory are gone.
+    a.reshape(&[Part::Own(9..14)]).unwrap();
+    assert!(!a.is_out_of_core());
+    let mut all = Vec::new();
+    a.read_rows(0..5, &mut all).unwrap();
+    assert_eq!(all, pattern(11..16, 8));
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .flat_map(|e| std::fs::read_dir(e.path()).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let entries: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        entries
+            .iter()
+            .all(|n| !n.to_string_lossy().ends_with(".reshape")),
+        "{entries:?}"
+    );
+}
+
+#[test]
+fn reshaping_with_parts_that_do_not_fit_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = plain(dir.path());
+    let mut a = OocArray::<f64>::new(&store, ArraySpec::new("a", 4, 3)).unwrap();
+    let err = a.reshape(&[Part::Own(2..6)]).unwrap_err().to_string();
+    assert!(
+        err.contains("own rows 2..6 are outside its 4 rows"),
+        "{err}"
+    );
+    let err = a
+        .reshape(&[Part::Given(&[1.0; 4])])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("4 given elements are not whole rows of 3"),
+        "{err}"
+    );
+    let err = a.read_rows(3..9, &mut Vec::new()).unwrap_err().to_string();
+    assert!(err.contains("rows 3..9 are outside its 4 rows"), "{err}");
+    assert_eq!(a.rows(), 4, "an error leaves the array as it was");
 }

@@ -10,4 +10,4 @@
 pub mod lb;
 mod rebalance;
 
-pub use rebalance::{Access, Change, Layout, Powers, RebalanceConfig, Rebalancer};
+pub use rebalance::{Access, Change, Layout, MoveError, Powers, RebalanceConfig, Rebalancer};

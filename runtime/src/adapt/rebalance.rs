@@ -23,6 +23,7 @@ use std::ops::Range;
 use crate::comm::{Comm, CommError, CommExt, Element, ReduceOp};
 pub use crate::format::Access;
 use crate::format::Solver;
+use crate::ooc::{Element as OocElement, OocArray, OocError, Part};
 
 /// How the [`Rebalancer`] decides.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -330,38 +331,13 @@ impl Change {
                 *count += elements.len();
             }
         }
-        let incoming: Vec<Vec<Range<u64>>> = (0..size)
-            .map(|q| {
-                if q == me {
-                    Vec::new()
-                } else {
-                    self.before.overlap(q, &self.after, me)
-                }
-            })
-            .collect();
-        let recv_counts: Vec<usize> = incoming
-            .iter()
-            .map(|pieces| {
-                pieces
-                    .iter()
-                    .map(|r| (r.end - r.start) as usize)
-                    .sum::<usize>()
-                    * row_len
-            })
-            .collect();
+        let recv_counts = self.recv_counts(me, row_len);
         let mut recv = vec![T::default(); recv_counts.iter().sum()];
         comm.all_to_all_varcount(&send, &send_counts, &mut recv, &recv_counts)?;
 
         // The new local rows in increasing global order, each from this rank's old rows or from
         // the block of the rank that held it (whose rows arrived in increasing order).
-        let mut offsets: Vec<usize> = recv_counts
-            .iter()
-            .scan(0, |at, &n| {
-                let start = *at;
-                *at += n;
-                Some(start)
-            })
-            .collect();
+        let mut offsets = starts(&recv_counts);
         let mut next = Vec::with_capacity(self.after.counts()[me] as usize * row_len);
         for piece in self.after.pieces(me) {
             let mut row = piece.start;
@@ -384,6 +360,108 @@ impl Change {
         *rows = next;
         Ok(())
     }
+}
+
+impl Change {
+    /// [`Change::move_rows`] for an out-of-core array: the rows leaving this rank are read
+    /// from its blocks, the array is reshaped to its new rows ([`OocArray::reshape`]: its
+    /// placement is decided again, and out of core its blocks are rewritten). A collective
+    /// call, like `move_rows`.
+    pub fn move_array<T>(&self, comm: &dyn Comm, array: &mut OocArray<T>) -> Result<(), MoveError>
+    where
+        T: OocElement + Element + Default,
+    {
+        let (me, size) = (comm.rank(), comm.size());
+        let row_len = array.row_len();
+        let held = self.before.counts()[me];
+        if array.rows() != held {
+            return Err(MoveError::Comm(CommError::InvalidArgument {
+                operation: "Change::move_array",
+                problem: format!(
+                    "array `{}` on rank {me} has {} rows, expected the {held} of the old layout",
+                    array.name(),
+                    array.rows()
+                ),
+            }));
+        }
+        let mut send = Vec::new();
+        let mut send_counts = vec![0; size];
+        for (q, count) in send_counts.iter_mut().enumerate() {
+            if q == me {
+                continue;
+            }
+            for piece in self.before.overlap(me, &self.after, q) {
+                let local = local_range(self.before.pieces(me), &piece);
+                let before = send.len();
+                array.read_rows(local, &mut send)?;
+                *count += send.len() - before;
+            }
+        }
+        let recv_counts = self.recv_counts(me, row_len);
+        let mut recv = vec![T::default(); recv_counts.iter().sum()];
+        comm.all_to_all_varcount(&send, &send_counts, &mut recv, &recv_counts)?;
+        drop(send);
+        let mut offsets = starts(&recv_counts);
+        let mut parts = Vec::new();
+        for piece in self.after.pieces(me) {
+            let mut row = piece.start;
+            while row < piece.end {
+                let (owner, owned) = owner_of(&self.before, row);
+                let end = owned.end.min(piece.end);
+                if owner == me {
+                    parts.push(Part::Own(local_range(self.before.pieces(me), &(row..end))));
+                } else {
+                    let n = (end - row) as usize * row_len;
+                    parts.push(Part::Given(&recv[offsets[owner]..offsets[owner] + n]));
+                    offsets[owner] += n;
+                }
+                row = end;
+            }
+        }
+        array.reshape(&parts)?;
+        Ok(())
+    }
+
+    /// Elements this rank receives from each rank, for arrays of `row_len`.
+    fn recv_counts(&self, me: usize, row_len: usize) -> Vec<usize> {
+        (0..self.before.ranks())
+            .map(|q| {
+                if q == me {
+                    0
+                } else {
+                    self.before
+                        .overlap(q, &self.after, me)
+                        .iter()
+                        .map(|r| (r.end - r.start) as usize)
+                        .sum::<usize>()
+                        * row_len
+                }
+            })
+            .collect()
+    }
+}
+
+/// Where each rank's block starts in a buffer of blocks of `counts` elements.
+fn starts(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(0, |at, &n| {
+            let start = *at;
+            *at += n;
+            Some(start)
+        })
+        .collect()
+}
+
+/// Moving an out-of-core array's rows failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MoveError {
+    /// The exchange failed, or the array does not match the old layout.
+    #[error(transparent)]
+    Comm(#[from] CommError),
+    /// Reading the leaving rows or writing the new blocks failed.
+    #[error(transparent)]
+    Ooc(#[from] OocError),
 }
 
 /// The local rows (positions in the rank's local order) of `global`, which lies inside one of

@@ -421,6 +421,202 @@ impl<T: Element> OocArray<T> {
         }
     }
 
+    /// Local rows `rows` (any range inside the array), appended to `out` in order; reads the
+    /// blocks they lie in.
+    pub fn read_rows(
+        &mut self,
+        rows: std::ops::Range<u64>,
+        out: &mut Vec<T>,
+    ) -> Result<(), OocError> {
+        if rows.end > self.spec.rows || rows.start > rows.end {
+            return Err(OocError::Reshape {
+                array: self.spec.name.clone(),
+                problem: format!(
+                    "rows {}..{} are outside its {} rows",
+                    rows.start, rows.end, self.spec.rows
+                ),
+            });
+        }
+        let (per, row_len) = (self.block_rows().max(1), self.spec.row_len);
+        let mut row = rows.start;
+        while row < rows.end {
+            let k = (row / per) as usize;
+            let block = self.block_range(k);
+            let end = rows.end.min(block.end);
+            let data = self.read_block(k)?;
+            let (from, to) = ((row - block.start) as usize, (end - block.start) as usize);
+            out.extend_from_slice(&data[from * row_len..to * row_len]);
+            row = end;
+        }
+        Ok(())
+    }
+
+    /// Gives the array new local rows, assembled in order from `parts`: ranges of its own
+    /// current rows and rows given as elements (rows that arrived from other ranks). The
+    /// placement is decided again for the new row count in the memory the node's other arrays
+    /// leave, so the array may go out of core or come back in. Out of core, the new blocks are
+    /// written beside the old ones and replace them when all are written, so an own row is
+    /// always read from the old blocks; the reads and writes are emulated and recorded like
+    /// any other. A pending prefetch is waited for and dropped.
+    pub fn reshape(&mut self, parts: &[Part<'_, T>]) -> Result<(), OocError> {
+        let row_len = self.spec.row_len.max(1);
+        let mut rows = 0u64;
+        for part in parts {
+            rows += match part {
+                Part::Own(r) if r.start <= r.end && r.end <= self.spec.rows => r.end - r.start,
+                Part::Own(r) => {
+                    return Err(self.reshape_error(format!(
+                        "own rows {}..{} are outside its {} rows",
+                        r.start, r.end, self.spec.rows
+                    )))
+                }
+                Part::Given(v) if v.len() % row_len == 0 => (v.len() / row_len) as u64,
+                Part::Given(v) => {
+                    return Err(self.reshape_error(format!(
+                        "{} given elements are not whole rows of {row_len}",
+                        v.len()
+                    )))
+                }
+            };
+        }
+        if self.pending.is_some() {
+            self.wait()?;
+        }
+        let placement = match self.slot {
+            Some(slot) => self.store.replace_rows(slot, rows),
+            None => self.placement(),
+        };
+        let blocks = placement.blocks(rows) as usize;
+        let per = placement.block_rows(rows).max(1);
+        let staging = self.dir.with_file_name(format!(
+            "{}.reshape",
+            self.dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("array")
+        ));
+        let out_of_core = matches!(placement, Placement::OutOfCore { .. });
+        if out_of_core {
+            std::fs::create_dir_all(&staging).map_err(|source| OocError::Io {
+                action: "create reshape directory",
+                path: staging.clone(),
+                source,
+            })?;
+        }
+        // The new rows, streamed: a block at a time out of core, all of them in core.
+        let mut next: Vec<T> = Vec::new();
+        let mut block = 0usize;
+        let mut block_start = 0u64;
+        let mut own = Vec::new();
+        for part in parts {
+            let mut given_at = 0usize;
+            let mut own_range = match part {
+                Part::Own(r) => r.clone(),
+                Part::Given(_) => 0..0,
+            };
+            loop {
+                let block_end = (block_start + per).min(rows);
+                let filled = (next.len() / row_len) as u64;
+                let room = if out_of_core {
+                    block_end.saturating_sub(block_start + filled)
+                } else {
+                    u64::MAX
+                };
+                match part {
+                    Part::Own(_) => {
+                        let n = (own_range.end - own_range.start).min(room);
+                        if n == 0 {
+                            break;
+                        }
+                        own.clear();
+                        self.read_rows(own_range.start..own_range.start + n, &mut own)?;
+                        next.extend_from_slice(&own);
+                        own_range.start += n;
+                    }
+                    Part::Given(values) => {
+                        let left = ((values.len() - given_at) / row_len) as u64;
+                        let n = left.min(room);
+                        if n == 0 {
+                            break;
+                        }
+                        let end = given_at + n as usize * row_len;
+                        next.extend_from_slice(&values[given_at..end]);
+                        given_at = end;
+                    }
+                }
+                if out_of_core && (next.len() / row_len) as u64 == block_end - block_start {
+                    self.write_staged(&staging, block, &next)?;
+                    block += 1;
+                    block_start += per;
+                    next.clear();
+                }
+            }
+        }
+        // The old blocks go; the new ones (or the in-core rows) take their place.
+        let io = |action: &'static str, path: PathBuf| {
+            move |source| OocError::Io {
+                action,
+                path,
+                source,
+            }
+        };
+        if self.dir.exists() {
+            std::fs::remove_dir_all(&self.dir)
+                .map_err(io("remove old blocks of", self.dir.clone()))?;
+        }
+        if out_of_core {
+            std::fs::rename(&staging, &self.dir)
+                .map_err(io("move new blocks into", self.dir.clone()))?;
+        } else {
+            std::fs::create_dir_all(&self.dir)
+                .map_err(io("create array directory", self.dir.clone()))?;
+        }
+        self.spec.rows = rows;
+        self.placement = OnceCell::new();
+        let _ = self.placement.set(placement);
+        self.written = vec![out_of_core; if out_of_core { blocks } else { 0 }];
+        self.current = if out_of_core { Vec::new() } else { next };
+        self.ahead = Vec::new();
+        Ok(())
+    }
+
+    /// Writes block `i` of a reshape's new blocks into `dir`.
+    fn write_staged(
+        &mut self,
+        dir: &std::path::Path,
+        i: usize,
+        values: &[T],
+    ) -> Result<(), OocError> {
+        let _io = clock::not_compute();
+        let shape = BlockShape {
+            elem_size: T::SIZE as u32,
+            rows: (values.len() / self.spec.row_len.max(1)) as u64,
+            row_len: self.spec.row_len as u64,
+        };
+        let begin = clock::now();
+        encode(values, &mut self.bytes);
+        write_block_file(
+            &dir.join(format!("{i}.blk")),
+            shape,
+            &self.bytes,
+            &mut self.file_bytes,
+            None,
+        )?;
+        let bytes = shape.payload_bytes() as u64;
+        self.emulate(self.disk().write_seconds(bytes), begin);
+        self.record(IoKind::Write, bytes, begin);
+        self.stats.writes += 1;
+        self.stats.bytes_written += bytes;
+        Ok(())
+    }
+
+    fn reshape_error(&self, problem: String) -> OocError {
+        OocError::Reshape {
+            array: self.spec.name.clone(),
+            problem,
+        }
+    }
+
     /// Make the next block write fail part-way (crash-safety tests only).
     #[doc(hidden)]
     pub fn inject_write_fault(&mut self, fault: WriteFault) {
@@ -536,6 +732,15 @@ impl<T: Element> OocArray<T> {
         }
         Ok(())
     }
+}
+
+/// Where [`OocArray::reshape`] takes a run of the new rows from.
+#[derive(Debug, Clone)]
+pub enum Part<'a, T> {
+    /// These of the array's current local rows.
+    Own(std::ops::Range<u64>),
+    /// These elements (whole rows).
+    Given(&'a [T]),
 }
 
 /// Remove `*.tmp` files a crash left in an array directory.

@@ -22,7 +22,7 @@ mod store;
 
 use std::path::PathBuf;
 
-pub use array::{IoStats, OocArray};
+pub use array::{IoStats, OocArray, Part};
 pub use block_file::WriteFault;
 pub use element::Element;
 pub use micro::{measure_disk, DiskBenchConfig, DiskCosts};
@@ -156,6 +156,14 @@ pub enum OocError {
         dir: PathBuf,
         /// The pid of the process holding it, when it could be read.
         holder: Option<u32>,
+    },
+    /// [`OocArray::reshape`] was given parts that do not make up the new rows.
+    #[error("array `{array}`: cannot reshape: {problem}")]
+    Reshape {
+        /// The array's name.
+        array: String,
+        /// What is wrong with the parts.
+        problem: String,
     },
     /// A write failed on purpose after `after` bytes (a test's [`WriteFault`]).
     #[error("injected write failure after {after} bytes of {}", path.display())]

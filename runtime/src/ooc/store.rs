@@ -206,6 +206,31 @@ impl NodeStore {
         }
     }
 
+    /// The array in ledger `slot` now has `rows` rows (rows moved to or from other ranks):
+    /// decides its placement again, in the memory the node's other arrays leave it; their
+    /// placements stay as they are.
+    pub(crate) fn replace_rows(&self, slot: usize, rows: u64) -> Placement {
+        {
+            let mut ledger = self.ledger();
+            ledger.demands[slot].rows = rows;
+            if slot < ledger.placed.len() {
+                let used: u128 = ledger
+                    .placed
+                    .iter()
+                    .zip(&ledger.demands)
+                    .enumerate()
+                    .filter(|&(i, _)| i != slot)
+                    .map(|(_, (placement, demand))| placement.memory_bytes(demand))
+                    .sum();
+                let left = u128::from(self.inner.config.memory_bytes).saturating_sub(used);
+                let left = u64::try_from(left).unwrap_or(u64::MAX);
+                let demand = ledger.demands[slot];
+                ledger.placed[slot] = plan(left, &[demand])[0];
+            }
+        }
+        self.placement(slot)
+    }
+
     fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
         // The ledger holds no invariant a panicking holder could break half-way.
         self.inner
