@@ -132,6 +132,7 @@ fn out_of_core_arrays_move_their_rows_and_are_placed_again() {
     let results = launch(&args, |ctx| {
         let config = RebalanceConfig {
             window: 1,
+            settle: 0,
             ..RebalanceConfig::new(Access::Stencil)
         };
         let mut balancer = Rebalancer::new(ctx.distribution(), config);

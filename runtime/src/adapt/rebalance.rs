@@ -30,6 +30,9 @@ use crate::ooc::{Element as OocElement, OocArray, OocError, Part};
 pub struct RebalanceConfig {
     /// Iterations whose times are summed before the powers are computed again (at least 1).
     pub window: u32,
+    /// Iterations not counted at the start and after each move: the first sweep over new rows
+    /// pays for first touches (page faults, cold caches) that say nothing about the node.
+    pub settle: u32,
     /// How much the spread of the relative powers (largest − smallest, as a share of the mean
     /// power) must change from its value at the last redistribution for rows to move again.
     pub hysteresis: f64,
@@ -38,10 +41,11 @@ pub struct RebalanceConfig {
 }
 
 impl RebalanceConfig {
-    /// The seed's settings: a window of 3 iterations, 10 % hysteresis.
+    /// The seed's settings: a window of 3 iterations, 10 % hysteresis; one iteration settles.
     pub fn new(access: Access) -> RebalanceConfig {
         RebalanceConfig {
             window: 3,
+            settle: 1,
             hysteresis: 0.10,
             access,
         }
@@ -153,6 +157,8 @@ pub struct Powers {
     times: Vec<f64>,
     /// Iterations in the current window.
     seen: u32,
+    /// Iterations still to skip before the window starts.
+    settling: u32,
 }
 
 impl Powers {
@@ -176,6 +182,7 @@ impl Powers {
             relative,
             times: vec![0.0; counts.len()],
             seen: 0,
+            settling: config.settle,
         }
     }
 
@@ -188,6 +195,10 @@ impl Powers {
     /// rank. At the end of a window the powers are computed again; the new rows per rank are
     /// returned when the spread of the powers moved past the hysteresis.
     pub fn observe(&mut self, times: &[f64], counts: &[u64]) -> Option<Vec<u64>> {
+        if self.settling > 0 {
+            self.settling -= 1;
+            return None;
+        }
         for (sum, t) in self.times.iter_mut().zip(times) {
             *sum += t.max(0.0);
         }
@@ -242,6 +253,7 @@ impl Powers {
             return None;
         }
         self.spread_at_last_move = now;
+        self.settling = self.config.settle;
         Some(apportion(counts.iter().sum(), &self.relative))
     }
 }
@@ -550,7 +562,8 @@ fn relayout(now: &Layout, counts: &[u64], access: Access, powers: &[f64]) -> Lay
 /// use mheta_runtime::{launch, Args};
 ///
 /// // Rank 1 is three times slower than rank 0 in its region (emulated here by its times).
-/// let args = Args::try_parse_from(["prog", "--ranks", "2", "--rows", "8", "--iterations", "3"])?;
+/// // Four iterations: the first settles (not counted), the next three make a window.
+/// let args = Args::try_parse_from(["prog", "--ranks", "2", "--rows", "8", "--iterations", "4"])?;
 /// let rows = launch(&args, |ctx| {
 ///     let mut balancer = Rebalancer::new(ctx.distribution(), RebalanceConfig::new(Access::Stencil));
 ///     let range = balancer.range(ctx.rank()).unwrap();

@@ -14,7 +14,10 @@ fn times(counts: &[u64], power: &[f64]) -> Vec<f64> {
 }
 
 fn stencil() -> RebalanceConfig {
-    RebalanceConfig::new(Access::Stencil)
+    RebalanceConfig {
+        settle: 0,
+        ..RebalanceConfig::new(Access::Stencil)
+    }
 }
 
 #[test]
@@ -99,6 +102,7 @@ fn a_rank_without_rows_keeps_its_power() {
 fn independent_rows_go_from_the_slowest_ranks_to_the_fastest() {
     let config = RebalanceConfig {
         window: 1,
+        settle: 0,
         ..RebalanceConfig::new(Access::Independent)
     };
     let mut balancer = Rebalancer::new(&[10, 10, 10], config);
@@ -111,6 +115,26 @@ fn independent_rows_go_from_the_slowest_ranks_to_the_fastest() {
     assert_eq!(balancer.range(1), Some(10..19));
     assert_eq!(change.after.pieces(2), &[6..10, 19..30]);
     assert_eq!(balancer.range(2), None, "not contiguous any more");
+}
+
+#[test]
+fn the_first_iteration_and_the_one_after_a_move_are_not_counted() {
+    let config = RebalanceConfig {
+        window: 1,
+        ..RebalanceConfig::new(Access::Stencil)
+    };
+    let mut balancer = Rebalancer::new(&[100, 100], config);
+    let skewed = times(&[100, 100], &[1.0, 3.0]);
+    assert_eq!(
+        balancer.observe(&skewed),
+        None,
+        "the first iteration settles"
+    );
+    let change = balancer.observe(&skewed).expect("counted: powers 1 : 3");
+    assert_eq!(change.after.counts(), vec![50, 150]);
+    // The sweep right after the move is slow on rank 0 (first touches): not counted.
+    assert_eq!(balancer.observe(&[500.0, 50.0]), None);
+    assert_eq!(balancer.observe(&times(&[50, 150], &[1.0, 3.0])), None);
 }
 
 #[test]
@@ -130,7 +154,7 @@ proptest::proptest! {
         independent in proptest::bool::ANY,
     ) {
         let access = if independent { Access::Independent } else { Access::Stencil };
-        let config = RebalanceConfig { window: 1, ..RebalanceConfig::new(access) };
+        let config = RebalanceConfig { window: 1, settle: 0, ..RebalanceConfig::new(access) };
         let mut balancer = Rebalancer::new(&counts, config);
         let total: u64 = counts.iter().sum();
         for _ in 0..3 {
@@ -168,6 +192,7 @@ fn the_rows_data_arrive_where_the_new_layout_puts_them() {
         let results = launch(&args, |ctx| {
             let config = RebalanceConfig {
                 window: 1,
+                settle: 0,
                 ..RebalanceConfig::new(access)
             };
             let mut balancer = Rebalancer::new(&[10, 10, 10], config);
