@@ -302,7 +302,10 @@ const IO: &[(&str, mheta_format::IoKind)] = {
     &[
         ("read_block", IoKind::Read),
         ("read_block_into", IoKind::Read),
+        ("read_rows", IoKind::Read),
         ("write_block", IoKind::Write),
+        // Rewrites every block for the array's new rows (it reads its own kept rows too).
+        ("reshape", IoKind::Write),
         ("prefetch_block", IoKind::Prefetch),
     ]
 };

@@ -3,6 +3,7 @@
 //! To add a subcommand: add its file here as a module and a variant to [`Command`], and a match
 //! arm in [`Cli::run`].
 
+pub mod adapt_study;
 pub mod analyze;
 pub mod bench;
 pub mod cargo;
@@ -39,6 +40,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// The accuracy study: tune every fixture on every cluster family, then tabulate accuracy.
     Study(study::StudyArgs),
+    /// Run-time adaptation under load that changes mid-run: static distribution vs rebalancer.
+    AdaptStudy(adapt_study::AdaptStudyArgs),
 }
 
 impl Cli {
@@ -51,6 +54,7 @@ impl Cli {
             Command::Tune(args) => tune::run(args),
             Command::Report(args) => report::run(args),
             Command::Study(args) => study::run(args),
+            Command::AdaptStudy(args) => adapt_study::run(args),
         }
     }
 }

@@ -204,6 +204,64 @@ pub fn step_lines(
     out
 }
 
+/// Lines over a linear x axis from 0 to the largest x (iterations, say); each series is
+/// `(x, value)` pairs in x order.
+pub fn lines(
+    title: &str,
+    y_label: &str,
+    x_label: &str,
+    series: &[Series<'_, Vec<(f64, f64)>>],
+) -> String {
+    let points = series.iter().flat_map(|s| s.values.iter());
+    let y_max = points.clone().map(|p| p.1).fold(0.0, f64::max);
+    let x_max = points.map(|p| p.0).fold(0.0, f64::max).max(1.0);
+    let scale = YScale::covering(y_max);
+    let x = |v: f64| LEFT + plot_width() * (v / x_max).clamp(0.0, 1.0);
+    let mut out = frame(title, y_label, &scale);
+    let step = nice_ceiling(x_max / 8.0).max(1.0);
+    let mut at = 0.0;
+    while at <= x_max + 1e-9 {
+        let _ = writeln!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"#,
+            x(at),
+            HEIGHT - BOTTOM + 16.0,
+            tick(at, step)
+        );
+        at += step;
+    }
+    let _ = writeln!(
+        out,
+        r#"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle">{}</text>"#,
+        LEFT + plot_width() / 2.0,
+        HEIGHT - BOTTOM + 34.0,
+        escape(x_label)
+    );
+    for s in series {
+        let mut path = String::new();
+        for (k, &(px, v)) in s.values.iter().enumerate() {
+            let (px, py) = (x(px), scale.y(v));
+            let _ = write!(path, "{}{px:.1},{py:.1}", if k == 0 { "M" } else { " L" });
+            let _ = writeln!(
+                out,
+                r#"<circle cx="{px:.1}" cy="{py:.1}" r="2" fill="{}" data-series="{}" data-value="{v}"/>"#,
+                s.color,
+                escape(s.name)
+            );
+        }
+        if !path.is_empty() {
+            let _ = writeln!(
+                out,
+                r#"<path d="{path}" fill="none" stroke="{}" stroke-width="1.5"/>"#,
+                s.color
+            );
+        }
+    }
+    legend(&mut out, series.iter().map(|s| (s.name, s.color)));
+    out.push_str("</svg>\n");
+    out
+}
+
 fn plot_width() -> f64 {
     WIDTH - LEFT - RIGHT
 }

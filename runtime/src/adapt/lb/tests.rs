@@ -100,20 +100,21 @@ fn a_section_proceeds_while_the_next_operations_fit_in_the_allotted_time() {
 #[test]
 fn a_flexible_phase_keeps_the_ranks_together_when_one_node_loses_cpu() {
     // dc-load-2: node 0 at CPU power 0.25; node 1 at 1.0 until iteration 10, then 0.25. Each
-    // iteration every rank runs a flexible phase of equal inner steps (real computation on the
-    // virtual clock); with LBlib they all stop at the time T the fastest needs for 40 steps.
+    // iteration every rank runs a flexible phase of inner steps of 1 ms at power 1 (a real
+    // computation, its cost charged at the node's current power); with LBlib all stop at the
+    // time T the fastest rank needs for 40 steps.
     let cluster = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../fixtures/clusters/dc-load-2.toml");
     let args = Args {
         ranks: Some(2),
         rows: Some(2),
         cluster: Some(cluster),
-        clock: ClockMode::Virtual,
+        clock: ClockMode::Charged,
         ..Args::default()
     };
     let results = launch(&args, |ctx| {
         let mut lb = Balancer::new(ctx.comm());
-        let mut x = vec![1.0f64; 4096];
+        let mut x = vec![1.0f64; 256];
         let mut log = Vec::new();
         for it in 0..16u64 {
             crate::clock::iteration_begins(it);
@@ -122,12 +123,12 @@ fn a_flexible_phase_keeps_the_ranks_together_when_one_node_loses_cpu() {
             }
             let section = lb.start();
             let mut steps = 0;
+            // The first pass runs a fixed 8 steps: it measures the rates.
             while section.proceed(steps as f64, 1.0) && (it > 0 || steps < 8) {
-                for _ in 0..20 {
-                    for v in x.iter_mut() {
-                        *v = (*v * 1.000_001).sqrt() + 1e-9;
-                    }
+                for v in x.iter_mut() {
+                    *v = (*v * 1.000_001).sqrt() + 1e-9;
                 }
+                clock::charge(1e-3 / clock::cpu_power());
                 steps += 1;
             }
             let took = section.elapsed_s();
@@ -138,20 +139,23 @@ fn a_flexible_phase_keeps_the_ranks_together_when_one_node_loses_cpu() {
         Ok::<_, LbError>(log)
     })
     .unwrap();
-    let (node0, node1) = (&results[0], &results[1]);
-    // Iterations 2–9: node 1 is 4× faster and does about 4× the steps, in the same time.
-    // Iterations 12–15 (the load came at 10, the rates at 11): both at 0.25, equal steps.
-    for it in (2..10).chain(12..16) {
-        let ((s0, t0), (s1, t1)) = (node0[it], node1[it]);
-        assert!(
-            (t0 / t1 - 1.0).abs() < 0.2,
-            "iteration {it}: {t0} s against {t1} s"
-        );
-        let ratio = s1 as f64 / s0 as f64;
-        let want = if it < 10 { 4.0 } else { 1.0 };
-        assert!(
-            (ratio / want - 1.0).abs() < 0.35,
-            "iteration {it}: {s0} and {s1} steps"
-        );
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    for (it, (&(s0, t0), &(s1, t1))) in results[0].iter().zip(&results[1]).enumerate() {
+        // Iterations 1–10: T = 40 ms (the fastest, node 1, at 1 ms a step until iteration
+        // 9): node 0 does 10 steps of 4 ms, node 1 40 of 1 ms (10 of 4 ms at iteration 10).
+        // From 11 both run at 4 ms a step: T = 160 ms, 40 steps each.
+        let (want0, want1, want_t) = match it {
+            0 => (8, 8, None),
+            1..=9 => (10, 40, Some(40e-3)),
+            10 => (10, 10, Some(40e-3)),
+            _ => (40, 40, Some(160e-3)),
+        };
+        assert_eq!((s0, s1), (want0, want1), "iteration {it}");
+        if let Some(t) = want_t {
+            assert!(
+                close(t0, t) && close(t1, t),
+                "iteration {it}: {t0} s and {t1} s"
+            );
+        }
     }
 }

@@ -158,6 +158,37 @@ fn step_lines_hold_values_between_improvements() {
 }
 
 #[test]
+fn lines_scale_x_linearly_from_zero() {
+    let svg = lines(
+        "per iteration",
+        "ms",
+        "iteration",
+        &[
+            Series {
+                name: "static",
+                color: "#000",
+                values: vec![(0.0, 10.0), (20.0, 40.0), (40.0, 40.0)],
+            },
+            Series {
+                name: "rebalancer",
+                color: "#f00",
+                values: vec![(0.0, 10.0), (40.0, 25.0)],
+            },
+        ],
+    );
+    assert_well_formed(&svg);
+    assert_eq!(svg.matches("<circle").count(), 5);
+    assert_eq!(svg.matches("<path").count(), 2);
+    let circle = svg
+        .lines()
+        .find(|l| l.contains(r#"data-series="static""#) && l.contains(r#"data-value="40""#))
+        .unwrap();
+    assert!((attr(circle, "cx") - (LEFT + plot_width() / 2.0)).abs() < 0.11);
+    assert!(svg.contains(">iteration</text>"));
+    assert_well_formed(&lines("x", "y", "z", &[]));
+}
+
+#[test]
 fn tick_labels_resolve_the_step() {
     assert_eq!(tick(0.0, 0.1), "0");
     assert_eq!(tick(0.3, 0.1), "0.30");
