@@ -314,13 +314,7 @@ fn iteration_seconds(timings: &Timings) -> anyhow::Result<Vec<f64>> {
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => f64::NAN,
-        _ if n % 2 == 1 => values[n / 2],
-        _ => 0.5 * (values[n / 2 - 1] + values[n / 2]),
-    }
+    mheta_runtime::stats::median(&mut values)
 }
 
 /// The 1-minute load average (0 where it cannot be read).

@@ -318,7 +318,7 @@ impl Change {
         rows: &mut Vec<T>,
         row_len: usize,
     ) -> Result<(), CommError> {
-        let (me, size) = (comm.rank(), comm.size());
+        let me = comm.rank();
         let held: u64 = self.before.counts()[me];
         if rows.len() as u64 != held * row_len as u64 {
             return Err(CommError::InvalidArgument {
@@ -329,44 +329,19 @@ impl Change {
                 ),
             });
         }
-        // What goes where: the rows of mine that rank q holds next, in increasing order.
-        let mut send = Vec::new();
-        let mut send_counts = vec![0; size];
-        for (q, count) in send_counts.iter_mut().enumerate() {
-            if q == me {
-                continue;
-            }
-            for piece in self.before.overlap(me, &self.after, q) {
-                let local = local_range(self.before.pieces(me), &piece);
-                let elements = &rows[local.start as usize * row_len..local.end as usize * row_len];
-                send.extend_from_slice(elements);
-                *count += elements.len();
-            }
-        }
-        let recv_counts = self.recv_counts(me, row_len);
-        let mut recv = vec![T::default(); recv_counts.iter().sum()];
-        comm.all_to_all_varcount(&send, &send_counts, &mut recv, &recv_counts)?;
-
-        // The new local rows in increasing global order, each from this rank's old rows or from
-        // the block of the rank that held it (whose rows arrived in increasing order).
-        let mut offsets = starts(&recv_counts);
+        let (recv, sources) = self.exchange(comm, row_len, |local, out| {
+            out.extend_from_slice(
+                &rows[local.start as usize * row_len..local.end as usize * row_len],
+            );
+            Ok::<_, CommError>(())
+        })?;
         let mut next = Vec::with_capacity(self.after.counts()[me] as usize * row_len);
-        for piece in self.after.pieces(me) {
-            let mut row = piece.start;
-            while row < piece.end {
-                let (owner, owned) = owner_of(&self.before, row);
-                let end = owned.end.min(piece.end);
-                let n = (end - row) as usize * row_len;
-                if owner == me {
-                    let local = local_range(self.before.pieces(me), &(row..end));
-                    next.extend_from_slice(
-                        &rows[local.start as usize * row_len..local.end as usize * row_len],
-                    );
-                } else {
-                    next.extend_from_slice(&recv[offsets[owner]..offsets[owner] + n]);
-                    offsets[owner] += n;
-                }
-                row = end;
+        for source in sources {
+            match source {
+                Source::Own(local) => next.extend_from_slice(
+                    &rows[local.start as usize * row_len..local.end as usize * row_len],
+                ),
+                Source::Arrived(elements) => next.extend_from_slice(&recv[elements]),
             }
         }
         *rows = next;
@@ -383,7 +358,7 @@ impl Change {
     where
         T: OocElement + Element + Default,
     {
-        let (me, size) = (comm.rank(), comm.size());
+        let me = comm.rank();
         let row_len = array.row_len();
         let held = self.before.counts()[me];
         if array.rows() != held {
@@ -396,6 +371,35 @@ impl Change {
                 ),
             }));
         }
+        let (recv, sources) = self.exchange(comm, row_len, |local, out| {
+            array.read_rows(local, out).map_err(MoveError::from)
+        })?;
+        let parts: Vec<Part<'_, T>> = sources
+            .into_iter()
+            .map(|source| match source {
+                Source::Own(local) => Part::Own(local),
+                Source::Arrived(elements) => Part::Given(&recv[elements]),
+            })
+            .collect();
+        array.reshape(&parts)?;
+        Ok(())
+    }
+
+    /// The exchange both moves make: `read(local, out)` appends this rank's old local rows
+    /// `local` to `out`. Every rank sends each other rank the rows of its own that the other
+    /// holds next (in increasing order, one `all_to_all_varcount`); returns what arrived and
+    /// where each run of this rank's new rows comes from, in the new local order.
+    fn exchange<T, E>(
+        &self,
+        comm: &dyn Comm,
+        row_len: usize,
+        mut read: impl FnMut(Range<u64>, &mut Vec<T>) -> Result<(), E>,
+    ) -> Result<(Vec<T>, Vec<Source>), E>
+    where
+        T: Element + Default,
+        E: From<CommError>,
+    {
+        let (me, size) = (comm.rank(), comm.size());
         let mut send = Vec::new();
         let mut send_counts = vec![0; size];
         for (q, count) in send_counts.iter_mut().enumerate() {
@@ -403,35 +407,37 @@ impl Change {
                 continue;
             }
             for piece in self.before.overlap(me, &self.after, q) {
-                let local = local_range(self.before.pieces(me), &piece);
                 let before = send.len();
-                array.read_rows(local, &mut send)?;
+                read(local_range(self.before.pieces(me), &piece), &mut send)?;
                 *count += send.len() - before;
             }
         }
         let recv_counts = self.recv_counts(me, row_len);
         let mut recv = vec![T::default(); recv_counts.iter().sum()];
         comm.all_to_all_varcount(&send, &send_counts, &mut recv, &recv_counts)?;
-        drop(send);
+        // Each new row comes from this rank's old rows or from the block of the rank that held
+        // it, whose rows arrived in increasing order.
         let mut offsets = starts(&recv_counts);
-        let mut parts = Vec::new();
+        let mut sources = Vec::new();
         for piece in self.after.pieces(me) {
             let mut row = piece.start;
             while row < piece.end {
                 let (owner, owned) = owner_of(&self.before, row);
                 let end = owned.end.min(piece.end);
                 if owner == me {
-                    parts.push(Part::Own(local_range(self.before.pieces(me), &(row..end))));
+                    sources.push(Source::Own(local_range(
+                        self.before.pieces(me),
+                        &(row..end),
+                    )));
                 } else {
                     let n = (end - row) as usize * row_len;
-                    parts.push(Part::Given(&recv[offsets[owner]..offsets[owner] + n]));
+                    sources.push(Source::Arrived(offsets[owner]..offsets[owner] + n));
                     offsets[owner] += n;
                 }
                 row = end;
             }
         }
-        array.reshape(&parts)?;
-        Ok(())
+        Ok((recv, sources))
     }
 
     /// Elements this rank receives from each rank, for arrays of `row_len`.
@@ -451,6 +457,14 @@ impl Change {
             })
             .collect()
     }
+}
+
+/// Where a run of a rank's new rows comes from.
+enum Source {
+    /// These of its old local rows.
+    Own(Range<u64>),
+    /// These elements of what arrived.
+    Arrived(Range<usize>),
 }
 
 /// Where each rank's block starts in a buffer of blocks of `counts` elements.

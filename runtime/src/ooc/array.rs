@@ -271,11 +271,7 @@ impl<T: Element> OocArray<T> {
             self.fault.take(),
         )?;
         mark_written(&mut self.written, i);
-        let bytes = shape.payload_bytes() as u64;
-        self.emulate(self.disk().write_seconds(bytes), begin);
-        self.record(IoKind::Write, bytes, begin);
-        self.stats.writes += 1;
-        self.stats.bytes_written += bytes;
+        self.account_write(shape, begin);
         Ok(())
     }
 
@@ -602,12 +598,17 @@ impl<T: Element> OocArray<T> {
             &mut self.file_bytes,
             None,
         )?;
+        self.account_write(shape, begin);
+        Ok(())
+    }
+
+    /// Emulates, records and counts the write of a block of `shape` that began at `begin`.
+    fn account_write(&mut self, shape: BlockShape, begin: f64) {
         let bytes = shape.payload_bytes() as u64;
         self.emulate(self.disk().write_seconds(bytes), begin);
         self.record(IoKind::Write, bytes, begin);
         self.stats.writes += 1;
         self.stats.bytes_written += bytes;
-        Ok(())
     }
 
     fn reshape_error(&self, problem: String) -> OocError {

@@ -183,12 +183,7 @@ pub fn step_lines(
             }
             .ok();
             last_y = Some(py);
-            let _ = writeln!(
-                out,
-                r#"<circle cx="{px:.1}" cy="{py:.1}" r="2.5" fill="{}" data-series="{}" data-value="{v}"/>"#,
-                s.color,
-                escape(s.name)
-            );
+            point(&mut out, (px, py), 2.5, s, v);
         }
         if let Some(ly) = last_y {
             let _ = write!(path, " L{:.1},{ly:.1}", x(x_end));
@@ -242,12 +237,7 @@ pub fn lines(
         for (k, &(px, v)) in s.values.iter().enumerate() {
             let (px, py) = (x(px), scale.y(v));
             let _ = write!(path, "{}{px:.1},{py:.1}", if k == 0 { "M" } else { " L" });
-            let _ = writeln!(
-                out,
-                r#"<circle cx="{px:.1}" cy="{py:.1}" r="2" fill="{}" data-series="{}" data-value="{v}"/>"#,
-                s.color,
-                escape(s.name)
-            );
+            point(&mut out, (px, py), 2.0, s, v);
         }
         if !path.is_empty() {
             let _ = writeln!(
@@ -260,6 +250,18 @@ pub fn lines(
     legend(&mut out, series.iter().map(|s| (s.name, s.color)));
     out.push_str("</svg>\n");
     out
+}
+
+/// A data point of series `s` at `at`, carrying its value for readers of the SVG.
+fn point<T>(out: &mut String, at: (f64, f64), r: f64, s: &Series<'_, T>, v: f64) {
+    let _ = writeln!(
+        out,
+        r#"<circle cx="{:.1}" cy="{:.1}" r="{r}" fill="{}" data-series="{}" data-value="{v}"/>"#,
+        at.0,
+        at.1,
+        s.color,
+        escape(s.name)
+    );
 }
 
 fn plot_width() -> f64 {

@@ -250,21 +250,11 @@ impl Source<'_> {
     /// The CPU share a load step takes: 0 ≤ share < 1.
     fn share(&self, value: &Spanned<toml::Value>) -> Result<f64, ClusterError> {
         let field = "node.load.cpu";
-        let share = match value.get_ref() {
-            toml::Value::Float(f) => *f,
-            toml::Value::Integer(i) => *i as f64,
-            other => {
-                return Err(self.error(
-                    value.span(),
-                    field,
-                    format!(
-                        "expected the share of the node's CPU other work takes, such as 0.5, \
-                         found {}",
-                        describe(other)
-                    ),
-                ))
-            }
-        };
+        let share = self.number(
+            value,
+            field,
+            "the share of the node's CPU other work takes, such as 0.5",
+        )?;
         if !(0.0..1.0).contains(&share) {
             return Err(self.error(
                 value.span(),
@@ -299,23 +289,31 @@ impl Source<'_> {
         }
     }
 
+    /// A number (integer or float), described as `expected` when it is something else.
+    fn number(
+        &self,
+        value: &Spanned<toml::Value>,
+        field: &str,
+        expected: &str,
+    ) -> Result<f64, ClusterError> {
+        match value.get_ref() {
+            toml::Value::Float(f) => Ok(*f),
+            toml::Value::Integer(i) => Ok(*i as f64),
+            other => Err(self.error(
+                value.span(),
+                field,
+                format!("expected {expected}, found {}", describe(other)),
+            )),
+        }
+    }
+
     fn cpu(&self, value: &Spanned<toml::Value>) -> Result<f64, ClusterError> {
         let field = "node.cpu";
-        let cpu = match value.get_ref() {
-            toml::Value::Float(f) => *f,
-            toml::Value::Integer(i) => *i as f64,
-            other => {
-                return Err(self.error(
-                    value.span(),
-                    field,
-                    format!(
-                        "expected a relative CPU power such as 0.5 (a number, 1.0 = this \
-                         machine), found {}",
-                        describe(other)
-                    ),
-                ))
-            }
-        };
+        let cpu = self.number(
+            value,
+            field,
+            "a relative CPU power such as 0.5 (a number, 1.0 = this machine)",
+        )?;
         if !(cpu.is_finite() && cpu > 0.0) {
             return Err(self.error(
                 value.span(),
