@@ -65,7 +65,7 @@ const FIXTURES: [Fixture; 3] = [
     Fixture {
         name: "cg",
         rows: 200_000,
-        rebalance: false,
+        rebalance: true,
     },
     Fixture {
         name: "rna",

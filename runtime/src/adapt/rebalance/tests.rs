@@ -73,13 +73,25 @@ fn a_spread_change_within_the_hysteresis_holds_still() {
     let mut balancer = Rebalancer::new(&[500, 500], config);
     // Powers 0.52 : 0.48: spread 0.04 / 0.5 = 0.08 from 0, within 0.10.
     assert_eq!(balancer.observe(&times(&[500, 500], &[0.52, 0.48])), None);
-    // 0.53 : 0.47: spread 0.12, past it: 530 and 470 rows.
-    let change = balancer
-        .observe(&times(&[500, 500], &[0.53, 0.47]))
-        .unwrap();
-    assert_eq!(change.after.counts(), vec![530, 470]);
-    // Back to 0.52 : 0.48 (spread 0.08, 0.04 from the 0.12 moved at): still.
-    assert_eq!(balancer.observe(&times(&[530, 470], &[0.52, 0.48])), None);
+    // 0.6 : 0.4: spread 0.4, past it, and 600 : 400 rows make the slowest rank's time 1000
+    // against 1250 now (20 % shorter): they move.
+    let change = balancer.observe(&times(&[500, 500], &[0.6, 0.4])).unwrap();
+    assert_eq!(change.after.counts(), vec![600, 400]);
+    // Back to 0.58 : 0.42 (spread 0.32, 0.08 from the 0.4 moved at): still.
+    assert_eq!(balancer.observe(&times(&[600, 400], &[0.58, 0.42])), None);
+}
+
+#[test]
+fn a_move_that_gains_less_than_min_gain_holds_still() {
+    let config = RebalanceConfig {
+        window: 1,
+        ..stencil()
+    };
+    let mut balancer = Rebalancer::new(&[500, 500], config);
+    // Powers 0.53 : 0.47: the spread moved by 0.12, past the hysteresis, but 530 : 470 rows
+    // would take the slowest rank 1000 instead of 1063.8 (6 % shorter, under 10 %).
+    assert_eq!(balancer.observe(&times(&[500, 500], &[0.53, 0.47])), None);
+    assert_eq!(balancer.moves(), 0);
 }
 
 #[test]
