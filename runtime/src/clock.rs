@@ -93,6 +93,8 @@ thread_local! {
     static ORIGIN_S: Cell<f64> = const { Cell::new(0.0) };
     /// The node's memory that load takes now, bytes.
     static MEMORY_TAKEN: Cell<u64> = const { Cell::new(0) };
+    /// The innermost open [`ComputeMark`]'s `(cpu_s, excluded_s)`; NaN when none is open.
+    static INNERMOST_MARK: Cell<(f64, f64)> = const { Cell::new((f64::NAN, f64::NAN)) };
 }
 
 /// Nanoseconds on the monotonic clock (the clock `Instant` reads), without `Instant`'s
@@ -280,6 +282,7 @@ pub fn reset() {
     FLOOR.with(|f| f.set(0.0));
     FROZEN.with(|f| f.set(false));
     CPU_MARK.with(|c| c.set(thread_cpu_s()));
+    INNERMOST_MARK.with(|m| m.set((f64::NAN, f64::NAN)));
     let origin = if MODE.with(Cell::get) == WALL {
         wall_s()
     } else {
@@ -562,6 +565,8 @@ pub fn wait_wall(d: Duration) {
 pub struct ComputeMark {
     cpu_s: f64,
     excluded_s: f64,
+    /// The enclosing mark's `(cpu_s, excluded_s)`, restored as the innermost at `finish`.
+    enclosing: (f64, f64),
 }
 
 impl ComputeMark {
@@ -572,9 +577,11 @@ impl ComputeMark {
         }
         if MODE.with(Cell::get) == WALL && POWER.with(Cell::get) < 1.0 {
             OPEN_MARKS.with(|m| m.set(m.get().saturating_add(1)));
+            let (cpu_s, excluded_s) = (thread_cpu_s(), EXCLUDED_CPU.with(Cell::get));
             Some(ComputeMark {
-                excluded_s: EXCLUDED_CPU.with(Cell::get),
-                cpu_s: thread_cpu_s(),
+                excluded_s,
+                cpu_s,
+                enclosing: INNERMOST_MARK.with(|m| m.replace((cpu_s, excluded_s))),
             })
         } else {
             None
@@ -603,6 +610,7 @@ impl ComputeMark {
             }
             spun = thread_cpu_s();
         }
+        INNERMOST_MARK.with(|m| m.set(self.enclosing));
         let outer = OPEN_MARKS.with(|m| {
             m.set(m.get().saturating_sub(1));
             m.get() > 0
@@ -614,6 +622,20 @@ impl ComputeMark {
         }
         compute
     }
+}
+
+/// The seconds of emulated slowdown the innermost open compute region owes so far: a wall clock
+/// spins for a slow node's extra time only when the region ends ([`ComputeMark::finish`]), so
+/// code that times itself inside a region (LBlib's `Section::proceed`) adds this to [`now`] to
+/// see the node's speed. 0 on other clocks and outside compute regions.
+pub fn owed_s() -> f64 {
+    let (cpu_s, excluded_s) = INNERMOST_MARK.with(Cell::get);
+    if MODE.with(Cell::get) != WALL || cpu_s.is_nan() {
+        return 0.0;
+    }
+    let excluded = EXCLUDED_CPU.with(Cell::get) - excluded_s;
+    let compute = (thread_cpu_s() - cpu_s - excluded).max(0.0);
+    (1.0 / POWER.with(Cell::get) - 1.0).max(0.0) * compute
 }
 
 /// A span of non-computation (I/O, an emulated wait, hook bookkeeping) whose thread CPU time a
@@ -840,6 +862,28 @@ mod tests {
                 elapsed > 1.9 * compute,
                 "{elapsed} s for {compute} s of compute"
             );
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_wall_clock_region_owes_its_slowdown_until_it_ends() {
+        std::thread::spawn(|| {
+            install(ClockMode::Wall, 0.5);
+            assert_eq!(owed_s(), 0.0, "no region open");
+            let mark = ComputeMark::start().expect("power 0.5 on a wall clock");
+            spin_cpu(0.005);
+            // Half power: 5 ms of computation owe 5 ms more.
+            let owed = owed_s();
+            assert!((owed - 0.005).abs() < 0.001, "{owed}");
+            let (before, owed_before) = (now(), owed_s());
+            mark.finish();
+            assert_eq!(owed_s(), 0.0, "paid at the end");
+            // The spin paid what was owed: now + owed did not jump.
+            assert!(now() - before >= owed_before - 1e-4);
+            install(ClockMode::Virtual, 0.5);
+            assert_eq!(owed_s(), 0.0, "a virtual clock scales CPU time itself");
         })
         .join()
         .unwrap();

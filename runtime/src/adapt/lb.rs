@@ -103,7 +103,7 @@ impl<'c> Balancer<'c> {
     /// Begins timing the section (on the rank's clock). The returned guard ends it.
     pub fn start(&mut self) -> Section<'_, 'c> {
         Section {
-            begin_s: clock::now(),
+            begin_s: emulated_now(),
             balancer: self,
         }
     }
@@ -182,7 +182,7 @@ impl Section<'_, '_> {
         let Some(allotted) = self.balancer.allotted_s else {
             return true;
         };
-        let elapsed = clock::now() - self.begin_s;
+        let elapsed = emulated_now() - self.begin_s;
         if !(done > 0.0 && elapsed > 0.0) {
             return true;
         }
@@ -192,19 +192,25 @@ impl Section<'_, '_> {
 
     /// Seconds since the section began.
     pub fn elapsed_s(&self) -> f64 {
-        clock::now() - self.begin_s
+        emulated_now() - self.begin_s
     }
 
     /// Ends the section after `ops_completed` operations and returns this rank's rate
     /// (operations per second), which the next `decide` exchanges. A section of no
     /// operations or no measurable time leaves the last rate as it was.
     pub fn end(self, ops_completed: f64) -> f64 {
-        let elapsed = clock::now() - self.begin_s;
+        let elapsed = emulated_now() - self.begin_s;
         if ops_completed > 0.0 && elapsed > 0.0 && ops_completed.is_finite() {
             self.balancer.rate = Some(ops_completed / elapsed);
         }
         self.balancer.rate.unwrap_or(0.0)
     }
+}
+
+/// The rank's time as the node's speed has it: a wall clock emulating a slow node spins for
+/// its extra time only when a compute region ends, so the slowdown owed so far counts too.
+fn emulated_now() -> f64 {
+    clock::now() + clock::owed_s()
 }
 
 #[cfg(test)]
