@@ -34,7 +34,7 @@ pub struct AdaptStudyArgs {
     /// The directory holding the fixture crates and `clusters/`.
     #[arg(long, value_name = "DIR", default_value = "fixtures")]
     pub fixtures_dir: PathBuf,
-    /// Only these fixtures (comma-separated: jacobi, cg, rna) [default: all].
+    /// Only these fixtures (comma-separated: jacobi, cg, rna, schwarz) [default: all].
     #[arg(long, value_delimiter = ',')]
     pub fixtures: Vec<String>,
     /// Iterations of every run (the load changes at iteration 10 of the clusters here).
@@ -48,29 +48,40 @@ pub struct AdaptStudyArgs {
     pub json: bool,
 }
 
-/// A fixture, the problem size the study runs it at (as `mheta study`), and whether it can
-/// rebalance its rows at run time (`--rebalance`).
+/// A fixture, the problem size the study runs it at (as `mheta study`), and the adaptations it
+/// has: rebalancing its rows (`--rebalance`), a flexible phase balanced by LBlib (`--flexible`).
 struct Fixture {
     name: &'static str,
     rows: u64,
     rebalance: bool,
+    lblib: bool,
 }
 
-const FIXTURES: [Fixture; 3] = [
+const FIXTURES: [Fixture; 4] = [
     Fixture {
         name: "jacobi",
         rows: 2000,
         rebalance: true,
+        lblib: false,
     },
     Fixture {
         name: "cg",
         rows: 200_000,
         rebalance: true,
+        lblib: false,
     },
     Fixture {
         name: "rna",
         rows: 8000,
         rebalance: false,
+        lblib: false,
+    },
+    // 16 bytes per row (x and b); its inner phase is flexible.
+    Fixture {
+        name: "schwarz",
+        rows: 100_000,
+        rebalance: false,
+        lblib: true,
     },
 ];
 
@@ -80,6 +91,7 @@ const CLUSTERS: [(&str, &str); 1] = [("dc-load-2", "dc-2")];
 /// The variants: the static distribution, then the adaptations.
 const STATIC: &str = "static";
 const REBALANCER: &str = "rebalancer";
+const LBLIB: &str = "lblib";
 
 /// One fixture on one cluster.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -93,7 +105,8 @@ pub struct Case {
     pub static_s: Option<f64>,
     /// The same with seed 001's rebalancer (`--rebalance`); `None` where the fixture has none.
     pub rebalancer_s: Option<f64>,
-    /// Seed 004's flexible-phase balancing; no fixture has a flexible phase yet.
+    /// Seed 004's flexible-phase balancing (`--flexible`); `None` where the fixture has no
+    /// flexible phase.
     pub lblib_s: Option<f64>,
     /// Seed 004's memory-adaptive out-of-core arrays; not built yet.
     pub mmlib_s: Option<f64>,
@@ -218,6 +231,9 @@ fn run_case(
     if fixture.rebalance {
         variants.push(REBALANCER);
     }
+    if fixture.lblib {
+        variants.push(LBLIB);
+    }
     let load = load_average();
     let mut totals: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut iterations: BTreeMap<String, Vec<Vec<f64>>> = BTreeMap::new();
@@ -234,9 +250,11 @@ fn run_case(
                 .args(["--iterations", &args.iterations.to_string()])
                 .arg("--timings")
                 .arg(&timings);
-            if variant == REBALANCER {
-                command.arg("--rebalance");
-            }
+            match variant {
+                REBALANCER => command.arg("--rebalance"),
+                LBLIB => command.arg("--flexible"),
+                _ => &mut command,
+            };
             let output = super::output(&mut command)
                 .with_context(|| format!("cannot start `{}`", command_line(&command)))?;
             if !output.status.success() {
@@ -276,7 +294,7 @@ fn run_case(
         distribution,
         static_s: total(STATIC),
         rebalancer_s: total(REBALANCER),
-        lblib_s: None,
+        lblib_s: total(LBLIB),
         mmlib_s: None,
         runs_s: totals,
         per_iteration_s,
@@ -330,11 +348,12 @@ fn line(case: &Case) -> String {
     match &case.error {
         Some(e) => format!("{} on {}: failed: {e}", case.fixture, case.cluster),
         None => format!(
-            "{} on {}: static {}, rebalancer {}",
+            "{} on {}: static {}, rebalancer {}, LBlib {}",
             case.fixture,
             case.cluster,
             seconds(case.static_s),
-            seconds(case.rebalancer_s)
+            seconds(case.rebalancer_s),
+            seconds(case.lblib_s)
         ),
     }
 }
@@ -352,24 +371,24 @@ fn write(out: &Path, cases: &[Case]) -> anyhow::Result<()> {
          as it is (static) and with each run-time adaptation the fixture has. Times are the \
          total over the run's iterations, the median of separate runs; the plot of each case is \
          the time of each iteration (median over the runs). `–`: the variant does not apply \
-         (no fixture has a flexible phase for LBlib yet; MMlib is not built).\n\n\
-         | fixture | cluster | distribution | static | rebalancer | vs static | LBlib | MMlib | runs | load |\n\
-         |---|---|---|---:|---:|---:|---:|---:|---|---:|\n",
+         (LBlib needs a flexible phase, which only schwarz has; MMlib is not built).\n\n\
+         | fixture | cluster | distribution | static | rebalancer | LBlib | MMlib | runs | load |\n\
+         |---|---|---|---:|---:|---:|---:|---|---:|\n",
     );
     for case in cases {
         if let Some(e) = &case.error {
             let _ = writeln!(
                 table,
-                "| {} | {} | failed: {} | | | | | | | |",
+                "| {} | {} | failed: {} | | | | | | |",
                 case.fixture,
                 case.cluster,
                 e.replace('|', "\\|").replace('\n', " ")
             );
             continue;
         }
-        let versus = match (case.static_s, case.rebalancer_s) {
-            (Some(s), Some(r)) if s > 0.0 => format!("{:+.1}%", (r / s - 1.0) * 100.0),
-            _ => "–".to_string(),
+        let versus = |adapted: Option<f64>| match (case.static_s, adapted) {
+            (Some(s), Some(r)) if s > 0.0 => format!(" ({:+.1}%)", (r / s - 1.0) * 100.0),
+            _ => String::new(),
         };
         let runs: Vec<String> = case
             .runs_s
@@ -384,13 +403,15 @@ fn write(out: &Path, cases: &[Case]) -> anyhow::Result<()> {
         let plot = format!("{}-{}.svg", case.fixture, case.cluster);
         let _ = writeln!(
             table,
-            "| {} | [{}]({plot}) | {:?} | {} | {} | {versus} | {} | {} | {} | {:.2} |",
+            "| {} | [{}]({plot}) | {:?} | {} | {}{} | {}{} | {} | {} | {:.2} |",
             case.fixture,
             case.cluster,
             case.distribution,
             seconds(case.static_s),
             seconds(case.rebalancer_s),
+            versus(case.rebalancer_s),
             seconds(case.lblib_s),
+            versus(case.lblib_s),
             seconds(case.mmlib_s),
             runs.join("; "),
             case.load
