@@ -73,7 +73,7 @@ const FIXTURES: [Fixture; 4] = [
     Fixture {
         name: "rna",
         rows: 8000,
-        rebalance: false,
+        rebalance: true,
         lblib: false,
     },
     // 16 bytes per row (x and b); its inner phase is flexible.
