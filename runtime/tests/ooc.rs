@@ -676,3 +676,33 @@ fn reshaping_with_parts_that_do_not_fit_is_an_error() {
     assert!(err.contains("rows 3..9 are outside its 4 rows"), "{err}");
     assert_eq!(a.rows(), 4, "an error leaves the array as it was");
 }
+
+#[test]
+fn a_reshape_that_fails_leaves_the_array_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    // Rows of 8 f64; 640 bytes hold 10 rows: 8 rows in core, 24 out of core.
+    let store = store(dir.path(), 640, DiskModel::unthrottled(), false);
+    let mut a = OocArray::<f64>::new(&store, ArraySpec::new("a", 8, 8)).unwrap();
+    write_all(&mut a);
+    let given = pattern(8..24, 8);
+    a.inject_write_fault(WriteFault::FailAfter(10));
+    let err = a
+        .reshape(&[Part::Own(0..8), Part::Given(&given)])
+        .unwrap_err();
+    assert!(matches!(err, OocError::InjectedFault { .. }), "{err}");
+    assert_eq!(a.rows(), 8);
+    assert!(!a.is_out_of_core());
+    check_all(&mut a);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.contains(".reshape")), "{names:?}");
+    // The ledger is as it was: the same reshape without the fault succeeds.
+    a.reshape(&[Part::Own(0..8), Part::Given(&given)]).unwrap();
+    let mut all = Vec::new();
+    a.read_rows(0..24, &mut all).unwrap();
+    assert_eq!(all, pattern(0..24, 8));
+    assert!(a.is_out_of_core());
+}

@@ -483,7 +483,6 @@ impl<T: Element> OocArray<T> {
             None => self.placement(),
         };
         let blocks = placement.blocks(rows) as usize;
-        let per = placement.block_rows(rows).max(1);
         let staging = self.dir.with_file_name(format!(
             "{}.reshape",
             self.dir
@@ -492,10 +491,81 @@ impl<T: Element> OocArray<T> {
                 .unwrap_or("array")
         ));
         let out_of_core = matches!(placement, Placement::OutOfCore { .. });
+        let old_rows = self.spec.rows;
+        let next = match self.stage_rows(parts, rows, placement, &staging) {
+            Ok(next) => next,
+            Err(e) => {
+                // Nothing changed: the ledger goes back to the old rows, the staged blocks go.
+                if let Some(slot) = self.slot {
+                    self.store.replace_rows(slot, old_rows);
+                }
+                let _ = std::fs::remove_dir_all(&staging);
+                return Err(e);
+            }
+        };
+        // The old blocks go; the new ones (or the in-core rows) take their place.
+        let io = |action: &'static str, path: PathBuf| {
+            move |source| OocError::Io {
+                action,
+                path,
+                source,
+            }
+        };
+        // The old directory is set aside before the new one takes its name, so that a failure
+        // between the two leaves the old blocks whole; once the new are in place, it goes.
+        let old = self.dir.with_file_name(format!(
+            "{}.old",
+            self.dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("array")
+        ));
+        let _ = std::fs::remove_dir_all(&old);
+        if self.dir.exists() {
+            std::fs::rename(&self.dir, &old)
+                .map_err(io("set aside the old blocks of", self.dir.clone()))?;
+        }
+        let placed = if out_of_core {
+            std::fs::rename(&staging, &self.dir)
+                .map_err(io("move new blocks into", self.dir.clone()))
+        } else {
+            std::fs::create_dir_all(&self.dir)
+                .map_err(io("create array directory", self.dir.clone()))
+        };
+        if let Err(e) = placed {
+            let _ = std::fs::rename(&old, &self.dir);
+            if let Some(slot) = self.slot {
+                self.store.replace_rows(slot, old_rows);
+            }
+            return Err(e);
+        }
+        // Leftovers here go with the run's scratch directory.
+        let _ = std::fs::remove_dir_all(&old);
+        self.spec.rows = rows;
+        self.placement = OnceCell::new();
+        let _ = self.placement.set(placement);
+        self.written = vec![out_of_core; if out_of_core { blocks } else { 0 }];
+        self.current = if out_of_core { Vec::new() } else { next };
+        self.ahead = Vec::new();
+        Ok(())
+    }
+
+    /// The new rows of a [`OocArray::reshape`] under `placement`: out of core, written block by
+    /// block into `staging` (returns nothing); in core, returned.
+    fn stage_rows(
+        &mut self,
+        parts: &[Part<'_, T>],
+        rows: u64,
+        placement: Placement,
+        staging: &std::path::Path,
+    ) -> Result<Vec<T>, OocError> {
+        let out_of_core = matches!(placement, Placement::OutOfCore { .. });
+        let per = placement.block_rows(rows).max(1);
+        let row_len = self.spec.row_len.max(1);
         if out_of_core {
-            std::fs::create_dir_all(&staging).map_err(|source| OocError::Io {
+            std::fs::create_dir_all(staging).map_err(|source| OocError::Io {
                 action: "create reshape directory",
-                path: staging.clone(),
+                path: staging.to_path_buf(),
                 source,
             })?;
         }
@@ -541,39 +611,14 @@ impl<T: Element> OocArray<T> {
                     }
                 }
                 if out_of_core && (next.len() / row_len) as u64 == block_end - block_start {
-                    self.write_staged(&staging, block, &next)?;
+                    self.write_staged(staging, block, &next)?;
                     block += 1;
                     block_start += per;
                     next.clear();
                 }
             }
         }
-        // The old blocks go; the new ones (or the in-core rows) take their place.
-        let io = |action: &'static str, path: PathBuf| {
-            move |source| OocError::Io {
-                action,
-                path,
-                source,
-            }
-        };
-        if self.dir.exists() {
-            std::fs::remove_dir_all(&self.dir)
-                .map_err(io("remove old blocks of", self.dir.clone()))?;
-        }
-        if out_of_core {
-            std::fs::rename(&staging, &self.dir)
-                .map_err(io("move new blocks into", self.dir.clone()))?;
-        } else {
-            std::fs::create_dir_all(&self.dir)
-                .map_err(io("create array directory", self.dir.clone()))?;
-        }
-        self.spec.rows = rows;
-        self.placement = OnceCell::new();
-        let _ = self.placement.set(placement);
-        self.written = vec![out_of_core; if out_of_core { blocks } else { 0 }];
-        self.current = if out_of_core { Vec::new() } else { next };
-        self.ahead = Vec::new();
-        Ok(())
+        Ok(next)
     }
 
     /// Writes block `i` of a reshape's new blocks into `dir`.
@@ -596,7 +641,7 @@ impl<T: Element> OocArray<T> {
             shape,
             &self.bytes,
             &mut self.file_bytes,
-            None,
+            self.fault.take(),
         )?;
         self.account_write(shape, begin);
         Ok(())
