@@ -706,3 +706,42 @@ fn a_reshape_that_fails_leaves_the_array_as_it_was() {
     assert_eq!(all, pattern(0..24, 8));
     assert!(a.is_out_of_core());
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Whatever the parts and the memory, a reshaped array holds exactly the rows the parts
+    /// name, in their order, in core or out of core.
+    #[test]
+    fn a_reshaped_array_holds_exactly_its_parts(
+        rows in 0u64..40,
+        memory_rows in 1u64..30,
+        cuts in proptest::collection::vec((0u64..40, 0u64..40, 0u64..12), 0..5),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), memory_rows * 64, DiskModel::unthrottled(), false);
+        let mut a = OocArray::<f64>::new(&store, ArraySpec::new("a", rows, 8)).unwrap();
+        write_all(&mut a);
+        // Parts: own ranges (clamped into the old rows) and given rows from 1000 on.
+        let mut given = Vec::new();
+        let mut want = Vec::new();
+        let mut next_given = 1000;
+        for &(x, y, g) in &cuts {
+            let (lo, hi) = (x.min(y).min(rows), x.max(y).min(rows));
+            want.extend(pattern(lo..hi, 8));
+            given.push((lo..hi, pattern(next_given..next_given + g, 8)));
+            want.extend(pattern(next_given..next_given + g, 8));
+            next_given += g;
+        }
+        let parts: Vec<Part<'_, f64>> = given
+            .iter()
+            .flat_map(|(own, g)| [Part::Own(own.clone()), Part::Given(g)])
+            .collect();
+        a.reshape(&parts).unwrap();
+        let n = (want.len() / 8) as u64;
+        proptest::prop_assert_eq!(a.rows(), n);
+        let mut all = Vec::new();
+        a.read_rows(0..n, &mut all).unwrap();
+        proptest::prop_assert_eq!(all, want);
+        proptest::prop_assert_eq!(a.is_out_of_core(), n * 64 > memory_rows * 64);
+    }
+}

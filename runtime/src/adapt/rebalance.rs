@@ -260,7 +260,7 @@ impl Powers {
         // A move costs a round of data exchange: it must also promise a region time shorter
         // by `min_gain` at the powers just measured (the spread alone moves on noise when the
         // ranks are balanced: ±3 % per rank is a spread change of 0.12).
-        let next = apportion(counts.iter().sum(), &self.relative);
+        let next = keep_one_row(apportion(counts.iter().sum(), &self.relative), counts);
         let slowest = |rows: &[u64]| {
             rows.iter()
                 .zip(&self.relative)
@@ -274,6 +274,25 @@ impl Powers {
         self.settling = self.config.settle;
         Some(next)
     }
+}
+
+/// Every rank that holds rows keeps at least one, taken from the rank given the most: a rank
+/// without rows has no time to measure, so its power could never be seen to recover. (A rank
+/// the distribution gave no rows keeps none.)
+fn keep_one_row(mut next: Vec<u64>, now: &[u64]) -> Vec<u64> {
+    for r in 0..next.len() {
+        if now[r] > 0 && next[r] == 0 {
+            let Some(donor) = (0..next.len())
+                .filter(|&d| next[d] > 1)
+                .max_by_key(|&d| (next[d], std::cmp::Reverse(d)))
+            else {
+                break;
+            };
+            next[donor] -= 1;
+            next[r] = 1;
+        }
+    }
+    next
 }
 
 /// Largest minus smallest power, as a share of the mean power.

@@ -150,6 +150,30 @@ fn the_first_iteration_and_the_one_after_a_move_are_not_counted() {
 }
 
 #[test]
+fn a_rank_that_holds_rows_keeps_one_however_slow_it_gets() {
+    let config = RebalanceConfig {
+        window: 1,
+        ..stencil()
+    };
+    let mut balancer = Rebalancer::new(&[100, 100], config);
+    // Rank 0 at a thousandth of rank 1's power: its share rounds to 0 rows, but it keeps one
+    // so that its power stays measured.
+    let change = balancer
+        .observe(&times(&[100, 100], &[0.001, 1.0]))
+        .unwrap();
+    assert_eq!(change.after.counts(), vec![1, 199]);
+    assert_eq!(
+        super::keep_one_row(vec![0, 5, 0], &[2, 2, 0]),
+        vec![1, 4, 0]
+    );
+    assert_eq!(
+        super::keep_one_row(vec![0, 1], &[1, 0]),
+        vec![0, 1],
+        "no donor to spare"
+    );
+}
+
+#[test]
 fn apportioning_keeps_the_total_and_rounds_by_largest_remainder() {
     assert_eq!(apportion(10, &[1.0 / 3.0; 3]), vec![4, 3, 3]);
     assert_eq!(apportion(2000, &[0.25, 0.75]), vec![500, 1500]);
