@@ -22,6 +22,7 @@
 use std::ops::Range;
 
 use crate::comm::{Comm, CommError, CommExt, Element, ReduceOp};
+use crate::distribution::{largest_remainder, Distribution};
 pub use crate::format::Access;
 use crate::format::Solver;
 use crate::ooc::{Element as OocElement, OocArray, OocError, Part};
@@ -82,18 +83,10 @@ pub struct Layout {
 impl Layout {
     /// GEN_BLOCK: rank `r` holds the `counts[r]` rows after those of ranks `0..r`.
     pub fn gen_block(counts: &[u64]) -> Layout {
-        let mut start = 0;
-        let pieces = counts
-            .iter()
-            .map(|&n| {
-                let piece = start..start + n;
-                start += n;
-                if n == 0 {
-                    Vec::new()
-                } else {
-                    vec![piece]
-                }
-            })
+        let pieces = Distribution::new(counts.to_vec())
+            .ranges()
+            .into_iter()
+            .map(|r| if r.is_empty() { Vec::new() } else { vec![r] })
             .collect();
         Layout { pieces }
     }
@@ -227,13 +220,8 @@ impl Powers {
             .collect();
         self.times.iter_mut().for_each(|t| *t = 0.0);
         self.seen = 0;
-        let measured: Vec<(usize, f64)> = raw
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.is_finite())
-            .map(|(i, &p)| (i, p))
-            .collect();
-        if measured.is_empty() {
+        let measured_sum: f64 = raw.iter().filter(|p| p.is_finite()).sum();
+        if !raw.iter().any(|p| p.is_finite()) {
             return None;
         }
         // Ranks without a measurement keep their share of the total power: scale the measured
@@ -244,7 +232,6 @@ impl Powers {
             .filter(|(p, _)| !p.is_finite())
             .map(|(_, &old)| old)
             .sum();
-        let measured_sum: f64 = measured.iter().map(|&(_, p)| p).sum();
         for (p, &old) in raw.iter_mut().zip(&self.relative) {
             *p = if p.is_finite() {
                 *p / measured_sum * (1.0 - kept_share)
@@ -260,7 +247,10 @@ impl Powers {
         // A move costs a round of data exchange: it must also promise a region time shorter
         // by `min_gain` at the powers just measured (the spread alone moves on noise when the
         // ranks are balanced: ±3 % per rank is a spread change of 0.12).
-        let next = keep_one_row(apportion(counts.iter().sum(), &self.relative), counts);
+        let next = keep_one_row(
+            largest_remainder(counts.iter().sum(), &self.relative),
+            counts,
+        );
         let slowest = |rows: &[u64]| {
             rows.iter()
                 .zip(&self.relative)
@@ -313,27 +303,6 @@ fn spread(relative: &[f64]) -> f64 {
     }
 }
 
-/// `total` rows in proportion to `shares` (summing to 1), by largest remainder: the counts sum
-/// to `total`, and ties go to the lower rank.
-fn apportion(total: u64, shares: &[f64]) -> Vec<u64> {
-    let exact: Vec<f64> = shares.iter().map(|s| s * total as f64).collect();
-    let mut counts: Vec<u64> = exact.iter().map(|x| x.floor() as u64).collect();
-    let mut left = total.saturating_sub(counts.iter().sum());
-    let mut order: Vec<usize> = (0..shares.len()).collect();
-    order.sort_by(|&a, &b| {
-        let (ra, rb) = (exact[a] - exact[a].floor(), exact[b] - exact[b].floor());
-        rb.total_cmp(&ra).then(a.cmp(&b))
-    });
-    for &i in order.iter().cycle().take(shares.len() * 2) {
-        if left == 0 {
-            break;
-        }
-        counts[i] += 1;
-        left -= 1;
-    }
-    counts
-}
-
 /// A redistribution: the layout before and after. Move every distributed array's rows with
 /// [`Change::move_rows`] before the next iteration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -384,9 +353,7 @@ impl Change {
         *rows = next;
         Ok(())
     }
-}
 
-impl Change {
     /// [`Change::move_rows`] for an out-of-core array: the rows leaving this rank are read
     /// from its blocks, the array is reshaped to its new rows ([`OocArray::reshape`]: its
     /// placement is decided again, and out of core its blocks are rewritten). A collective

@@ -483,22 +483,14 @@ impl<T: Element> OocArray<T> {
             None => self.placement(),
         };
         let blocks = placement.blocks(rows) as usize;
-        let staging = self.dir.with_file_name(format!(
-            "{}.reshape",
-            self.dir
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("array")
-        ));
+        let staging = self.sibling("reshape");
         let out_of_core = matches!(placement, Placement::OutOfCore { .. });
         let old_rows = self.spec.rows;
         let next = match self.stage_rows(parts, rows, placement, &staging) {
             Ok(next) => next,
             Err(e) => {
-                // Nothing changed: the ledger goes back to the old rows, the staged blocks go.
-                if let Some(slot) = self.slot {
-                    self.store.replace_rows(slot, old_rows);
-                }
+                // Nothing changed but the ledger, which goes back; the staged blocks go.
+                self.restore_ledger(old_rows);
                 let _ = std::fs::remove_dir_all(&staging);
                 return Err(e);
             }
@@ -513,13 +505,7 @@ impl<T: Element> OocArray<T> {
         };
         // The old directory is set aside before the new one takes its name, so that a failure
         // between the two leaves the old blocks whole; once the new are in place, it goes.
-        let old = self.dir.with_file_name(format!(
-            "{}.old",
-            self.dir
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("array")
-        ));
+        let old = self.sibling("old");
         let _ = std::fs::remove_dir_all(&old);
         if self.dir.exists() {
             std::fs::rename(&self.dir, &old)
@@ -534,9 +520,7 @@ impl<T: Element> OocArray<T> {
         };
         if let Err(e) = placed {
             let _ = std::fs::rename(&old, &self.dir);
-            if let Some(slot) = self.slot {
-                self.store.replace_rows(slot, old_rows);
-            }
+            self.restore_ledger(old_rows);
             return Err(e);
         }
         // Leftovers here go with the run's scratch directory.
@@ -571,46 +555,31 @@ impl<T: Element> OocArray<T> {
         }
         // The new rows, streamed: a block at a time out of core, all of them in core.
         let mut next: Vec<T> = Vec::new();
-        let mut block = 0usize;
-        let mut block_start = 0u64;
-        let mut own = Vec::new();
+        let (mut block, mut block_start) = (0usize, 0u64);
         for part in parts {
-            let mut given_at = 0usize;
-            let mut own_range = match part {
-                Part::Own(r) => r.clone(),
-                Part::Given(_) => 0..0,
+            let part_rows = match part {
+                Part::Own(r) => r.end - r.start,
+                Part::Given(values) => (values.len() / row_len) as u64,
             };
-            loop {
-                let block_end = (block_start + per).min(rows);
+            let mut done = 0;
+            while done < part_rows {
+                let block_rows = (block_start + per).min(rows) - block_start;
                 let filled = (next.len() / row_len) as u64;
-                let room = if out_of_core {
-                    block_end.saturating_sub(block_start + filled)
+                let n = if out_of_core {
+                    (block_rows - filled).min(part_rows - done)
                 } else {
-                    u64::MAX
+                    part_rows - done
                 };
                 match part {
-                    Part::Own(_) => {
-                        let n = (own_range.end - own_range.start).min(room);
-                        if n == 0 {
-                            break;
-                        }
-                        own.clear();
-                        self.read_rows(own_range.start..own_range.start + n, &mut own)?;
-                        next.extend_from_slice(&own);
-                        own_range.start += n;
+                    Part::Own(r) => {
+                        self.read_rows(r.start + done..r.start + done + n, &mut next)?
                     }
-                    Part::Given(values) => {
-                        let left = ((values.len() - given_at) / row_len) as u64;
-                        let n = left.min(room);
-                        if n == 0 {
-                            break;
-                        }
-                        let end = given_at + n as usize * row_len;
-                        next.extend_from_slice(&values[given_at..end]);
-                        given_at = end;
-                    }
+                    Part::Given(values) => next.extend_from_slice(
+                        &values[done as usize * row_len..(done + n) as usize * row_len],
+                    ),
                 }
-                if out_of_core && (next.len() / row_len) as u64 == block_end - block_start {
+                done += n;
+                if out_of_core && filled + n == block_rows {
                     self.write_staged(staging, block, &next)?;
                     block += 1;
                     block_start += per;
@@ -654,6 +623,23 @@ impl<T: Element> OocArray<T> {
         self.record(IoKind::Write, bytes, begin);
         self.stats.writes += 1;
         self.stats.bytes_written += bytes;
+    }
+
+    /// The store's ledger back at `rows` for this array, after a reshape that failed.
+    fn restore_ledger(&self, rows: u64) {
+        if let Some(slot) = self.slot {
+            self.store.replace_rows(slot, rows);
+        }
+    }
+
+    /// A directory beside the array's, named after it with `.suffix`.
+    fn sibling(&self, suffix: &str) -> PathBuf {
+        let name = self
+            .dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("array");
+        self.dir.with_file_name(format!("{name}.{suffix}"))
     }
 
     fn reshape_error(&self, problem: String) -> OocError {

@@ -173,13 +173,6 @@ fn a_rank_that_holds_rows_keeps_one_however_slow_it_gets() {
     );
 }
 
-#[test]
-fn apportioning_keeps_the_total_and_rounds_by_largest_remainder() {
-    assert_eq!(apportion(10, &[1.0 / 3.0; 3]), vec![4, 3, 3]);
-    assert_eq!(apportion(2000, &[0.25, 0.75]), vec![500, 1500]);
-    assert_eq!(apportion(7, &[0.0, 1.0]), vec![0, 7]);
-}
-
 proptest::proptest! {
     /// Whatever the powers, every row is held by exactly one rank after a move, and a
     /// stencil's layout stays contiguous and in rank order.
