@@ -789,8 +789,8 @@ mod tests {
             let least = install_load(&[step(LoadAt::Seconds(0.02), Some(0.5), None)]);
             assert_eq!(least, 0.5);
             reset();
-            // 0.02 s of CPU at full power, then 0.02 s at half: 0.06 s, whenever the clock
-            // happens to be read.
+            // Full power until 0.02 s on the clock, half power after, however late the clock
+            // is read.
             spin_cpu(0.03);
             let cpu0 = thread_cpu_s();
             let t = now();

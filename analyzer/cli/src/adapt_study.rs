@@ -112,8 +112,8 @@ pub struct Case {
     pub mmlib_s: Option<f64>,
     /// Every run's total seconds, per variant.
     pub runs_s: BTreeMap<String, Vec<f64>>,
-    /// Per variant, each iteration's seconds (first begin to last end over the ranks), the
-    /// median over the runs.
+    /// Per variant, each iteration's seconds on the machine (end of the previous iteration to
+    /// the end of this one, on the last rank to finish), the median over the runs.
     pub per_iteration_s: BTreeMap<String, Vec<f64>>,
     /// The 1-minute load average when the case's runs began.
     pub load: f64,
@@ -303,32 +303,14 @@ fn run_case(
     })
 }
 
-/// Each iteration's seconds: from the first rank's begin to the last rank's end.
+/// Each iteration's seconds on the machine (`Timings::machine_iterations_s`): they sum to the
+/// run's span, a pipeline's overlapping iterations counted once.
 fn iteration_seconds(timings: &Timings) -> anyhow::Result<Vec<f64>> {
-    let n = timings
-        .nodes
-        .iter()
-        .map(|node| node.iterations.len())
-        .min()
-        .unwrap_or(0);
-    if n == 0 {
+    let durations = Timings::machine_iterations_s(&timings.nodes);
+    if durations.is_empty() {
         bail!("no iterations recorded");
     }
-    Ok((0..n)
-        .map(|k| {
-            let begin = timings
-                .nodes
-                .iter()
-                .map(|node| node.iterations[k].begin_s)
-                .fold(f64::INFINITY, f64::min);
-            let end = timings
-                .nodes
-                .iter()
-                .map(|node| node.iterations[k].end_s)
-                .fold(f64::NEG_INFINITY, f64::max);
-            end - begin
-        })
-        .collect())
+    Ok(durations)
 }
 
 fn median(mut values: Vec<f64>) -> f64 {

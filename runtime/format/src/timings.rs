@@ -119,17 +119,23 @@ impl Timings {
     /// the earliest begin) to the end of iteration `i` on its last rank. At least 1 for two or
     /// more iterations, so that the steady state is measured between iteration ends.
     pub fn warm_up_of(nodes: &[NodeTimings]) -> usize {
+        warm_up(&Timings::machine_iterations_s(nodes))
+    }
+
+    /// Each iteration's duration on the machine: from the end of the previous iteration on its
+    /// last rank (the first: from the earliest begin) to the end of this one on its last rank.
+    /// They sum to the run's span, however much the ranks' iterations overlap (a pipeline's).
+    pub fn machine_iterations_s(nodes: &[NodeTimings]) -> Vec<f64> {
         let count = nodes.iter().map(|n| n.iterations.len()).max().unwrap_or(0);
         let mut previous = machine_begin(nodes);
-        let durations: Vec<f64> = (0..count)
+        (0..count)
             .map(|i| {
                 let end = machine_end(nodes, i);
                 let d = end - previous;
                 previous = end;
                 d
             })
-            .collect();
-        warm_up(&durations)
+            .collect()
     }
 }
 

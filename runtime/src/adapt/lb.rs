@@ -68,7 +68,7 @@ pub enum LbError {
     /// A rate or a time that is not a positive finite number.
     #[error("{what} is {value}, expected a positive finite number")]
     Invalid {
-        /// What was wrong (`the operations`, `the time T from the user-defined method`, …).
+        /// What was wrong (`the operations`, `the time T the method decided`).
         what: &'static str,
         /// Its value.
         value: f64,
@@ -182,7 +182,7 @@ impl Section<'_, '_> {
         let Some(allotted) = self.balancer.allotted_s else {
             return true;
         };
-        let elapsed = emulated_now() - self.begin_s;
+        let elapsed = self.elapsed_s();
         if !(done > 0.0 && elapsed > 0.0) {
             return true;
         }
@@ -199,7 +199,7 @@ impl Section<'_, '_> {
     /// (operations per second), which the next `decide` exchanges. A section of no
     /// operations or no measurable time leaves the last rate as it was.
     pub fn end(self, ops_completed: f64) -> f64 {
-        let elapsed = emulated_now() - self.begin_s;
+        let elapsed = self.elapsed_s();
         if ops_completed > 0.0 && elapsed > 0.0 && ops_completed.is_finite() {
             self.balancer.rate = Some(ops_completed / elapsed);
         }
