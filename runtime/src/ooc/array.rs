@@ -671,6 +671,7 @@ impl<T: Element> OocArray<T> {
         let begin = clock::now();
         let written = self.was_written(i);
         read_block_file(&path, shape, &mut self.file_bytes, written)?;
+        crate::malloc::reserve_huge(buffer, self.block_len(i));
         buffer.resize(self.block_len(i), T::default());
         decode(&self.file_bytes[HEADER_BYTES..], buffer);
         let bytes = shape.payload_bytes() as u64;
@@ -734,6 +735,7 @@ impl<T: Element> OocArray<T> {
     fn in_core_data(&mut self) -> &mut [T] {
         let len = self.spec.rows as usize * self.spec.row_len;
         if self.current.len() != len {
+            crate::malloc::reserve_huge(&mut self.current, len);
             self.current.resize(len, T::default());
         }
         &mut self.current
