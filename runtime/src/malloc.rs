@@ -132,7 +132,7 @@ fn huge_interior(start: usize, bytes: usize) -> Option<(usize, usize)> {
 
 fn huge_pages_wanted() -> bool {
     static WANTED: OnceLock<bool> = OnceLock::new();
-    *WANTED.get_or_init(|| std::env::var_os(ENV).is_none_or(|v| v != "system"))
+    *WANTED.get_or_init(|| std::env::var_os(ENV).map_or(true, |v| v != "system"))
 }
 
 #[cfg(target_os = "linux")]
