@@ -23,6 +23,7 @@ const KEEP: usize = 8 << 20;
 
 thread_local! {
     /// This thread's analysis stack, mapped at its first analysis.
+    #[cfg(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))]
     static KEPT: RefCell<Option<Mapping>> = const { RefCell::new(None) };
     /// Whether this thread is on its analysis stack now: a nested call (the proc macro's
     /// expansion calling an analysis) stays where it is.
@@ -38,103 +39,196 @@ pub(crate) fn run<R>(f: impl FnOnce() -> R) -> R {
     on_own_stack(f)
 }
 
-psm::psm_stack_manipulation! {
-    yes {
-        fn on_own_stack<R>(f: impl FnOnce() -> R) -> R {
-            let Some(base) = KEPT.with(|kept| {
-                let mut kept = kept.borrow_mut();
-                if kept.is_none() {
-                    *kept = Mapping::new(BYTES);
+/// Where the analysis can switch stacks: elsewhere it runs on the caller's stack.
+macro_rules! switching {
+    ($($item:item)*) => {
+        $(#[cfg(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))] $item)*
+    };
+}
+
+switching! {
+    fn on_own_stack<R>(f: impl FnOnce() -> R) -> R {
+        let Some(base) = KEPT.with(|kept| {
+            let mut kept = kept.borrow_mut();
+            if kept.is_none() {
+                *kept = Mapping::new(BYTES);
+            }
+            kept.as_ref().map(|m| m.base)
+        }) else {
+            // No address space for it: the caller's stack is all there is.
+            return f();
+        };
+        ON_IT.with(|on| on.set(true));
+        // SAFETY: `base..base + BYTES` is a read-write mapping owned by this thread's `KEPT`
+        // and used by nothing else while `ON_IT` is set; `f` does not unwind through the stack
+        // switch (caught here).
+        let outcome =
+            unsafe { on_stack(base.add(BYTES - TOP_GAP), || catch_unwind(AssertUnwindSafe(f))) };
+        ON_IT.with(|on| on.set(false));
+        KEPT.with(|kept| {
+            if let Some(m) = kept.borrow().as_ref() {
+                m.release_below(BYTES - KEEP);
+            }
+        });
+        match outcome {
+            Ok(value) => value,
+            Err(panic) => resume_unwind(panic),
+        }
+    }
+
+    /// Bytes left unused at the stack's top, zero as mapped: an unwinder walking out of the
+    /// callback (a backtrace taken inside an analysis) reads a zero return address there and
+    /// stops, instead of reading past the mapping.
+    const TOP_GAP: usize = 4096;
+
+    /// Runs `f` with the stack pointer at `top` (16-byte aligned; the stack grows down from it)
+    /// and returns on the caller's stack.
+    ///
+    /// # Safety
+    /// `top` must be the top of writable memory deep enough for `f` and used by nothing else
+    /// until `f` returns; `f` must not unwind.
+    unsafe fn on_stack<R, F: FnOnce() -> R>(top: *mut u8, f: F) -> R {
+        struct Call<F, R> {
+            f: Option<F>,
+            out: Option<R>,
+        }
+        /// Runs on the new stack, given the `Call`.
+        unsafe extern "C" fn trampoline<F: FnOnce() -> R, R>(call: *mut u8) {
+            // SAFETY: `call` is `on_stack`'s `Call`, alive until `switch` returns.
+            let call = unsafe { &mut *call.cast::<Call<F, R>>() };
+            if let Some(f) = call.f.take() {
+                call.out = Some(f());
+            }
+        }
+        let mut call = Call { f: Some(f), out: None };
+        let data: *mut Call<F, R> = &mut call;
+        // SAFETY: this function's contract.
+        unsafe { switch(top, trampoline::<F, R>, data.cast()) };
+        match call.out {
+            Some(out) => out,
+            // `trampoline` always runs `f`; an unwind out of an `extern "C"` function aborts.
+            None => unreachable!("the callback returned without a result"),
+        }
+    }
+
+    /// An anonymous mapping with a guard page below the usable part (the stack grows down into
+    /// it).
+    struct Mapping {
+        start: *mut libc::c_void,
+        len: usize,
+        base: *mut u8,
+    }
+
+    impl Mapping {
+        fn new(usable: usize) -> Option<Mapping> {
+            // SAFETY: plain system calls on a fresh anonymous mapping.
+            unsafe {
+                let page = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)).ok()?;
+                let len = usable + page;
+                let start = libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_NONE,
+                    libc::MAP_PRIVATE | libc::MAP_ANON | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                );
+                if start == libc::MAP_FAILED {
+                    return None;
                 }
-                kept.as_ref().map(|m| m.base)
-            }) else {
-                // No address space for it: the caller's stack is all there is.
-                return f();
-            };
-            ON_IT.with(|on| on.set(true));
-            // SAFETY: `base..base + BYTES` is a read-write mapping owned by this thread's
-            // `KEPT` and used by nothing else while `ON_IT` is set; `f` does not unwind
-            // through the stack switch (caught here).
-            let outcome = unsafe {
-                psm::on_stack(base, BYTES, || catch_unwind(AssertUnwindSafe(f)))
-            };
-            ON_IT.with(|on| on.set(false));
-            KEPT.with(|kept| {
-                if let Some(m) = kept.borrow().as_ref() {
-                    m.release_below(BYTES - KEEP);
+                let base = start.cast::<u8>().add(page);
+                if libc::mprotect(base.cast(), usable, libc::PROT_READ | libc::PROT_WRITE) != 0 {
+                    libc::munmap(start, len);
+                    return None;
                 }
-            });
-            match outcome {
-                Ok(value) => value,
-                Err(panic) => resume_unwind(panic),
+                Some(Mapping { start, len, base })
             }
         }
 
-        /// An anonymous mapping with a guard page below the usable part (the stack grows
-        /// down into it).
-        struct Mapping {
-            start: *mut libc::c_void,
-            len: usize,
-            base: *mut u8,
-        }
-
-        impl Mapping {
-            fn new(usable: usize) -> Option<Mapping> {
-                // SAFETY: plain system calls on a fresh anonymous mapping.
-                unsafe {
-                    let page = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)).ok()?;
-                    let len = usable + page;
-                    let start = libc::mmap(
-                        std::ptr::null_mut(),
-                        len,
-                        libc::PROT_NONE,
-                        libc::MAP_PRIVATE | libc::MAP_ANON | libc::MAP_NORESERVE,
-                        -1,
-                        0,
-                    );
-                    if start == libc::MAP_FAILED {
-                        return None;
-                    }
-                    let base = start.cast::<u8>().add(page);
-                    if libc::mprotect(base.cast(), usable, libc::PROT_READ | libc::PROT_WRITE) != 0 {
-                        libc::munmap(start, len);
-                        return None;
-                    }
-                    Some(Mapping { start, len, base })
-                }
-            }
-
-            /// Hands the pages of the stack's first `bytes` (its deep end) back to the kernel;
-            /// they read as zero when touched again.
-            fn release_below(&self, bytes: usize) {
-                // SAFETY: the range lies inside the mapping, and nothing is on it (the stack
-                // is not in use).
-                unsafe {
-                    libc::madvise(self.base.cast(), bytes, libc::MADV_DONTNEED);
-                }
-            }
-        }
-
-        impl Drop for Mapping {
-            fn drop(&mut self) {
-                // SAFETY: the mapping is this value's and no stack frame is on it (a thread's
-                // locals are dropped after its last frame on it returned).
-                unsafe {
-                    libc::munmap(self.start, self.len);
-                }
+        /// Hands the pages of the stack's first `bytes` (its deep end) back to the kernel; they
+        /// read as zero when touched again.
+        fn release_below(&self, bytes: usize) {
+            // SAFETY: the range lies inside the mapping, and nothing is on it (the stack is not
+            // in use).
+            unsafe {
+                libc::madvise(self.base.cast(), bytes, libc::MADV_DONTNEED);
             }
         }
     }
-    no {
-        fn on_own_stack<R>(f: impl FnOnce() -> R) -> R {
-            f()
+
+    impl Drop for Mapping {
+        fn drop(&mut self) {
+            // SAFETY: the mapping is this value's and no stack frame is on it (a thread's locals
+            // are dropped after its last frame on it returned).
+            unsafe {
+                libc::munmap(self.start, self.len);
+            }
         }
     }
+}
+
+/// Calls `callback(data)` with the stack pointer at `top`; r12, callee-saved in the System V
+/// ABI, keeps the caller's stack pointer across the call.
+///
+/// # Safety
+/// As [`on_stack`]'s.
+#[cfg(all(unix, target_arch = "x86_64"))]
+unsafe fn switch(top: *mut u8, callback: unsafe extern "C" fn(*mut u8), data: *mut u8) {
+    // SAFETY: the caller's contract; `clobber_abi` declares what the callee may change.
+    unsafe {
+        std::arch::asm!(
+            "mov r12, rsp",
+            "mov rsp, {top}",
+            "call {callback}",
+            "mov rsp, r12",
+            top = in(reg) top,
+            callback = in(reg) callback,
+            in("rdi") data,
+            out("r12") _,
+            clobber_abi("C"),
+        );
+    }
+}
+
+/// Calls `callback(data)` with the stack pointer at `top`; x20, callee-saved in AAPCS64, keeps
+/// the caller's stack pointer across the call.
+///
+/// # Safety
+/// As [`on_stack`]'s.
+#[cfg(all(unix, target_arch = "aarch64"))]
+unsafe fn switch(top: *mut u8, callback: unsafe extern "C" fn(*mut u8), data: *mut u8) {
+    // SAFETY: the caller's contract; `clobber_abi` declares what the callee may change (x30,
+    // the link register, among it).
+    unsafe {
+        std::arch::asm!(
+            "mov x20, sp",
+            "mov sp, {top}",
+            "blr {callback}",
+            "mov sp, x20",
+            top = in(reg) top,
+            callback = in(reg) callback,
+            in("x0") data,
+            out("x20") _,
+            clobber_abi("C"),
+        );
+    }
+}
+
+#[cfg(not(all(unix, any(target_arch = "x86_64", target_arch = "aarch64"))))]
+fn on_own_stack<R>(f: impl FnOnce() -> R) -> R {
+    f()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An address in the caller's frame.
+    #[inline(never)]
+    fn stack_pointer() -> usize {
+        let here = 0u8;
+        std::hint::black_box(&here) as *const u8 as usize
+    }
 
     /// Recurses `depth` times with a 64 KiB frame each.
     fn deep(depth: usize) -> usize {
@@ -157,11 +251,12 @@ mod tests {
         assert_eq!(depth, 1024);
     }
 
+    #[cfg(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))]
     #[test]
     fn the_stack_is_kept_and_nested_calls_stay_on_it() {
         std::thread::spawn(|| {
-            let first = run(|| psm::stack_pointer() as usize);
-            let again = run(|| run(|| psm::stack_pointer() as usize));
+            let first = run(stack_pointer);
+            let again = run(|| run(stack_pointer));
             let base = KEPT
                 .with(|k| k.borrow().as_ref().map(|m| m.base as usize))
                 .unwrap();
@@ -175,6 +270,17 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn a_backtrace_taken_on_the_stack_ends_there() {
+        // The unwinder walks out of the callback to the stack's top and stops.
+        let (frames, depth) = run(|| {
+            let trace = std::backtrace::Backtrace::force_capture().to_string();
+            (trace.lines().count(), deep(8))
+        });
+        assert!(frames > 0);
+        assert_eq!(depth, 8);
     }
 
     #[test]
