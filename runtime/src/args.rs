@@ -209,6 +209,12 @@ pub struct Args {
     /// such runs after the forced run and merges them into its stages' `in_core` samples.
     #[cfg_attr(feature = "clap", arg(long))]
     pub keep_in_core: bool,
+    /// Out-of-core arrays follow the memory the node has while the run goes (MMlib, seed 004
+    /// Ch. 5–6): each is cut into panels and caches as many as fit, fewer when the cluster's load
+    /// schedule takes memory, more when it gives it back. Without it a placement is fixed at the
+    /// start, and an in-core array pages once the load takes its memory.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub mmlib: bool,
     /// Where an instrumented run writes its measurements [default: measurements.json].
     #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
     pub measurements: Option<PathBuf>,
@@ -258,6 +264,7 @@ impl Default for Args {
             iterations: 10,
             instrument: false,
             keep_in_core: false,
+            mmlib: false,
             measurements: None,
             trace: None,
             timings: None,

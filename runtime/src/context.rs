@@ -31,6 +31,8 @@ pub struct RunSettings {
     pub instrument: bool,
     /// An instrumented run that leaves in-core arrays in core (`--keep-in-core`).
     pub keep_in_core: bool,
+    /// Arrays follow the memory available (`--mmlib`, [`crate::adapt::mm`]).
+    pub mmlib: bool,
     /// Time the main loop's iterations (`--timings`).
     pub timing: bool,
     /// Wall, virtual or charged clock (`--clock`).
@@ -185,6 +187,9 @@ impl Context {
             self.settings.keep_in_core,
         );
         let store = NodeStore::open(config)?;
+        if self.settings.mmlib {
+            store.set_malleable();
+        }
         Ok(self.store.get_or_init(|| store))
     }
 

@@ -256,6 +256,7 @@ impl<'a> Launch<'a> {
             iterations: a.iterations,
             instrument: a.instrumented(),
             keep_in_core: a.keep_in_core,
+            mmlib: a.mmlib,
             timing: a.timings.is_some(),
             clock: a.clock,
             scratch: PathBuf::new(),

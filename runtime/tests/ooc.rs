@@ -745,3 +745,133 @@ proptest::proptest! {
         proptest::prop_assert_eq!(a.is_out_of_core(), n * 64 > memory_rows * 64);
     }
 }
+
+#[test]
+fn an_in_core_array_pages_once_the_load_takes_its_memory() {
+    use mheta_runtime::clock::{self, ClockMode};
+    use mheta_runtime::format::{LoadAt, LoadStep};
+    // A node of 1 MiB holding two in-core arrays of 256 KiB (64 rows of 512 f64). From
+    // iteration 1 a load takes 768 KiB: 256 KiB are left for 512 KiB, so half of every access
+    // to in-core data faults in. A page read costs 1 ms of latency and 1 ms of transfer
+    // (4,096 bytes at 4.096 MB/s); a dirty page goes out at 8.192 MB/s, 0.5 ms.
+    let dir = tempfile::tempdir().unwrap();
+    let disk = DiskModel {
+        latency_s: 1e-3,
+        read_bps: 4.096e6,
+        write_bps: 8.192e6,
+    };
+    let s = store(dir.path(), 1 << 20, disk, false);
+    let mut a = OocArray::<f64>::new(&s, ArraySpec::new("a", 64, 512)).unwrap();
+    let mut b = OocArray::<f64>::new(&s, ArraySpec::new("b", 64, 512)).unwrap();
+    assert!(!a.is_out_of_core() && !b.is_out_of_core());
+    clock::install(ClockMode::Charged, 1.0);
+    clock::install_load(&[LoadStep {
+        at: LoadAt::Iteration(1),
+        cpu_share: None,
+        memory_bytes: Some(768 << 10),
+    }]);
+    let values = vec![1.0; 64 * 512];
+    clock::iteration_begins(0);
+    a.read_block(0).unwrap();
+    b.write_block(0, &values).unwrap();
+    assert_eq!(clock::now(), 0.0, "nothing is taken before iteration 1");
+
+    clock::iteration_begins(1);
+    // 128 KiB of each 256 KiB access fault in: 32 pages of 2 ms, and the write's 32 dirty
+    // pages go out at 0.5 ms each.
+    a.read_block(0).unwrap();
+    let read = clock::now();
+    b.write_block(0, &values).unwrap();
+    let write = clock::now() - read;
+    clock::uninstall();
+    assert!((read - 0.064).abs() < 1e-9, "read charged {read} s");
+    assert!((write - 0.080).abs() < 1e-9, "write charged {write} s");
+    assert_eq!((a.stats().pages_faulted, b.stats().pages_faulted), (32, 32));
+    assert_eq!(
+        a.stats().reads + a.stats().writes,
+        0,
+        "paging is not block I/O"
+    );
+}
+
+#[test]
+fn a_malleable_array_gives_up_the_panels_the_load_takes_and_pages_nothing() {
+    use mheta_runtime::clock::{self, ClockMode};
+    use mheta_runtime::format::{LoadAt, LoadStep};
+    // A node of 1 MiB and an array of 200 rows of 512 f64 (800 KiB): in core by the plan, 20
+    // panels of 10 rows (40 KiB) under --mmlib. From iteration 1 the load takes 824 KiB, which
+    // leaves room for 5 panels. A 40 KiB transfer costs 1 ms plus 1 ms of latency.
+    let dir = tempfile::tempdir().unwrap();
+    let disk = DiskModel {
+        latency_s: 1e-3,
+        read_bps: 40.96e6,
+        write_bps: 40.96e6,
+    };
+    let s = store(dir.path(), 1 << 20, disk, false);
+    s.set_malleable();
+    let mut a = OocArray::<f64>::new(&s, ArraySpec::new("a", 200, 512)).unwrap();
+    assert_eq!((a.num_blocks(), a.block_rows()), (20, 10));
+    clock::install(ClockMode::Charged, 1.0);
+    clock::install_load(&[LoadStep {
+        at: LoadAt::Iteration(1),
+        cpu_share: None,
+        memory_bytes: Some(824 << 10),
+    }]);
+    // One request per panel and sweep, as a solver makes.
+    let sweep = |a: &mut OocArray<f64>| {
+        for i in 0..a.num_blocks() {
+            let expected = pattern(a.block_range(i), a.row_len());
+            assert_eq!(a.read_block(i).unwrap(), &expected[..], "panel {i}");
+        }
+    };
+    clock::iteration_begins(0);
+    write_all(&mut a);
+    sweep(&mut a);
+    assert_eq!(clock::now(), 0.0, "all 20 panels fit: no I/O");
+    assert_eq!((a.stats().reads, a.stats().writes), (0, 0));
+
+    clock::iteration_begins(1);
+    // The first request finds 15 cached panels without room: they go at once, written back
+    // (dirty), the most recently used first (19 down to 5); then panels 0–4 are hits and 5–19
+    // stream through the fifth slot, evicting the one before (panel 4 dirty: one more write).
+    // No probe yet: the last 20 requests include the first, made at the shortage itself.
+    sweep(&mut a);
+    assert_eq!((a.stats().writes, a.stats().reads), (16, 15));
+    assert_eq!(
+        a.stats().pages_faulted,
+        0,
+        "nothing cached beyond the room left"
+    );
+    let first = clock::now();
+    assert!(
+        (first - 31.0 * 2e-3).abs() < 1e-9,
+        "31 transfers of 2 ms: {first}"
+    );
+
+    // Later sweeps probe for a sixth panel once a sweep (R_pen = 1: the trough is the room),
+    // find it short and give it back before any access pages.
+    for _ in 0..3 {
+        sweep(&mut a);
+    }
+    clock::uninstall();
+    let stats = a.stats();
+    assert_eq!(stats.pages_faulted, 0);
+    // Only dirty panels are written back: beyond the first sweep's 16, at most panels 0–3,
+    // cached dirty since iteration 0, once each when a probe's shortage evicts them.
+    assert!((16..=20).contains(&stats.writes), "{} writes", stats.writes);
+    let reads = stats.reads - 15;
+    assert!(
+        (45..=51).contains(&reads),
+        "15 to 17 reads a sweep: {reads} in 3"
+    );
+}
+
+#[test]
+fn a_malleable_array_cannot_be_reshaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = plain(dir.path());
+    s.set_malleable();
+    let mut a = OocArray::<f64>::new(&s, ArraySpec::new("a", 40, 2)).unwrap();
+    let err = a.reshape(&[Part::Own(0..20)]).unwrap_err();
+    assert!(err.to_string().contains("--mmlib"), "{err}");
+}

@@ -6,8 +6,11 @@
 //!   when the spread of the powers changes by more than a hysteresis factor.
 //! - [`lb`] (seed 004, Mills, Appendix A): LBlib's flexible-phase balancing — every rank gets
 //!   the same time for a phase whose amount of work may differ between ranks.
+//! - [`mm`] (seed 004, Mills, Ch. 5–6): MMlib's memory malleability — out-of-core arrays cache
+//!   as many panels as the memory the node has now allows (`--mmlib`).
 
 pub mod lb;
+pub mod mm;
 mod rebalance;
 
 pub use rebalance::{Access, Change, Layout, MoveError, Powers, RebalanceConfig, Rebalancer};

@@ -29,9 +29,13 @@ use super::policy::Placement;
 use super::prefetch::{Job, Worker};
 use super::store::{ArraySpec, NodeStore};
 use super::OocError;
+use crate::adapt::mm::{PanelCache, PANELS};
 use crate::clock;
 use crate::cluster::DiskModel;
 use crate::hooks::{self, IoKind, VarId};
+
+/// The page size of emulated paging.
+pub const PAGE_BYTES: u64 = 4096;
 
 /// Counts and times of an array's disk operations (all since creation).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -46,8 +50,10 @@ pub struct IoStats {
     pub bytes_read: u64,
     /// Payload bytes written.
     pub bytes_written: u64,
-    /// Seconds charged to the clock by disk emulation.
+    /// Seconds charged to the clock by disk emulation (paging included).
     pub charged_s: f64,
+    /// Pages faulted in by emulated paging (see [`OocArray::read_block`]).
+    pub pages_faulted: u64,
 }
 
 /// A prefetch between `prefetch_block` and `wait`.
@@ -118,6 +124,10 @@ pub struct OocArray<T: Element> {
     /// Per block: whether its file was written (by this array or before a reopen). A block
     /// never written reads as zeros; a written one whose file is gone is an error.
     written: Vec<bool>,
+    /// The array follows the memory (`--mmlib`): its blocks are MMlib's panels.
+    malleable: bool,
+    /// The panels cached in memory, once a block was asked for (malleable arrays).
+    panels: Option<PanelCache<T>>,
 }
 
 impl<T: Element> OocArray<T> {
@@ -152,6 +162,7 @@ impl<T: Element> OocArray<T> {
             let _ = placement.set(fixed);
         }
         let var = spec.record.then(|| hooks::register_var(&spec.name));
+        let malleable = store.malleable() && slot.is_some() && spec.rows > 0;
         Ok(OocArray {
             store: store.clone(),
             spec,
@@ -169,6 +180,8 @@ impl<T: Element> OocArray<T> {
             worker: None,
             stats: IoStats::default(),
             fault: None,
+            malleable,
+            panels: None,
         })
     }
 
@@ -190,6 +203,10 @@ impl<T: Element> OocArray<T> {
     /// In core, or out of core with its ICLA size (decided on first use; see `NodeStore`).
     pub fn placement(&self) -> Placement {
         *self.placement.get_or_init(|| match self.slot {
+            // A malleable array's blocks are its panels, whatever the plan.
+            Some(_) if self.malleable => Placement::OutOfCore {
+                icla_rows: self.spec.rows.div_ceil(PANELS).max(1),
+            },
             Some(slot) => self.store.placement(slot),
             None => Placement::InCore,
         })
@@ -229,10 +246,21 @@ impl<T: Element> OocArray<T> {
     }
 
     /// Read block `i`; the slice lives until the next operation on the array.
+    ///
+    /// An in-core array moves no bytes, unless the node's load schedule takes so much memory
+    /// (`[[node.load]] memory`) that the arrays placed in core no longer fit: the kernel then
+    /// keeps what fits and pages the rest, and every access to in-core data faults in its
+    /// share of the excess, a page at a time, each page a disk read with its latency (a write
+    /// also pages its dirty pages out, at the disk's write rate). A placement fixed before the
+    /// memory went pays this; an array that follows the memory ([`crate::adapt::mm`]) need not.
     pub fn read_block(&mut self, i: usize) -> Result<&[T], OocError> {
         self.check_block(i)?;
         let len = self.block_len(i);
+        if self.malleable {
+            return self.read_panel(i);
+        }
         if !self.is_out_of_core() {
+            self.page(len, false);
             return Ok(&self.in_core_data()[..len]);
         }
         let mut buffer = std::mem::take(&mut self.current);
@@ -253,10 +281,19 @@ impl<T: Element> OocArray<T> {
     /// Write block `i` (exactly `block_len(i)` elements); durable and atomic when out of core.
     pub fn write_block(&mut self, i: usize, values: &[T]) -> Result<(), OocError> {
         self.check_len(i, values.len())?;
+        if self.malleable {
+            return self.write_panel(i, values);
+        }
         if !self.is_out_of_core() {
+            self.page(values.len(), true);
             self.in_core_data()[..values.len()].copy_from_slice(values);
             return Ok(());
         }
+        self.write_file(i, values)
+    }
+
+    /// Write block `i`'s file: atomically, charged, recorded.
+    fn write_file(&mut self, i: usize, values: &[T]) -> Result<(), OocError> {
         let _io = clock::not_compute();
         self.time_in_core_copy(values);
         let shape = self.shape(i);
@@ -316,7 +353,8 @@ impl<T: Element> OocArray<T> {
                 pending: block,
             });
         }
-        if !self.is_out_of_core() {
+        if !self.is_out_of_core() || self.malleable {
+            // Nothing to read ahead (a malleable array reads a missing panel at `wait`).
             self.pending = Some(Pending::Ready {
                 block: i,
                 issued_end: clock::now(),
@@ -398,7 +436,11 @@ impl<T: Element> OocArray<T> {
             hooks::record_io(var, IoKind::Wait, 0, issued_end, entry);
         }
         let len = self.block_len(block);
+        if self.malleable {
+            return self.read_panel(block);
+        }
         if !self.is_out_of_core() {
+            self.page(len, false);
             return Ok(&self.in_core_data()[..len]);
         }
         std::mem::swap(&mut self.current, &mut self.ahead);
@@ -455,6 +497,12 @@ impl<T: Element> OocArray<T> {
     /// always read from the old blocks; the reads and writes are emulated and recorded like
     /// any other. A pending prefetch is waited for and dropped.
     pub fn reshape(&mut self, parts: &[Part<'_, T>]) -> Result<(), OocError> {
+        if self.malleable {
+            return Err(self.reshape_error(
+                "it follows the memory (--mmlib), and its cached panels would not move with the rows"
+                    .to_string(),
+            ));
+        }
         let row_len = self.spec.row_len.max(1);
         let mut rows = 0u64;
         for part in parts {
@@ -707,6 +755,145 @@ impl<T: Element> OocArray<T> {
     }
 
     /// Charge the emulated disk's shortfall for an operation that began at `begin`.
+    /// The panel cache, made at the first panel asked for: it starts with as many panels as the
+    /// node's plan gave the array memory for (at least one).
+    fn panel_cache(&mut self) -> &mut PanelCache<T> {
+        if self.panels.is_none() {
+            let panel_rows = self.block_rows().max(1);
+            let planned_rows = match self.slot {
+                Some(slot) => self.store.placement(slot).block_rows(self.spec.rows),
+                None => self.spec.rows,
+            };
+            let capacity = (planned_rows / panel_rows).max(1);
+            self.panels = Some(PanelCache::new(self.num_blocks(), capacity));
+        }
+        self.panels.as_mut().expect("made above")
+    }
+
+    /// Bytes of one (full) panel.
+    fn panel_bytes(&self) -> u128 {
+        u128::from(self.block_rows()) * self.spec.row_len as u128 * T::SIZE as u128
+    }
+
+    /// MMlib's decision at a panel request (seed Fig. 5.10, [`crate::adapt::mm::Adapter`]): the
+    /// room the node leaves this array now, in panels, against what it caches; evicts down to
+    /// the capacity decided.
+    fn adapt_panels(&mut self) -> Result<(), OocError> {
+        let panel_bytes = self.panel_bytes().max(1);
+        let taken = clock::memory_taken();
+        let memory = u128::from(self.store.config().memory_bytes.saturating_sub(taken));
+        let now = clock::now();
+        let cache = self.panel_cache();
+        let own = u128::from(cache.cached()) * panel_bytes;
+        let others = self.store.resident_bytes().saturating_sub(own);
+        let room = u64::try_from(memory.saturating_sub(others) / panel_bytes).unwrap_or(u64::MAX);
+        let cache = self.panel_cache();
+        let cached = cache.cached();
+        let capacity = cache.adapter.before_request(now, cached, room).capacity;
+        while self.panel_cache().cached() > capacity {
+            self.evict_panel()?;
+        }
+        Ok(())
+    }
+
+    /// Evicts the most recently used panel, writing it back when dirty.
+    fn evict_panel(&mut self) -> Result<(), OocError> {
+        let cache = self.panel_cache();
+        let Some(victim) = cache.victim() else {
+            return Ok(());
+        };
+        if let Some((data, true)) = cache.take(victim) {
+            self.write_file(victim, &data)?;
+        }
+        self.note_held();
+        Ok(())
+    }
+
+    /// Tells the store what the panels cached now hold.
+    fn note_held(&mut self) {
+        let bytes = u128::from(self.panel_cache().cached()) * self.panel_bytes();
+        if let Some(slot) = self.slot {
+            self.store.set_held(slot, bytes);
+        }
+    }
+
+    /// Read panel `i` of a malleable array: from the cache, or from its block file into the
+    /// cache (evicting to make room).
+    fn read_panel(&mut self, i: usize) -> Result<&[T], OocError> {
+        self.adapt_panels()?;
+        let len = self.block_len(i);
+        if self.panel_cache().slots[i].is_some() {
+            self.panel_cache().touch(i);
+            self.page(len, false);
+        } else {
+            let capacity = self.panel_cache().adapter.capacity();
+            while self.panel_cache().cached() >= capacity {
+                self.evict_panel()?;
+            }
+            let mut buffer = Vec::new();
+            self.read_sync(i, &mut buffer, IoKind::Read)?;
+            let cache = self.panel_cache();
+            cache.slots[i] = Some((buffer, false));
+            cache.touch(i);
+            self.note_held();
+        }
+        match &self.panel_cache().slots[i] {
+            Some((data, _)) => Ok(&data[..len]),
+            None => unreachable!("panel {i} was cached above"),
+        }
+    }
+
+    /// Write panel `i` of a malleable array: into the cache (written back when evicted).
+    fn write_panel(&mut self, i: usize, values: &[T]) -> Result<(), OocError> {
+        self.adapt_panels()?;
+        if let Some((data, dirty)) = self.panel_cache().slots[i].as_mut() {
+            data.copy_from_slice(values);
+            *dirty = true;
+            self.panel_cache().touch(i);
+            self.page(values.len(), true);
+            return Ok(());
+        }
+        let capacity = self.panel_cache().adapter.capacity();
+        while self.panel_cache().cached() >= capacity {
+            self.evict_panel()?;
+        }
+        let cache = self.panel_cache();
+        cache.slots[i] = Some((values.to_vec(), true));
+        cache.touch(i);
+        self.note_held();
+        Ok(())
+    }
+
+    /// Emulated paging of an access to `elements` in-core elements (see [`Self::read_block`]):
+    /// the access faults in its share `excess / resident` of the node's arrays' in-memory bytes
+    /// that no longer fit beside the memory the load schedule takes.
+    fn page(&mut self, elements: usize, dirty: bool) {
+        let taken = clock::memory_taken();
+        if taken == 0 {
+            return;
+        }
+        let available = u128::from(self.store.config().memory_bytes.saturating_sub(taken));
+        let resident = self.store.resident_bytes();
+        if resident <= available {
+            return;
+        }
+        let bytes = elements as u128 * T::SIZE as u128;
+        let faulted = bytes * (resident - available) / resident;
+        let pages = u64::try_from(faulted.div_ceil(PAGE_BYTES as u128)).unwrap_or(u64::MAX);
+        if pages == 0 {
+            return;
+        }
+        let disk = self.disk();
+        let mut cost_s = pages as f64 * disk.read_seconds(PAGE_BYTES);
+        if dirty {
+            cost_s += pages as f64 * PAGE_BYTES as f64 / disk.write_bps;
+        }
+        let _io = clock::not_compute();
+        clock::charge(cost_s);
+        self.stats.charged_s += cost_s;
+        self.stats.pages_faulted += pages;
+    }
+
     fn emulate(&mut self, cost_s: f64, begin: f64) {
         let short = DiskModel::shortfall(cost_s, clock::now() - begin);
         clock::charge(short);

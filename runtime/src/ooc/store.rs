@@ -106,6 +106,8 @@ struct Inner {
     _lock: DirLock,
     config: StoreConfig,
     ledger: Mutex<Ledger>,
+    /// Arrays created from now on follow the memory (`crate::adapt::mm`).
+    malleable: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -114,6 +116,23 @@ struct Ledger {
     demands: Vec<ArrayDemand>,
     /// Placements decided so far, for `demands[..placed.len()]`.
     placed: Vec<Placement>,
+    /// Per slot: the bytes a malleable array holds now, which its placement does not say.
+    held: Vec<Option<u128>>,
+}
+
+impl Ledger {
+    /// Bytes the placed arrays hold in memory: in-core arrays whole, out-of-core ones their
+    /// ICLA, malleable ones their cached panels.
+    fn resident(&self) -> u128 {
+        self.placed
+            .iter()
+            .zip(&self.demands)
+            .zip(&self.held)
+            .map(|((placement, demand), held)| {
+                held.unwrap_or_else(|| placement.memory_bytes(demand))
+            })
+            .sum()
+    }
 }
 
 impl NodeStore {
@@ -140,6 +159,7 @@ impl NodeStore {
                 _lock: lock,
                 config,
                 ledger: Mutex::default(),
+                malleable: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -176,6 +196,7 @@ impl NodeStore {
                 uses: spec.uses,
                 io: IoEstimate::on_disk(&self.inner.config.disk, spec.uses),
             });
+            ledger.held.push(None);
             ledger.demands.len() - 1
         });
         Ok((self.dir().join(dir_name), slot))
@@ -186,12 +207,7 @@ impl NodeStore {
     pub(crate) fn placement(&self, slot: usize) -> Placement {
         let mut ledger = self.ledger();
         if slot >= ledger.placed.len() {
-            let used: u128 = ledger
-                .placed
-                .iter()
-                .zip(&ledger.demands)
-                .map(|(placement, demand)| placement.memory_bytes(demand))
-                .sum();
+            let used = ledger.resident();
             let left = u128::from(self.inner.config.memory_bytes).saturating_sub(used);
             let left = u64::try_from(left).unwrap_or(u64::MAX);
             let pending = plan(left, &ledger.demands[ledger.placed.len()..]);
@@ -229,6 +245,35 @@ impl NodeStore {
             }
         }
         self.placement(slot)
+    }
+
+    /// Bytes the node's arrays placed so far hold in memory (see [`Placement::memory_bytes`]).
+    pub(crate) fn resident_bytes(&self) -> u128 {
+        self.ledger().resident()
+    }
+
+    /// Arrays this store places from now on follow the memory available (MMlib, see
+    /// [`crate::adapt::mm`]); not in instrumented runs, which measure the fixed placement.
+    pub fn set_malleable(&self) {
+        if !self.inner.config.instrumented {
+            self.inner
+                .malleable
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Whether arrays placed by this store follow the memory.
+    pub(crate) fn malleable(&self) -> bool {
+        self.inner
+            .malleable
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The malleable array in ledger `slot` holds `bytes` in memory now.
+    pub(crate) fn set_held(&self, slot: usize, bytes: u128) {
+        if let Some(held) = self.ledger().held.get_mut(slot) {
+            *held = Some(bytes);
+        }
     }
 
     fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {

@@ -251,6 +251,7 @@ impl Session {
             iterations: 0,
             instrument: self.env.instrument,
             keep_in_core: false,
+            mmlib: false,
             timing: self.env.timings.is_some(),
             clock: ClockMode::Wall,
             scratch: Default::default(),
