@@ -5,7 +5,8 @@
 //! `mheta tune` for the distribution MHETA picks before the run, for the cluster as it is when
 //! the run starts (the load-free cluster the loaded one is named after), then runs the program
 //! on the loaded cluster with that distribution: as it is (static), and with each adaptation the
-//! fixture supports (`--rebalance`: seed 001's rebalancer). Every variant runs `--repeat` times,
+//! fixture supports (`--rebalance`: seed 001's rebalancer; `--flexible`: seed 004's LBlib;
+//! `--mmlib`: seed 004's memory-malleable arrays). Every variant runs `--repeat` times,
 //! each run a separate process, in rounds over the variants. The table (`README.md`), the cases
 //! (`adapt.json`) and one plot per case of the time per iteration over the run (the median over
 //! the runs, per iteration) go to `--out`, rewritten after every case. `--json` prints
@@ -55,6 +56,8 @@ struct Fixture {
     rows: u64,
     rebalance: bool,
     lblib: bool,
+    /// Whether its data are out-of-core arrays, which `--mmlib` makes malleable.
+    mmlib: bool,
 }
 
 const FIXTURES: [Fixture; 4] = [
@@ -63,18 +66,21 @@ const FIXTURES: [Fixture; 4] = [
         rows: 2000,
         rebalance: true,
         lblib: false,
+        mmlib: true,
     },
     Fixture {
         name: "cg",
         rows: 200_000,
         rebalance: true,
         lblib: false,
+        mmlib: true,
     },
     Fixture {
         name: "rna",
         rows: 8000,
         rebalance: true,
         lblib: false,
+        mmlib: true,
     },
     // 16 bytes per row (x and b); its inner phase is flexible.
     Fixture {
@@ -82,16 +88,19 @@ const FIXTURES: [Fixture; 4] = [
         rows: 100_000,
         rebalance: false,
         lblib: true,
+        mmlib: false,
     },
 ];
 
-/// Clusters whose load changes mid-run, each with the load-free cluster it starts as.
-const CLUSTERS: [(&str, &str); 1] = [("dc-load-2", "dc-2")];
+/// Clusters whose load changes mid-run, each with the load-free cluster it starts as: the fast
+/// node loses CPU (and some memory, which the arrays still fit in), or most of its memory.
+const CLUSTERS: [(&str, &str); 2] = [("dc-load-2", "dc-2"), ("dc-mem-2", "dc-2")];
 
 /// The variants: the static distribution, then the adaptations.
 const STATIC: &str = "static";
 const REBALANCER: &str = "rebalancer";
 const LBLIB: &str = "lblib";
+const MMLIB: &str = "mmlib";
 
 /// One fixture on one cluster.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -108,7 +117,8 @@ pub struct Case {
     /// Seed 004's flexible-phase balancing (`--flexible`); `None` where the fixture has no
     /// flexible phase.
     pub lblib_s: Option<f64>,
-    /// Seed 004's memory-adaptive out-of-core arrays; not built yet.
+    /// Seed 004's memory-adaptive out-of-core arrays (`--mmlib`); `None` where the fixture
+    /// keeps no out-of-core arrays.
     pub mmlib_s: Option<f64>,
     /// Every run's total seconds, per variant.
     pub runs_s: BTreeMap<String, Vec<f64>>,
@@ -234,6 +244,9 @@ fn run_case(
     if fixture.lblib {
         variants.push(LBLIB);
     }
+    if fixture.mmlib {
+        variants.push(MMLIB);
+    }
     let load = load_average();
     let mut totals: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut iterations: BTreeMap<String, Vec<Vec<f64>>> = BTreeMap::new();
@@ -253,6 +266,7 @@ fn run_case(
             match variant {
                 REBALANCER => command.arg("--rebalance"),
                 LBLIB => command.arg("--flexible"),
+                MMLIB => command.arg("--mmlib"),
                 _ => &mut command,
             };
             let output = super::output(&mut command)
@@ -295,7 +309,7 @@ fn run_case(
         static_s: total(STATIC),
         rebalancer_s: total(REBALANCER),
         lblib_s: total(LBLIB),
-        mmlib_s: None,
+        mmlib_s: total(MMLIB),
         runs_s: totals,
         per_iteration_s,
         load,
@@ -330,12 +344,13 @@ fn line(case: &Case) -> String {
     match &case.error {
         Some(e) => format!("{} on {}: failed: {e}", case.fixture, case.cluster),
         None => format!(
-            "{} on {}: static {}, rebalancer {}, LBlib {}",
+            "{} on {}: static {}, rebalancer {}, LBlib {}, MMlib {}",
             case.fixture,
             case.cluster,
             seconds(case.static_s),
             seconds(case.rebalancer_s),
-            seconds(case.lblib_s)
+            seconds(case.lblib_s),
+            seconds(case.mmlib_s)
         ),
     }
 }
@@ -353,7 +368,8 @@ fn write(out: &Path, cases: &[Case]) -> anyhow::Result<()> {
          as it is (static) and with each run-time adaptation the fixture has. Times are the \
          total over the run's iterations, the median of separate runs; the plot of each case is \
          the time of each iteration (median over the runs). `–`: the variant does not apply \
-         (LBlib needs a flexible phase, which only schwarz has; MMlib is not built).\n\n\
+         (LBlib needs a flexible phase, which only schwarz has; MMlib, `--mmlib`, out-of-core \
+         arrays, which schwarz does not keep).\n\n\
          | fixture | cluster | distribution | static | rebalancer | LBlib | MMlib | runs | load |\n\
          |---|---|---|---:|---:|---:|---:|---|---:|\n",
     );
@@ -385,7 +401,7 @@ fn write(out: &Path, cases: &[Case]) -> anyhow::Result<()> {
         let plot = format!("{}-{}.svg", case.fixture, case.cluster);
         let _ = writeln!(
             table,
-            "| {} | [{}]({plot}) | {:?} | {} | {}{} | {}{} | {} | {} | {:.2} |",
+            "| {} | [{}]({plot}) | {:?} | {} | {}{} | {}{} | {}{} | {} | {:.2} |",
             case.fixture,
             case.cluster,
             case.distribution,
@@ -395,6 +411,7 @@ fn write(out: &Path, cases: &[Case]) -> anyhow::Result<()> {
             seconds(case.lblib_s),
             versus(case.lblib_s),
             seconds(case.mmlib_s),
+            versus(case.mmlib_s),
             runs.join("; "),
             case.load
         );
