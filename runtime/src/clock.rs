@@ -465,7 +465,9 @@ pub fn unclocked<R>(f: impl FnOnce() -> R) -> R {
     struct Thaw(f64);
     impl Drop for Thaw {
         fn drop(&mut self) {
-            let used = thread_cpu_s() - self.0 + clock_read_cost_s();
+            // The cost first: its one-time measurement (a thousand reads) runs frozen too.
+            let read_cost = clock_read_cost_s();
+            let used = thread_cpu_s() - self.0 + read_cost;
             CPU_MARK.with(|m| m.set(m.get() + used.max(0.0)));
             FROZEN.with(|f| f.set(false));
         }
