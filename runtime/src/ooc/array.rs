@@ -127,7 +127,7 @@ pub struct OocArray<T: Element> {
     /// The array follows the memory (`--mmlib`): its blocks are MMlib's panels.
     malleable: bool,
     /// The panels cached in memory, once a block was asked for (malleable arrays).
-    panels: Option<PanelCache<T>>,
+    panels: Option<PanelCache>,
 }
 
 impl<T: Element> OocArray<T> {
@@ -757,7 +757,7 @@ impl<T: Element> OocArray<T> {
     /// Charge the emulated disk's shortfall for an operation that began at `begin`.
     /// The panel cache, made at the first panel asked for: it starts with as many panels as the
     /// node's plan gave the array memory for (at least one).
-    fn panel_cache(&mut self) -> &mut PanelCache<T> {
+    fn panel_cache(&mut self) -> &mut PanelCache {
         if self.panels.is_none() {
             let panel_rows = self.block_rows().max(1);
             let planned_rows = match self.slot {
@@ -775,6 +775,12 @@ impl<T: Element> OocArray<T> {
         u128::from(self.block_rows()) * self.spec.row_len as u128 * T::SIZE as u128
     }
 
+    /// Where panel `i` lies in the buffer of the whole array.
+    fn panel_span(&self, i: usize) -> std::ops::Range<usize> {
+        let rows = self.block_range(i);
+        rows.start as usize * self.spec.row_len..rows.end as usize * self.spec.row_len
+    }
+
     /// MMlib's decision at a panel request (seed Fig. 5.10, [`crate::adapt::mm::Adapter`]): the
     /// room the node leaves this array now, in panels, against what it caches; evicts down to
     /// the capacity decided.
@@ -783,8 +789,7 @@ impl<T: Element> OocArray<T> {
         let taken = clock::memory_taken();
         let memory = u128::from(self.store.config().memory_bytes.saturating_sub(taken));
         let now = clock::now();
-        let cache = self.panel_cache();
-        let own = u128::from(cache.cached()) * panel_bytes;
+        let own = u128::from(self.panel_cache().cached()) * panel_bytes;
         let others = self.store.resident_bytes().saturating_sub(own);
         let room = u64::try_from(memory.saturating_sub(others) / panel_bytes).unwrap_or(u64::MAX);
         let cache = self.panel_cache();
@@ -802,8 +807,12 @@ impl<T: Element> OocArray<T> {
         let Some(victim) = cache.victim() else {
             return Ok(());
         };
-        if let Some((data, true)) = cache.take(victim) {
-            self.write_file(victim, &data)?;
+        if cache.take(victim) == Some(true) {
+            let span = self.panel_span(victim);
+            let data = std::mem::take(&mut self.current);
+            let written = self.write_file(victim, &data[span]);
+            self.current = data;
+            written?;
         }
         self.note_held();
         Ok(())
@@ -817,48 +826,54 @@ impl<T: Element> OocArray<T> {
         }
     }
 
+    /// Makes room for one more panel in the cache.
+    fn make_room(&mut self) -> Result<(), OocError> {
+        let capacity = self.panel_cache().adapter.capacity();
+        while self.panel_cache().cached() >= capacity {
+            self.evict_panel()?;
+        }
+        Ok(())
+    }
+
     /// Read panel `i` of a malleable array: from the cache, or from its block file into the
     /// cache (evicting to make room).
     fn read_panel(&mut self, i: usize) -> Result<&[T], OocError> {
         self.adapt_panels()?;
-        let len = self.block_len(i);
+        let span = self.panel_span(i);
+        self.in_core_data();
         if self.panel_cache().slots[i].is_some() {
             self.panel_cache().touch(i);
-            self.page(len, false);
+            self.page(span.len(), false);
         } else {
-            let capacity = self.panel_cache().adapter.capacity();
-            while self.panel_cache().cached() >= capacity {
-                self.evict_panel()?;
+            self.make_room()?;
+            let mut buffer = std::mem::take(&mut self.ahead);
+            let read = self.read_sync(i, &mut buffer, IoKind::Read);
+            if read.is_ok() {
+                self.current[span.clone()].copy_from_slice(&buffer[..span.len()]);
             }
-            let mut buffer = Vec::new();
-            self.read_sync(i, &mut buffer, IoKind::Read)?;
+            self.ahead = buffer;
+            read?;
             let cache = self.panel_cache();
-            cache.slots[i] = Some((buffer, false));
+            cache.slots[i] = Some(false);
             cache.touch(i);
             self.note_held();
         }
-        match &self.panel_cache().slots[i] {
-            Some((data, _)) => Ok(&data[..len]),
-            None => unreachable!("panel {i} was cached above"),
-        }
+        Ok(&self.current[span])
     }
 
     /// Write panel `i` of a malleable array: into the cache (written back when evicted).
     fn write_panel(&mut self, i: usize, values: &[T]) -> Result<(), OocError> {
         self.adapt_panels()?;
-        if let Some((data, dirty)) = self.panel_cache().slots[i].as_mut() {
-            data.copy_from_slice(values);
-            *dirty = true;
-            self.panel_cache().touch(i);
+        let span = self.panel_span(i);
+        self.in_core_data();
+        if self.panel_cache().slots[i].is_some() {
             self.page(values.len(), true);
-            return Ok(());
+        } else {
+            self.make_room()?;
         }
-        let capacity = self.panel_cache().adapter.capacity();
-        while self.panel_cache().cached() >= capacity {
-            self.evict_panel()?;
-        }
+        self.current[span].copy_from_slice(values);
         let cache = self.panel_cache();
-        cache.slots[i] = Some((values.to_vec(), true));
+        cache.slots[i] = Some(true);
         cache.touch(i);
         self.note_held();
         Ok(())
