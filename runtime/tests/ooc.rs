@@ -875,3 +875,25 @@ fn a_malleable_array_cannot_be_reshaped() {
     let err = a.reshape(&[Part::Own(0..20)]).unwrap_err();
     assert!(err.to_string().contains("--mmlib"), "{err}");
 }
+
+#[test]
+fn a_malleable_array_on_an_unemulated_node_follows_the_machines_free_memory() {
+    // No cluster: the node's memory is the machine's, and what it has available now
+    // (`MemAvailable`) holds a 1.6 MB array many times over: every panel stays cached.
+    let Some(free) = mheta_runtime::cluster::machine_available_memory() else {
+        return; // No /proc/meminfo here.
+    };
+    assert!(
+        free > 64 << 20,
+        "the test needs 64 MiB available, has {free} bytes"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let s = plain(dir.path());
+    s.set_malleable();
+    let mut a = OocArray::<f64>::new(&s, ArraySpec::new("a", 400, 512)).unwrap();
+    assert_eq!(a.num_blocks(), 20);
+    write_all(&mut a);
+    check_all(&mut a);
+    check_all(&mut a);
+    assert_eq!((a.stats().reads, a.stats().writes), (0, 0));
+}

@@ -11,7 +11,8 @@
 //! How many panels to cache (`Panels_in`) is decided whenever a panel is requested, by the rule
 //! of seed Fig. 5.10 ([`Adapter::before_request`]) with §6.4.1's test of a real shortage: the
 //! resident set the node lets the array keep (here: the node's memory less what its load
-//! schedule takes and what its other arrays hold, capped by what the array caches, mRSS) is
+//! schedule takes and what its other arrays hold — without an emulated node, what the machine
+//! has available, `MemAvailable`, besides the panels — capped by what the array caches, mRSS) is
 //! compared with what it caches (dRSS); when it is less, the array gives up the panels that are
 //! not resident at once (a *shortage*); when every cached panel is resident and fewer
 //! than all are cached, it caches one more — at once if no shortage was ever seen, otherwise only

@@ -22,6 +22,42 @@ pub use mheta_format::cluster::{units, ClusterError, MAX_COUNT, UNTHROTTLED_BPS}
 /// system does not say. Allocations above it cannot succeed, or succeed only to be killed by the
 /// kernel when touched, so sizes are checked against it before allocating.
 pub fn machine_memory() -> Option<u64> {
+    machine_memory_limit()
+}
+
+/// The memory the machine could give a process now without swapping (`MemAvailable` in
+/// `/proc/meminfo`), bytes; `None` where the kernel does not say.
+pub fn machine_available_memory() -> Option<u64> {
+    parse_mem_available(&std::fs::read_to_string("/proc/meminfo").ok()?)
+}
+
+fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    let rest = meminfo
+        .lines()
+        .find_map(|line| line.strip_prefix("MemAvailable:"))?;
+    let mut words = rest.split_whitespace();
+    let amount: u64 = words.next()?.parse().ok()?;
+    match words.next() {
+        Some("kB") => amount.checked_mul(1024),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_mem_available;
+
+    #[test]
+    fn available_memory_is_read_from_meminfo() {
+        let meminfo = "MemTotal:       24683640 kB\nMemFree:        21735000 kB\nMemAvailable:   24186748 kB\n";
+        assert_eq!(parse_mem_available(meminfo), Some(24_186_748 * 1024));
+        assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
+        assert_eq!(parse_mem_available("MemAvailable: lots\n"), None);
+        assert_eq!(parse_mem_available("MemAvailable: 5 MB\n"), None);
+    }
+}
+
+fn machine_memory_limit() -> Option<u64> {
     // SAFETY: sysconf and getrlimit only read system values; `limit` is a valid out-pointer.
     let physical = unsafe {
         let pages = libc::sysconf(libc::_SC_PHYS_PAGES);

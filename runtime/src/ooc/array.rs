@@ -128,7 +128,13 @@ pub struct OocArray<T: Element> {
     malleable: bool,
     /// The panels cached in memory, once a block was asked for (malleable arrays).
     panels: Option<PanelCache>,
+    /// A malleable array on a node whose memory is not emulated: the machine's available memory
+    /// when last read, and when (read at most every [`FREE_MEMORY_EVERY`]).
+    machine_free: Option<(std::time::Instant, Option<u64>)>,
 }
+
+/// How long a reading of the machine's available memory serves a malleable array.
+const FREE_MEMORY_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl<T: Element> OocArray<T> {
     /// Create (or reopen: existing blocks are kept) an array in `store`.
@@ -182,6 +188,7 @@ impl<T: Element> OocArray<T> {
             fault: None,
             malleable,
             panels: None,
+            machine_free: None,
         })
     }
 
@@ -786,12 +793,22 @@ impl<T: Element> OocArray<T> {
     /// the capacity decided.
     fn adapt_panels(&mut self) -> Result<(), OocError> {
         let panel_bytes = self.panel_bytes().max(1);
-        let taken = clock::memory_taken();
-        let memory = u128::from(self.store.config().memory_bytes.saturating_sub(taken));
         let now = clock::now();
         let own = u128::from(self.panel_cache().cached()) * panel_bytes;
-        let others = self.store.resident_bytes().saturating_sub(own);
-        let room = u64::try_from(memory.saturating_sub(others) / panel_bytes).unwrap_or(u64::MAX);
+        let room_bytes = if self.store.config().memory_bytes == u64::MAX {
+            // Not emulated: what the machine has available now, besides what the panels hold
+            // (the node's other arrays are part of what it has given already).
+            match self.machine_free() {
+                Some(free) => u128::from(free) + own,
+                None => u128::MAX,
+            }
+        } else {
+            let taken = clock::memory_taken();
+            let memory = u128::from(self.store.config().memory_bytes.saturating_sub(taken));
+            let others = self.store.resident_bytes().saturating_sub(own);
+            memory.saturating_sub(others)
+        };
+        let room = u64::try_from(room_bytes / panel_bytes).unwrap_or(u64::MAX);
         let cache = self.panel_cache();
         let cached = cache.cached();
         let capacity = cache.adapter.before_request(now, cached, room).capacity;
@@ -799,6 +816,19 @@ impl<T: Element> OocArray<T> {
             self.evict_panel()?;
         }
         Ok(())
+    }
+
+    /// The machine's available memory, read again when the last reading is older than
+    /// [`FREE_MEMORY_EVERY`].
+    fn machine_free(&mut self) -> Option<u64> {
+        match self.machine_free {
+            Some((at, free)) if at.elapsed() < FREE_MEMORY_EVERY => free,
+            _ => {
+                let free = crate::cluster::machine_available_memory();
+                self.machine_free = Some((std::time::Instant::now(), free));
+                free
+            }
+        }
     }
 
     /// Evicts the most recently used panel, writing it back when dirty.
