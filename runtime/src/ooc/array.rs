@@ -870,7 +870,7 @@ impl<T: Element> OocArray<T> {
     fn read_panel(&mut self, i: usize) -> Result<&[T], OocError> {
         self.adapt_panels()?;
         let span = self.panel_span(i);
-        self.in_core_data();
+        self.in_core_data(); // the whole array's buffer, where cached panels live
         if self.panel_cache().slots[i].is_some() {
             self.panel_cache().touch(i);
             self.page(span.len(), false);
@@ -895,8 +895,9 @@ impl<T: Element> OocArray<T> {
     fn write_panel(&mut self, i: usize, values: &[T]) -> Result<(), OocError> {
         self.adapt_panels()?;
         let span = self.panel_span(i);
-        self.in_core_data();
-        if self.panel_cache().slots[i].is_some() {
+        self.in_core_data(); // the whole array's buffer, where cached panels live
+        let cached = self.panel_cache().slots[i].is_some();
+        if cached {
             self.page(values.len(), true);
         } else {
             self.make_room()?;
@@ -905,7 +906,9 @@ impl<T: Element> OocArray<T> {
         let cache = self.panel_cache();
         cache.slots[i] = Some(true);
         cache.touch(i);
-        self.note_held();
+        if !cached {
+            self.note_held();
+        }
         Ok(())
     }
 
