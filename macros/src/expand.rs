@@ -1,7 +1,7 @@
 //! The generated code's vocabulary: guard constructors through `::mheta::__private`, the
 //! embedded structure, and the assembled function.
 
-use mheta_format::IoKind;
+use mheta_format::{IoKind, Structure};
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 
@@ -55,10 +55,15 @@ pub fn loop_guard(kind: LoopKind) -> TokenStream {
 /// re-runs the macro.
 pub fn registration(
     solver: &str,
+    structure: &Structure,
     json: &str,
     tracked: Option<&str>,
     unrecorded: &[String],
 ) -> TokenStream {
+    // The name the measurements carry, computed here so that the program never parses its own
+    // structure (the runtime would otherwise compile a JSON deserializer of the whole format).
+    let crate_name = &structure.crate_name;
+    let digest = structure.digest();
     let track = tracked.map(|path| {
         quote!(
             const _: &[u8] = ::core::include_bytes!(#path);
@@ -70,6 +75,8 @@ pub fn registration(
             static EMBEDDED: ::mheta::__private::Embedded =
                 ::mheta::__private::Embedded {
                     solver: #solver,
+                    crate_name: #crate_name,
+                    digest: #digest,
                     structure_json: #json,
                     unrecorded_calls: &[#(#unrecorded),*],
                 };

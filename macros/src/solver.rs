@@ -208,8 +208,13 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
         .chain(plan.calls_elsewhere.iter().cloned())
         .chain(copies.unrecorded.iter().cloned())
         .collect();
-    let registration =
-        expand::registration(&solver.name, &found.json, tracked.as_deref(), &unrecorded);
+    let registration = expand::registration(
+        &solver.name,
+        &found.structure,
+        &found.json,
+        tracked.as_deref(),
+        &unrecorded,
+    );
     // Both copies when that is sound (see `dual`), so a disabled run executes the plain body.
     let plain = match dual::obstacle(item) {
         None => Some(dual::plain_body(&item.block, &plan)),

@@ -4,18 +4,22 @@
 //! `mheta analyze <crate> --format json` writes) in a `static` and registers it on every call of
 //! the solver: one relaxed load and a pointer comparison once registered. [`crate::launch()`]
 //! looks here for the structure when the program did not pass one to
-//! [`crate::Launch::structure`], to serve `--emit-structure` and to name the measurements.
+//! [`crate::Launch::structure`], to serve `--emit-structure` and to name the measurements. The
+//! macro also writes the name the measurements carry (crate and digest), so the program never
+//! parses its own structure.
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
-
-use crate::format::Structure;
 
 /// One solver's embedded structure.
 #[derive(Debug)]
 pub struct Embedded {
     /// The solver's name in the structure (`crate::path::fn`).
     pub solver: &'static str,
+    /// The structure's crate (`Structure::crate_name`).
+    pub crate_name: &'static str,
+    /// `Structure::digest()` of the structure.
+    pub digest: &'static str,
     /// The structure file's text, byte for byte as the analyzer writes it.
     pub structure_json: &'static str,
     /// The rsmpi calls of the solver's events that the macro could not wrap (in callees, or
@@ -25,9 +29,13 @@ pub struct Embedded {
 }
 
 impl Embedded {
-    /// The embedded structure, parsed.
-    pub fn structure(&self) -> Result<Structure, serde_json::Error> {
-        serde_json::from_str(self.structure_json)
+    /// What measurements of this solver carry as their structure's name.
+    pub fn id(&self) -> crate::format::StructureId {
+        crate::format::StructureId {
+            crate_name: self.crate_name.to_string(),
+            solver: self.solver.to_string(),
+            digest: self.digest.to_string(),
+        }
     }
 }
 
@@ -72,16 +80,9 @@ pub fn first() -> Option<&'static Embedded> {
     registered().into_iter().next()
 }
 
-/// What the measurements name: the first solver that ran (empty when none registered a
-/// readable structure).
+/// What the measurements name: the first solver that ran (empty when none registered).
 pub fn first_id() -> crate::format::StructureId {
-    first()
-        .and_then(|e| {
-            e.structure()
-                .ok()
-                .map(|s| crate::format::StructureId::of(&s, e.solver))
-        })
-        .unwrap_or_default()
+    first().map(Embedded::id).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -90,11 +91,15 @@ mod tests {
 
     static A: Embedded = Embedded {
         solver: "c::a",
+        crate_name: "c",
+        digest: "0123456789abcdef",
         structure_json: r#"{"schema":"mheta-structure/1","crate":"c","solvers":[]}"#,
         unrecorded_calls: &[],
     };
     static B: Embedded = Embedded {
         solver: "c::b",
+        crate_name: "c",
+        digest: "fedcba9876543210",
         structure_json: "{",
         unrecorded_calls: &[],
     };
@@ -111,7 +116,7 @@ mod tests {
             .filter(|s| s.starts_with("c::"))
             .collect();
         assert_eq!(names, ["c::a", "c::b"]);
-        assert_eq!(A.structure().unwrap().crate_name, "c");
-        assert!(B.structure().is_err());
+        assert_eq!(A.id().digest, "0123456789abcdef");
+        assert_eq!(A.id().solver, "c::a");
     }
 }

@@ -112,6 +112,13 @@ fn embedded_structure_is_what_the_analyzer_writes_for_the_crate() {
         mheta_analyzer::emit::json::render(&analysis.structure)
     );
     assert_eq!(heat.solver, "mheta-macros-tests::heat");
+    // The name the measurements carry, written by the macro, is that of the structure the CLI
+    // reads back from the same text.
+    let parsed: mheta::format::Structure = serde_json::from_str(heat.structure_json).unwrap();
+    assert_eq!(
+        heat.id(),
+        mheta::format::StructureId::of(&parsed, heat.solver)
+    );
 }
 
 /// A pipelined wavefront in this test file (outside the crate's module tree, so the macro

@@ -1,14 +1,17 @@
 //! Parsing `cluster.toml` into a [`ClusterSpec`] (DESIGN §5).
 //!
-//! Serde reads the file into "raw" tables whose fields keep their source spans; every value is
-//! then checked here, so that each problem — syntax, an unknown or missing field, a value of the
-//! wrong type, a wrong unit, a value that must be positive — becomes a [`ClusterError`] naming
-//! the file, the line and column, and the field. Parsing never panics.
+//! toml's parser reads the file into a document of spanned values; every table is then checked
+//! here by hand — its keys against the fields it may have, each value's type, unit and range —
+//! so that each problem (syntax, an unknown or missing field, a value of the wrong type, a wrong
+//! unit, a value that must be positive) becomes a [`ClusterError`] naming the file, the line and
+//! column, and the field. Parsing never panics. (Serde's derived deserializers did the table
+//! checks before; instantiated over toml's deserializer they were half of this crate's compiled
+//! code, which every program linking the runtime built.)
 
 use std::ops::Range;
 use std::path::Path;
 
-use serde::Deserialize;
+use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::units::{parse_duration, parse_rate, parse_size};
@@ -18,17 +21,26 @@ use super::{ClusterSpec, LoadAt, LoadStep, NetworkSpec, NodeSpec};
 /// The most ranks one `[[node]]` table may expand to.
 pub const MAX_COUNT: i64 = 1 << 16;
 
+type Value<'i> = Spanned<DeValue<'i>>;
+
 /// Parse the text of a `cluster.toml`; `path` names the file in errors.
 pub fn parse_cluster(text: &str, path: &Path) -> Result<ClusterSpec, ClusterError> {
     let source = Source { text, path };
-    let raw: RawCluster = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
+    let document = DeTable::parse(text).map_err(|e| source.toml_error(&e))?;
+    let top = source.fields(document.get_ref(), document.span(), &["network", "node"])?;
 
+    let network = source.table(top.required("network")?, "network")?;
+    let network = source.fields(network.get_ref(), network.span(), &["latency", "bandwidth"])?;
     let network = NetworkSpec {
-        latency_s: source.duration(&raw.network.latency, "network.latency")?,
-        bandwidth_bps: source.rate(&raw.network.bandwidth, "network.bandwidth")?,
+        latency_s: source.duration(network.required("latency")?, "network.latency")?,
+        bandwidth_bps: source.rate(network.required("bandwidth")?, "network.bandwidth")?,
     };
 
-    if raw.node.is_empty() {
+    let node_tables = match top.get("node") {
+        None => &[][..],
+        Some(value) => source.tables(value, "node")?,
+    };
+    if node_tables.is_empty() {
         return Err(source.error(
             0..0,
             "node",
@@ -37,19 +49,37 @@ pub fn parse_cluster(text: &str, path: &Path) -> Result<ClusterSpec, ClusterErro
     }
     let mut nodes = Vec::new();
     let mut loads = Vec::new();
-    for node in &raw.node {
-        let count = match &node.count {
+    for table in node_tables {
+        let node = source.table(table, "node")?;
+        let node = source.fields(
+            node.get_ref(),
+            node.span(),
+            &[
+                "count",
+                "cpu",
+                "memory",
+                "disk_read",
+                "disk_write",
+                "disk_latency",
+                "load",
+            ],
+        )?;
+        let count = match node.get("count") {
             None => 1,
             Some(count) => source.count(count)?,
         };
         let spec = NodeSpec {
-            cpu: source.cpu(&node.cpu)?,
-            memory_bytes: source.size(&node.memory, "node.memory", 1)?,
-            disk_read_bps: source.rate(&node.disk_read, "node.disk_read")?,
-            disk_write_bps: source.rate(&node.disk_write, "node.disk_write")?,
-            disk_latency_s: source.duration(&node.disk_latency, "node.disk_latency")?,
+            cpu: source.cpu(node.required("cpu")?)?,
+            memory_bytes: source.size(node.required("memory")?, "node.memory", 1)?,
+            disk_read_bps: source.rate(node.required("disk_read")?, "node.disk_read")?,
+            disk_write_bps: source.rate(node.required("disk_write")?, "node.disk_write")?,
+            disk_latency_s: source.duration(node.required("disk_latency")?, "node.disk_latency")?,
         };
-        let steps = source.load_steps(&node.load, spec.memory_bytes)?;
+        let load_tables = match node.get("load") {
+            None => &[][..],
+            Some(value) => source.tables(value, "node.load")?,
+        };
+        let steps = source.load_steps(load_tables, spec.memory_bytes)?;
         nodes.extend(std::iter::repeat(spec).take(count));
         loads.extend(std::iter::repeat(steps).take(count));
     }
@@ -63,41 +93,25 @@ pub fn parse_cluster(text: &str, path: &Path) -> Result<ClusterSpec, ClusterErro
     })
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCluster {
-    network: RawNetwork,
-    #[serde(default)]
-    node: Vec<RawNode>,
+/// A table whose keys were checked against the fields it may have.
+struct Fields<'t, 'i> {
+    table: &'t DeTable<'i>,
+    /// The table's span, where a missing field is reported.
+    span: Range<usize>,
+    source: &'t Source<'t>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawNetwork {
-    latency: Spanned<toml::Value>,
-    bandwidth: Spanned<toml::Value>,
-}
+impl<'t, 'i> Fields<'t, 'i> {
+    fn get(&self, name: &str) -> Option<&'t Value<'i>> {
+        self.table.get(name)
+    }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawNode {
-    count: Option<Spanned<toml::Value>>,
-    cpu: Spanned<toml::Value>,
-    memory: Spanned<toml::Value>,
-    disk_read: Spanned<toml::Value>,
-    disk_write: Spanned<toml::Value>,
-    disk_latency: Spanned<toml::Value>,
-    #[serde(default)]
-    load: Vec<Spanned<RawLoad>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLoad {
-    at: Option<Spanned<toml::Value>>,
-    at_iteration: Option<Spanned<toml::Value>>,
-    cpu: Option<Spanned<toml::Value>>,
-    memory: Option<Spanned<toml::Value>>,
+    fn required(&self, name: &str) -> Result<&'t Value<'i>, ClusterError> {
+        self.get(name).ok_or_else(|| {
+            self.source
+                .error(self.span.clone(), name, format!("missing field `{name}`"))
+        })
+    }
 }
 
 struct Source<'a> {
@@ -107,7 +121,7 @@ struct Source<'a> {
 
 impl Source<'_> {
     /// A latency: zero is allowed (no added latency), negative is not.
-    fn duration(&self, value: &Spanned<toml::Value>, field: &str) -> Result<f64, ClusterError> {
+    fn duration(&self, value: &Value<'_>, field: &str) -> Result<f64, ClusterError> {
         let text = self.string(value, field, "a time such as \"50us\"")?;
         let seconds = parse_duration(text).map_err(|m| self.error(value.span(), field, m))?;
         if seconds < 0.0 {
@@ -120,7 +134,7 @@ impl Source<'_> {
         Ok(seconds)
     }
 
-    fn rate(&self, value: &Spanned<toml::Value>, field: &str) -> Result<f64, ClusterError> {
+    fn rate(&self, value: &Value<'_>, field: &str) -> Result<f64, ClusterError> {
         let text = self.string(value, field, "a rate such as \"200MB/s\"")?;
         let rate = parse_rate(text).map_err(|m| self.error(value.span(), field, m))?;
         if rate <= 0.0 {
@@ -134,12 +148,7 @@ impl Source<'_> {
     }
 
     /// A size in bytes, at least `least`.
-    fn size(
-        &self,
-        value: &Spanned<toml::Value>,
-        field: &str,
-        least: u64,
-    ) -> Result<u64, ClusterError> {
+    fn size(&self, value: &Value<'_>, field: &str, least: u64) -> Result<u64, ClusterError> {
         let text = self.string(value, field, "a size such as \"48MiB\"")?;
         let bytes = parse_size(text).map_err(|m| self.error(value.span(), field, m))?;
         if bytes < least as f64 {
@@ -160,15 +169,16 @@ impl Source<'_> {
     }
 
     /// A node's load schedule (`[[node.load]]` tables, in order); `memory` is the node's.
-    fn load_steps(
-        &self,
-        raw: &[Spanned<RawLoad>],
-        memory: u64,
-    ) -> Result<Vec<LoadStep>, ClusterError> {
-        let mut steps: Vec<LoadStep> = Vec::with_capacity(raw.len());
-        for table in raw {
-            let load = table.get_ref();
-            let (at, at_span, at_field) = match (&load.at, &load.at_iteration) {
+    fn load_steps(&self, tables: &[Value<'_>], memory: u64) -> Result<Vec<LoadStep>, ClusterError> {
+        let mut steps: Vec<LoadStep> = Vec::with_capacity(tables.len());
+        for table in tables {
+            let load = self.table(table, "node.load")?;
+            let load = self.fields(
+                load.get_ref(),
+                load.span(),
+                &["at", "at_iteration", "cpu", "memory"],
+            )?;
+            let (at, at_span, at_field) = match (load.get("at"), load.get("at_iteration")) {
                 (Some(_), Some(it)) => {
                     return Err(self.error(
                         it.span(),
@@ -197,7 +207,8 @@ impl Source<'_> {
                     "node.load.at_iteration",
                 ),
             };
-            if load.cpu.is_none() && load.memory.is_none() {
+            let (cpu, memory_taken) = (load.get("cpu"), load.get("memory"));
+            if cpu.is_none() && memory_taken.is_none() {
                 return Err(self.error(
                     table.span(),
                     "node.load",
@@ -206,8 +217,8 @@ impl Source<'_> {
                         .to_string(),
                 ));
             }
-            let cpu_share = load.cpu.as_ref().map(|c| self.share(c)).transpose()?;
-            let memory_bytes = match &load.memory {
+            let cpu_share = cpu.map(|c| self.share(c)).transpose()?;
+            let memory_bytes = match memory_taken {
                 None => None,
                 Some(value) => {
                     let bytes = self.size(value, "node.load.memory", 0)?;
@@ -248,7 +259,7 @@ impl Source<'_> {
     }
 
     /// The CPU share a load step takes: 0 ≤ share < 1.
-    fn share(&self, value: &Spanned<toml::Value>) -> Result<f64, ClusterError> {
+    fn share(&self, value: &Value<'_>) -> Result<f64, ClusterError> {
         let field = "node.load.cpu";
         let share = self.number(
             value,
@@ -269,45 +280,43 @@ impl Source<'_> {
     }
 
     /// An iteration of the main loop, counted from 0.
-    fn iteration(&self, value: &Spanned<toml::Value>) -> Result<u64, ClusterError> {
+    fn iteration(&self, value: &Value<'_>) -> Result<u64, ClusterError> {
         let field = "node.load.at_iteration";
-        match value.get_ref() {
-            toml::Value::Integer(i) if *i >= 0 => Ok(*i as u64),
-            toml::Value::Integer(i) => Err(self.error(
+        match integer(value.get_ref()) {
+            Some(i) if i >= 0 => Ok(i as u64),
+            Some(i) => Err(self.error(
                 value.span(),
                 field,
                 format!("must not be negative (iterations count from 0), found {i}"),
             )),
-            other => Err(self.error(
+            None => Err(self.error(
                 value.span(),
                 field,
                 format!(
                     "expected an iteration number such as 20, found {}",
-                    describe(other)
+                    describe(value.get_ref())
                 ),
             )),
         }
     }
 
     /// A number (integer or float), described as `expected` when it is something else.
-    fn number(
-        &self,
-        value: &Spanned<toml::Value>,
-        field: &str,
-        expected: &str,
-    ) -> Result<f64, ClusterError> {
-        match value.get_ref() {
-            toml::Value::Float(f) => Ok(*f),
-            toml::Value::Integer(i) => Ok(*i as f64),
-            other => Err(self.error(
+    fn number(&self, value: &Value<'_>, field: &str, expected: &str) -> Result<f64, ClusterError> {
+        let number = match value.get_ref() {
+            DeValue::Float(f) => f.as_str().parse::<f64>().ok(),
+            DeValue::Integer(_) => integer(value.get_ref()).map(|i| i as f64),
+            _ => None,
+        };
+        number.ok_or_else(|| {
+            self.error(
                 value.span(),
                 field,
-                format!("expected {expected}, found {}", describe(other)),
-            )),
-        }
+                format!("expected {expected}, found {}", describe(value.get_ref())),
+            )
+        })
     }
 
-    fn cpu(&self, value: &Spanned<toml::Value>) -> Result<f64, ClusterError> {
+    fn cpu(&self, value: &Value<'_>) -> Result<f64, ClusterError> {
         let field = "node.cpu";
         let cpu = self.number(
             value,
@@ -324,9 +333,9 @@ impl Source<'_> {
         Ok(cpu)
     }
 
-    fn count(&self, value: &Spanned<toml::Value>) -> Result<usize, ClusterError> {
+    fn count(&self, value: &Value<'_>) -> Result<usize, ClusterError> {
         let field = "node.count";
-        let toml::Value::Integer(count) = value.get_ref() else {
+        let DeValue::Integer(written) = value.get_ref() else {
             return Err(self.error(
                 value.span(),
                 field,
@@ -336,24 +345,24 @@ impl Source<'_> {
                 ),
             ));
         };
-        if !(1..=MAX_COUNT).contains(count) {
-            return Err(self.error(
+        match integer(value.get_ref()) {
+            Some(count) if (1..=MAX_COUNT).contains(&count) => Ok(count as usize),
+            _ => Err(self.error(
                 value.span(),
                 field,
-                format!("must be between 1 and {MAX_COUNT}, found {count}"),
-            ));
+                format!("must be between 1 and {MAX_COUNT}, found {written}"),
+            )),
         }
-        Ok(*count as usize)
     }
 
     fn string<'v>(
         &self,
-        value: &'v Spanned<toml::Value>,
+        value: &'v Value<'_>,
         field: &str,
         expected: &str,
     ) -> Result<&'v str, ClusterError> {
         match value.get_ref() {
-            toml::Value::String(s) => Ok(s),
+            DeValue::String(s) => Ok(s),
             other => Err(self.error(
                 value.span(),
                 field,
@@ -363,6 +372,74 @@ impl Source<'_> {
                 ),
             )),
         }
+    }
+
+    /// A table (`[network]`, one `[[node]]`) named `field` in errors.
+    fn table<'v, 'i>(
+        &self,
+        value: &'v Value<'i>,
+        field: &str,
+    ) -> Result<Spanned<&'v DeTable<'i>>, ClusterError> {
+        match value.get_ref() {
+            DeValue::Table(table) => Ok(Spanned::new(value.span(), table)),
+            other => Err(self.error(
+                value.span(),
+                field,
+                format!("expected a table `[{field}]`, found {}", describe(other)),
+            )),
+        }
+    }
+
+    /// An array of tables (`[[node]]`, `[[node.load]]`) named `field` in errors.
+    fn tables<'v, 'i>(
+        &self,
+        value: &'v Value<'i>,
+        field: &str,
+    ) -> Result<&'v [Value<'i>], ClusterError> {
+        match value.get_ref() {
+            DeValue::Array(tables) => Ok(tables),
+            other => Err(self.error(
+                value.span(),
+                field,
+                format!(
+                    "expected `[[{field}]]` tables (one per kind), found {}",
+                    describe(other)
+                ),
+            )),
+        }
+    }
+
+    /// `table`'s keys checked against `known`: a key not among them is an error at the key,
+    /// naming it (the first in the file if there are several).
+    fn fields<'t, 'i>(
+        &'t self,
+        table: &'t DeTable<'i>,
+        span: Range<usize>,
+        known: &[&str],
+    ) -> Result<Fields<'t, 'i>, ClusterError> {
+        let unknown = table
+            .keys()
+            .filter(|key| !known.contains(&key.get_ref().as_ref()))
+            .min_by_key(|key| key.span().start);
+        if let Some(key) = unknown {
+            let name = key.get_ref().as_ref();
+            let expected: Vec<String> = known.iter().map(|k| format!("`{k}`")).collect();
+            let expected = match expected.as_slice() {
+                [one] => one.clone(),
+                [a, b] => format!("{a} or {b}"),
+                all => format!("one of {}", all.join(", ")),
+            };
+            return Err(self.error(
+                key.span(),
+                name,
+                format!("unknown field `{name}`, expected {expected}"),
+            ));
+        }
+        Ok(Fields {
+            table,
+            span,
+            source: self,
+        })
     }
 
     fn error(&self, span: Range<usize>, field: &str, message: String) -> ClusterError {
@@ -376,24 +453,17 @@ impl Source<'_> {
         }
     }
 
-    /// Turn a TOML syntax or serde error into a located error. Serde names unknown and missing
-    /// fields in backquotes; for other errors the field is the key written on the error's line.
+    /// Turn a TOML syntax error into a located error; the field is the key written on the
+    /// error's line.
     fn toml_error(&self, error: &toml::de::Error) -> ClusterError {
         let offset = error.span().map_or(0, |span| span.start);
         let (line, column) = line_column(self.text, offset);
-        let message = error.message().trim().to_string();
-        let field = if message.starts_with("unknown field") || message.starts_with("missing field")
-        {
-            backquoted(&message).map(str::to_string)
-        } else {
-            key_on_line(self.text, offset)
-        };
         ClusterError::Invalid {
             path: self.path.to_path_buf(),
             line,
             column,
-            field,
-            message,
+            field: key_on_line(self.text, offset),
+            message: error.message().trim().to_string(),
         }
     }
 }
@@ -406,12 +476,6 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let column = before[line_start..].chars().count() + 1;
     (line, column)
-}
-
-fn backquoted(message: &str) -> Option<&str> {
-    let start = message.find('`')? + 1;
-    let len = message[start..].find('`')?;
-    Some(&message[start..start + len])
 }
 
 /// The bare key of a `key = value` line containing `offset`, if that line has one.
@@ -428,15 +492,23 @@ fn key_on_line(text: &str, offset: usize) -> Option<String> {
     is_bare.then(|| key.to_string())
 }
 
-fn describe(value: &toml::Value) -> String {
+/// The value of a TOML integer, `None` for anything else or one beyond `i64`.
+fn integer(value: &DeValue<'_>) -> Option<i64> {
     match value {
-        toml::Value::String(s) => format!("the string \"{s}\""),
-        toml::Value::Integer(i) => format!("the number {i}"),
-        toml::Value::Float(f) => format!("the number {f}"),
-        toml::Value::Boolean(b) => format!("the boolean {b}"),
-        toml::Value::Datetime(d) => format!("the date {d}"),
-        toml::Value::Array(_) => "an array".to_string(),
-        toml::Value::Table(_) => "a table".to_string(),
+        DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix()).ok(),
+        _ => None,
+    }
+}
+
+fn describe(value: &DeValue<'_>) -> String {
+    match value {
+        DeValue::String(s) => format!("the string \"{s}\""),
+        DeValue::Integer(i) => format!("the number {i}"),
+        DeValue::Float(f) => format!("the number {f}"),
+        DeValue::Boolean(b) => format!("the boolean {b}"),
+        DeValue::Datetime(d) => format!("the date {d}"),
+        DeValue::Array(_) => "an array".to_string(),
+        DeValue::Table(_) => "a table".to_string(),
     }
 }
 
