@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 /// What a name views: `var` indexed by `dims`; when `open`, the last of `dims` is the start of a
 /// range, and the alias's own first index adds to it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 pub struct Alias {
     /// The array viewed (never itself an alias: aliases of aliases are resolved).
     pub var: String,
@@ -20,6 +20,16 @@ pub struct Alias {
     /// The last of `dims` is the start of a range (`&cur[lo..hi]`), to which the alias's own
     /// first index adds; otherwise the alias's indices follow `dims`.
     pub open: bool,
+}
+
+impl std::fmt::Debug for Alias {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Alias")
+            .field("var", &self.var)
+            .field("dims", &crate::syntax::codes(&self.dims))
+            .field("open", &self.open)
+            .finish()
+    }
 }
 
 /// The aliases bound so far (flat, like the communicator bindings: a later `let` replaces).

@@ -8,6 +8,7 @@ use mheta_format::{IoKind, Pattern};
 
 use crate::catalogue::CallKind;
 use crate::diagnostics::Loc;
+use crate::syntax::{codes, Code};
 
 /// One catalogued communication call (or a call of a communication function, rule 2).
 #[derive(Debug, Clone, PartialEq)]
@@ -34,7 +35,7 @@ pub struct CallSite {
 }
 
 /// An array element access `var[d0][d1]…` (dimension expressions kept for classification).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct IndexAccess {
     /// The array indexed, after slice aliases are resolved to the array they view.
     pub var: String,
@@ -42,6 +43,16 @@ pub struct IndexAccess {
     pub dims: Vec<syn::Expr>,
     /// The element is written (assigned to), not only read.
     pub write: bool,
+}
+
+impl std::fmt::Debug for IndexAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexAccess")
+            .field("var", &self.var)
+            .field("dims", &codes(&self.dims))
+            .field("write", &self.write)
+            .finish()
+    }
 }
 
 /// An I/O operation on a variable's data (DESIGN §3.7): a method of the runtime's out-of-core
@@ -58,7 +69,7 @@ pub struct IoCall {
 }
 
 /// A statement without loops inside (closures that are not loops are part of it).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Stmt {
     /// Where the statement is written; `None` only for a statement not scanned from source.
     pub loc: Option<Loc>,
@@ -219,9 +230,52 @@ impl Loop {
     }
 }
 
+impl std::fmt::Debug for Stmt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Destructured, so that a new field cannot be left out.
+        let Stmt {
+            loc,
+            reads,
+            writes,
+            declares,
+            defs,
+            accesses,
+            calls,
+            io,
+            glue,
+            function,
+            computes,
+            opaque_macros,
+            alt,
+            increments,
+            copies_elements,
+            stages_message,
+        } = self;
+        let defs: Vec<_> = defs.iter().map(|(n, e)| (n, Code(e))).collect();
+        f.debug_struct("Stmt")
+            .field("loc", loc)
+            .field("reads", reads)
+            .field("writes", writes)
+            .field("declares", declares)
+            .field("defs", &defs)
+            .field("accesses", accesses)
+            .field("calls", calls)
+            .field("io", io)
+            .field("glue", glue)
+            .field("function", function)
+            .field("computes", computes)
+            .field("opaque_macros", opaque_macros)
+            .field("alt", alt)
+            .field("increments", increments)
+            .field("copies_elements", copies_elements)
+            .field("stages_message", stages_message)
+            .finish()
+    }
+}
+
 /// An `if`/`else if`/`else` chain level or a `match` whose arms hold loops, communication or
 /// further branches (any other is one [`Stmt`]).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Branch {
     /// Where the whole `if` or `match` is written.
     pub loc: Loc,
@@ -236,6 +290,27 @@ pub struct Branch {
     /// The arms in source order: for an `if`, the then-block and the `else` if there is one;
     /// for a `match`, one per arm.
     pub arms: Vec<Vec<Node>>,
+}
+
+impl std::fmt::Debug for Branch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Branch {
+            loc,
+            alt,
+            cond,
+            cond_expr,
+            cond_text,
+            arms,
+        } = self;
+        f.debug_struct("Branch")
+            .field("loc", loc)
+            .field("alt", alt)
+            .field("cond", cond)
+            .field("cond_expr", &cond_expr.as_ref().map(Code))
+            .field("cond_text", cond_text)
+            .field("arms", arms)
+            .finish()
+    }
 }
 
 /// A node of a function body's tree.

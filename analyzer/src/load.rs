@@ -17,7 +17,7 @@ use crate::syntax::type_name;
 const MAX_MODULE_DEPTH: usize = 32;
 
 /// A loaded program: sources, the functions and struct fields found in them, and the config.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Program {
     /// The package name from Cargo.toml (the directory's name when it has none), or the stem of
     /// a single file's name.
@@ -40,7 +40,7 @@ pub struct Program {
 }
 
 /// A function or method with the module path it lives at.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Function {
     /// The function's own name (the last segment of `path`).
     pub name: String,

@@ -42,7 +42,7 @@ use crate::plan::{Inlined, Plan};
 use crate::position::{from_span, Pos};
 
 /// What copying did.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Copies {
     /// The copies, as item statements for the top of the instrumented body.
     pub items: Vec<syn::Stmt>,
