@@ -24,14 +24,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use mheta_format::document::{self, Fields, Problem, Value};
 use mheta_format::Pattern;
-use serde::Deserialize;
 
 use crate::diagnostics::{Diagnostic, Diagnostics};
 
 /// The parsed `mheta.toml` (all sections optional).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Config {
     /// `[solver]`: functions to analyse as solvers.
     pub solver: SolverConfig,
@@ -44,8 +43,7 @@ pub struct Config {
 }
 
 /// `[solver]` of `mheta.toml` (DESIGN §3.2).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SolverConfig {
     /// Solver functions, each a name or a path suffix (`solve`, `Grid::run`), analysed as if
     /// marked `#[mheta::solver]`. An entry that names no function of a loaded crate is an
@@ -54,8 +52,7 @@ pub struct SolverConfig {
 }
 
 /// `[comm]` of `mheta.toml` (DESIGN §3.3).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CommConfig {
     /// User functions or methods (names or path suffixes) each of whose calls is one
     /// communication event (rule 2), as if marked `#[mheta::comm]`.
@@ -71,8 +68,7 @@ pub struct CommConfig {
 /// `[io]` of `mheta.toml`: user functions or methods, by name, that move a variable's data
 /// to or from storage. The variable is the receiver of a method or the first argument of a
 /// function.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct IoConfig {
     /// Functions that read a variable's data.
     pub read: Vec<String>,
@@ -86,8 +82,7 @@ pub struct IoConfig {
 
 /// `[variables]` of `mheta.toml` (DESIGN §3.7): classes that override the analysis, by
 /// variable name.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct VariablesConfig {
     /// Variables classed distributed (partitioned over the ranks).
     pub distributed: Vec<String>,
@@ -120,10 +115,98 @@ pub enum ConfigError {
 
 /// Parses the text of a `mheta.toml`; `file` names it in errors.
 pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
-    toml::from_str(text).map_err(|e| ConfigError::Parse {
-        file: file.to_string(),
-        message: e.to_string().trim().to_string(),
+    read(text).map_err(|problem| {
+        let (line, column) = problem.line_column(text);
+        let field = problem
+            .field
+            .map(|f| format!("field `{f}`: "))
+            .unwrap_or_default();
+        ConfigError::Parse {
+            file: file.to_string(),
+            message: format!("line {line}, column {column}: {field}{}", problem.message),
+        }
     })
+}
+
+/// The document checked table by table: every table and field optional, none unknown.
+fn read(text: &str) -> Result<Config, Problem> {
+    let doc = document::parse(text)?;
+    let top = Fields::check(
+        doc.get_ref(),
+        doc.span(),
+        &["solver", "comm", "io", "variables"],
+    )?;
+    let mut config = Config::default();
+    if let Some(value) = top.get("solver") {
+        let solver = document::table(value, "solver", &["functions"])?;
+        config.solver.functions = list(&solver, "solver", "functions")?;
+    }
+    if let Some(value) = top.get("comm") {
+        let comm = document::table(value, "comm", &["functions", "communicators", "patterns"])?;
+        config.comm.functions = list(&comm, "comm", "functions")?;
+        config.comm.communicators = list(&comm, "comm", "communicators")?;
+        if let Some(value) = comm.get("patterns") {
+            config.comm.patterns = patterns(value)?;
+        }
+    }
+    if let Some(value) = top.get("io") {
+        let io = document::table(value, "io", &["read", "write", "prefetch", "wait"])?;
+        config.io = IoConfig {
+            read: list(&io, "io", "read")?,
+            write: list(&io, "io", "write")?,
+            prefetch: list(&io, "io", "prefetch")?,
+            wait: list(&io, "io", "wait")?,
+        };
+    }
+    if let Some(value) = top.get("variables") {
+        let variables = document::table(value, "variables", &["distributed", "replicated"])?;
+        config.variables = VariablesConfig {
+            distributed: list(&variables, "variables", "distributed")?,
+            replicated: list(&variables, "variables", "replicated")?,
+        };
+    }
+    Ok(config)
+}
+
+/// `[table] name = ["a", "b"]`, empty when absent.
+fn list(table: &Fields<'_, '_>, table_name: &str, name: &str) -> Result<Vec<String>, Problem> {
+    match table.get(name) {
+        None => Ok(Vec::new()),
+        Some(value) => document::strings(value, &format!("{table_name}.{name}")),
+    }
+}
+
+/// `[comm] patterns = { function = "pattern", .. }`.
+fn patterns(value: &Value<'_>) -> Result<BTreeMap<String, Pattern>, Problem> {
+    let field = "comm.patterns";
+    let document::DeValue::Table(table) = value.get_ref() else {
+        return Err(Problem::new(
+            value.span(),
+            field,
+            format!(
+                "expected a table of function = \"pattern\", found {}",
+                document::describe(value.get_ref())
+            ),
+        ));
+    };
+    let mut patterns = BTreeMap::new();
+    for (function, pattern) in table.iter() {
+        let function = function.get_ref().to_string();
+        let name = document::string(pattern, field)?;
+        let pattern = Pattern::named(name).ok_or_else(|| {
+            let known: Vec<&str> = Pattern::ALL.iter().map(|p| p.name()).collect();
+            Problem::new(
+                pattern.span(),
+                field,
+                format!(
+                    "unknown pattern \"{name}\" for `{function}`, expected one of {}",
+                    known.join(", ")
+                ),
+            )
+        })?;
+        patterns.insert(function, pattern);
+    }
+    Ok(patterns)
 }
 
 /// Reads `dir/mheta.toml` when it exists; problems become diagnostics and the default config.

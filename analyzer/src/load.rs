@@ -128,20 +128,26 @@ fn load_crate(dir: &Path, program: &mut Program, diags: &mut Diagnostics) {
             return;
         }
     };
-    let value: toml::Value = match toml::from_str(&manifest) {
-        Ok(v) => v,
-        Err(e) => {
+    let doc = match mheta_format::document::parse(&manifest) {
+        Ok(doc) => doc,
+        Err(problem) => {
+            let (line, column) = problem.line_column(&manifest);
             diags.push(Diagnostic::error(
-                format!("{}: {}", manifest_path.display(), e.to_string().trim()),
+                format!(
+                    "{}: line {line}, column {column}: {}",
+                    manifest_path.display(),
+                    problem.message
+                ),
                 None,
             ));
             return;
         }
     };
-    program.crate_name = value
+    let manifest = doc.get_ref();
+    program.crate_name = manifest
         .get("package")
-        .and_then(|p| p.get("name"))
-        .and_then(|n| n.as_str())
+        .and_then(|p| p.get_ref().get("name"))
+        .and_then(|n| n.get_ref().as_str())
         .map(str::to_string)
         .unwrap_or_else(|| {
             dir.file_name()
@@ -151,15 +157,15 @@ fn load_crate(dir: &Path, program: &mut Program, diags: &mut Diagnostics) {
     program.config = crate::config::load(dir, diags);
 
     let mut roots: Vec<String> = Vec::new();
-    let lib = value
+    let lib = manifest
         .get("lib")
-        .and_then(|l| l.get("path"))
-        .and_then(|p| p.as_str());
+        .and_then(|l| l.get_ref().get("path"))
+        .and_then(|p| p.get_ref().as_str());
     roots.push(lib.unwrap_or("src/lib.rs").to_string());
     roots.push("src/main.rs".to_string());
-    if let Some(bins) = value.get("bin").and_then(|b| b.as_array()) {
+    if let Some(bins) = manifest.get("bin").and_then(|b| b.get_ref().as_array()) {
         for bin in bins {
-            if let Some(p) = bin.get("path").and_then(|p| p.as_str()) {
+            if let Some(p) = bin.get_ref().get("path").and_then(|p| p.get_ref().as_str()) {
                 roots.push(p.to_string());
             }
         }

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod cluster;
+pub mod document;
 pub mod measurements;
 pub mod structure;
 pub mod timings;

@@ -6,7 +6,9 @@
 //! number; warm-up iterations are not measured, see `warm_up_iterations`), on the run's clock (wall,
 //! virtual or charged).
 
-use serde::{Deserialize, Serialize};
+#[cfg(feature = "read")]
+use serde::Deserialize;
+use serde::Serialize;
 
 use super::cluster::ClusterSpec;
 
@@ -16,7 +18,8 @@ pub const MEASUREMENTS_SCHEMA: &str = "mheta-measurements/1";
 /// A whole measurements file: what an instrumented run (`--instrument`) measured, per node and
 /// per iteration, and the conditions it was taken under. The model's input beside the structure
 /// and the cluster.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Measurements {
     /// The schema string, [`MEASUREMENTS_SCHEMA`] for this version.
     pub schema: String,
@@ -161,7 +164,8 @@ impl Measurements {
 
 /// Which structure (and which solver in it) these measurements belong to; all empty when the
 /// program embeds none.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct StructureId {
     /// The crate name of the structure (JSON field `crate`).
     #[serde(rename = "crate")]
@@ -184,7 +188,8 @@ impl StructureId {
 }
 
 /// An array the program registered, as the model's out-of-core heuristic needs it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct ArrayInfo {
     /// The name the array was registered under (`ctx.array(name, ..)`).
     pub name: String,
@@ -198,7 +203,8 @@ pub struct ArrayInfo {
 }
 
 /// Costs that do not depend on the program (seed §5.2): measured by microbenchmarks at start-up.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Microbenchmarks {
     /// O_S: fixed cost to prepare and send one message, seconds.
     pub send_overhead_s: f64,
@@ -211,7 +217,8 @@ pub struct Microbenchmarks {
 }
 
 /// What one node (rank) measured, per iteration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct NodeMeasurements {
     /// The rank, equal to the entry's index in `nodes`.
     pub rank: u32,
@@ -249,7 +256,8 @@ pub struct NodeMeasurements {
 }
 
 /// Identifies a stage: section id, tile loop id (for stages inside a tile loop), stage id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct StageKey {
     /// The section's id (`Section::id` in the structure).
     pub section: u32,
@@ -261,7 +269,8 @@ pub struct StageKey {
 }
 
 /// The computation of one stage on one node (the seed's `T_phi`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct StageMeasurement {
     /// Which stage (flattened into this object in JSON: `section`, `tile`, `stage`).
     #[serde(flatten)]
@@ -295,7 +304,8 @@ pub struct StageMeasurement {
 
 /// One measurement of a stage on a node in a `--keep-in-core` run: its T_φ when the node held
 /// `rows` rows with the arrays `out_of_core` moved through disk and the others in core.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct InCoreSample {
     /// Rows the node held in that run.
     pub rows: u64,
@@ -308,7 +318,8 @@ pub struct InCoreSample {
 }
 
 /// Out-of-core I/O of one array inside one stage on one node, per iteration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct IoMeasurement {
     /// The stage the I/O happened in (flattened into this object in JSON).
     #[serde(flatten)]
@@ -334,7 +345,8 @@ pub struct IoMeasurement {
 }
 
 /// The communication of one event on one node, per iteration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct EventMeasurement {
     /// The event's id (`CommEvent::id` in the structure).
     pub event: u32,
@@ -373,7 +385,8 @@ pub struct EventMeasurement {
 }
 
 /// One point-to-point call of an event on one node: `{"send": 3}` or `{"receive": 1}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 #[serde(rename_all = "snake_case")]
 pub enum PeerOp {
     /// A (buffered) send to this rank.
@@ -384,7 +397,8 @@ pub enum PeerOp {
 
 /// Per-message send and receive overheads of one event on one node in one run; `None` where
 /// the node sent (received) no message in that event.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct OverheadSample {
     /// Seconds per message sent (O_→), or `None` when the node sent none.
     pub send_s: Option<f64>,
@@ -419,7 +433,8 @@ pub fn per_message(total: f64, count: f64) -> Option<f64> {
 }
 
 /// How often a tile loop ran on one node.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct TileMeasurement {
     /// The section holding the tile loop.
     pub section: u32,
@@ -430,7 +445,8 @@ pub struct TileMeasurement {
 }
 
 /// How often a repeated group (nested iteration) ran on one node.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct GroupMeasurement {
     /// The group's id (`Group::id` in the structure).
     pub group: u32,

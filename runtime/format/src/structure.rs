@@ -7,13 +7,16 @@
 //! is its index among the tile loops of its section; an event's `id` is its index among the
 //! solver's events in source order.
 
-use serde::{Deserialize, Serialize};
+#[cfg(feature = "read")]
+use serde::Deserialize;
+use serde::Serialize;
 
 /// The schema string of this version of the structure file.
 pub const STRUCTURE_SCHEMA: &str = "mheta-structure/1";
 
 /// A whole structure file: every solver found in one crate or file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Structure {
     /// The schema string, [`STRUCTURE_SCHEMA`] for this version.
     pub schema: String,
@@ -32,7 +35,8 @@ pub struct Structure {
 /// `line` and `column` are where the item starts (1-based line, 1-based column);
 /// `end_line`/`end_column` where it ends (0 when unknown). Build one with [`Span::new`] or
 /// [`Span::range`] so that added fields never break callers.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Span {
     /// The source file, relative to the analysed crate root when possible.
     pub file: String,
@@ -79,7 +83,8 @@ impl Span {
 }
 
 /// One solver function and the structure of its main iterative loop.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Solver {
     /// Path of the function, e.g. `jacobi::solve`.
     pub name: String,
@@ -104,7 +109,8 @@ pub struct Solver {
 /// The main iterative loop of a solver (DESIGN §3.2): the outermost loop that communicates, or the
 /// one marked `#[mheta::iterate]`. Code before it is initialisation, after it finalisation; neither
 /// is modelled.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct MainLoop {
     /// Where the loop is written.
     pub span: Span,
@@ -113,7 +119,8 @@ pub struct MainLoop {
 }
 
 /// How a variable's size relates to the distribution (DESIGN §3.7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 #[serde(rename_all = "snake_case")]
 pub enum VarClass {
     /// Its length derives from the node's partition (`ctx.local_rows(..)`, an out-of-core array, or
@@ -124,7 +131,8 @@ pub enum VarClass {
 }
 
 /// A variable of the solver and its class.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Variable {
     /// The binding's name as written in the solver.
     pub name: String,
@@ -138,7 +146,8 @@ pub struct Variable {
 
 /// A parallel section: stages and tile loops, closed by a communication event (or by the end of
 /// the iteration, when `comm` is null).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Section {
     /// The section's index in the solver's `sections`; hooks and measurements use the same id.
     pub id: u32,
@@ -153,7 +162,8 @@ pub struct Section {
 }
 
 /// One item of a section: a stage, or a pipelined tile loop holding stages of its own.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 #[serde(rename_all = "snake_case")]
 pub enum SectionItem {
     /// A stage of computation directly in the section (JSON `{"stage": {..}}`).
@@ -163,7 +173,8 @@ pub enum SectionItem {
 }
 
 /// How a stage's boundaries were found by the automaton (DESIGN §3.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 #[serde(rename_all = "snake_case")]
 pub enum StageKind {
     /// Bounded by an outermost loop.
@@ -173,7 +184,8 @@ pub enum StageKind {
 }
 
 /// Whether a stage's loop reads neighbouring rows of the distributed dimension (DESIGN §3.7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 #[serde(rename_all = "snake_case")]
 pub enum Access {
     /// Reads rows next to the one it writes (`a[i - 1] + a[i + 1]`).
@@ -183,7 +195,8 @@ pub enum Access {
 }
 
 /// Whether a stage's work per row is the same for every row (DESIGN §3.7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 #[serde(rename_all = "snake_case")]
 pub enum Load {
     /// Inner loop bounds do not depend on an outer loop variable: the same work for every row.
@@ -194,7 +207,8 @@ pub enum Load {
 
 /// A stage: a stretch of computation between communication events, measured as one unit (the
 /// seed's `T_phi`, scaled by the node's rows when the stage is distributed).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Stage {
     /// The stage's index in its container: the section's items, or its tile loop's stages.
     pub id: u32,
@@ -229,7 +243,8 @@ pub struct Stage {
 
 /// `var[c0 + c1*i + c2*j ...]` for one array access; `coefficients` maps loop variables to
 /// their coefficient, `constant` is the offset. Non-affine accesses are not listed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct AffineAccess {
     /// The array's name.
     pub var: String,
@@ -240,7 +255,8 @@ pub struct AffineAccess {
 }
 
 /// One index dimension of an affine access: `constant + Σ coefficient · variable`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct AffineIndex {
     /// Loop variables with their integer coefficients.
     pub coefficients: Vec<(String, i64)>,
@@ -255,7 +271,8 @@ pub struct AffineIndex {
 
 /// The kind of an I/O call: an out-of-core array's (DESIGN §5), or a user I/O function named
 /// in mheta.toml under the same four kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 #[serde(rename_all = "snake_case")]
 pub enum IoKind {
     /// A synchronous read (`read_block`).
@@ -269,7 +286,8 @@ pub enum IoKind {
 }
 
 /// An I/O call inside a stage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct IoOp {
     /// What the call does.
     pub op: IoKind,
@@ -280,7 +298,8 @@ pub struct IoOp {
 }
 
 /// A pipelined tile loop: receive from the upstream neighbour, stages, send downstream.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct TileLoop {
     /// The tile loop's index among the tile loops of its section.
     pub id: u32,
@@ -295,7 +314,8 @@ pub struct TileLoop {
 }
 
 /// The communication pattern of an event (DESIGN §3.4): which of the model's equations prices it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 #[serde(rename_all = "snake_case")]
 pub enum Pattern {
     /// Exchanges with neighbouring ranks (halo exchange; seed Eq. 5.11–5.12).
@@ -320,8 +340,46 @@ pub enum Pattern {
     PointToPoint,
 }
 
+impl Pattern {
+    /// Every pattern, in declaration order.
+    pub const ALL: [Pattern; 10] = [
+        Pattern::NearestNeighbor,
+        Pattern::Reduction,
+        Pattern::Broadcast,
+        Pattern::Barrier,
+        Pattern::Gather,
+        Pattern::Scatter,
+        Pattern::AllGather,
+        Pattern::AllToAll,
+        Pattern::Pipeline,
+        Pattern::PointToPoint,
+    ];
+
+    /// The pattern's name in the files (`nearest_neighbor`), as serialised.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::NearestNeighbor => "nearest_neighbor",
+            Pattern::Reduction => "reduction",
+            Pattern::Broadcast => "broadcast",
+            Pattern::Barrier => "barrier",
+            Pattern::Gather => "gather",
+            Pattern::Scatter => "scatter",
+            Pattern::AllGather => "all_gather",
+            Pattern::AllToAll => "all_to_all",
+            Pattern::Pipeline => "pipeline",
+            Pattern::PointToPoint => "point_to_point",
+        }
+    }
+
+    /// The pattern named `name` in the files.
+    pub fn named(name: &str) -> Option<Pattern> {
+        Pattern::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
 /// Which rule of DESIGN §3.4 formed an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 #[serde(rename_all = "snake_case")]
 pub enum EventRule {
     /// Rule 3: the call statement (with its rank guard) is the event.
@@ -333,7 +391,8 @@ pub enum EventRule {
 }
 
 /// One communication call of an event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct CommCall {
     /// Catalogue name of the call, e.g. `mpi::send_with_tag`, `mpi::all_reduce_into`, `comm::all_reduce`.
     pub api: String,
@@ -342,7 +401,8 @@ pub struct CommCall {
 }
 
 /// A communication event (DESIGN §3.4): one or more calls measured and modelled together.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct CommEvent {
     /// The event's index among the solver's events, in source order.
     pub id: u32,
@@ -374,6 +434,7 @@ pub struct CommEvent {
     pub alternates: Vec<Span>,
 }
 
+#[cfg(feature = "read")]
 fn always() -> f64 {
     1.0
 }
@@ -383,7 +444,8 @@ fn is_always(f: &f64) -> bool {
 }
 
 /// A nested iteration inside the main loop, modelled as its sections repeated `trip_count` times.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Group {
     /// The group's index in the solver's `groups`.
     pub id: u32,
@@ -397,7 +459,8 @@ pub struct Group {
 }
 
 /// The severity of a [`Diagnostic`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
     /// The structure is written and usable; something may be measured or modelled less precisely.
@@ -407,7 +470,8 @@ pub enum Level {
 }
 
 /// A problem the analysis found, rustc-style.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Diagnostic {
     /// Warning or error.
     pub level: Level,
@@ -472,4 +536,19 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_names_are_the_serialised_ones() {
+        for pattern in Pattern::ALL {
+            let json = serde_json::to_string(&pattern).unwrap();
+            assert_eq!(json, format!("\"{}\"", pattern.name()));
+            assert_eq!(Pattern::named(pattern.name()), Some(pattern));
+        }
+        assert_eq!(Pattern::named("ring"), None);
+    }
 }

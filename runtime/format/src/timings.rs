@@ -3,13 +3,16 @@
 //! an uninstrumented run keeps its in-core arrays in memory, where an instrumented run forces
 //! them through the disk, so only an uninstrumented run's own clock says how long it takes.
 
-use serde::{Deserialize, Serialize};
+#[cfg(feature = "read")]
+use serde::Deserialize;
+use serde::Serialize;
 
 /// Schema string of the timings file.
 pub const TIMINGS_SCHEMA: &str = "mheta-timings/1";
 
 /// Every rank's iteration spans on the run's clock, rank 0's time base.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Timings {
     /// The schema string, [`TIMINGS_SCHEMA`] for this version.
     pub schema: String,
@@ -28,7 +31,8 @@ pub struct Timings {
 }
 
 /// One rank's iterations, in order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct NodeTimings {
     /// The rank, equal to the entry's index in `nodes`.
     pub rank: usize,
@@ -37,7 +41,8 @@ pub struct NodeTimings {
 }
 
 /// One trip of the main loop on one rank.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct IterationSpan {
     /// When the iteration began, seconds on the run's clock.
     pub begin_s: f64,

@@ -25,7 +25,9 @@ pub mod units;
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+#[cfg(feature = "read")]
+use serde::Deserialize;
+use serde::Serialize;
 
 pub use parse::MAX_COUNT;
 
@@ -72,7 +74,8 @@ pub use parse::MAX_COUNT;
 /// assert!(err.to_string().contains("node.disk_latency"));
 /// # Ok::<(), mheta_format::cluster::ClusterError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct ClusterSpec {
     /// The network between the nodes (`[network]`).
     pub network: NetworkSpec,
@@ -88,7 +91,8 @@ pub struct ClusterSpec {
 /// A change of the load on a node (`[[node.load]]`): from `at` on, competing work takes
 /// `cpu_share` of the node's CPU and `memory_bytes` of its memory. A field left out keeps the
 /// node's previous share; the shares start at zero.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct LoadStep {
     /// When the change happens.
     pub at: LoadAt,
@@ -103,7 +107,8 @@ pub struct LoadStep {
 
 /// When a [`LoadStep`] happens: seconds on the rank's clock since its run's measured start,
 /// or the start of an iteration of the main loop (counted from 0).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 #[serde(rename_all = "snake_case")]
 pub enum LoadAt {
     /// Seconds into the run.
@@ -126,7 +131,8 @@ impl LoadAt {
 
 /// The emulated network (`[network]` in `cluster.toml`): every message costs `latency_s + bytes /
 /// bandwidth_bps` on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct NetworkSpec {
     /// One-way latency per message, seconds.
     pub latency_s: f64,
@@ -135,7 +141,8 @@ pub struct NetworkSpec {
 }
 
 /// One node (rank) of the cluster: one `[[node]]` table of `cluster.toml`, repeated `count` times.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct NodeSpec {
     /// Relative CPU power: 1.0 = this machine, 0.5 = half as fast.
     pub cpu: f64,
