@@ -43,20 +43,6 @@ fn parse_mem_available(meminfo: &str) -> Option<u64> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::parse_mem_available;
-
-    #[test]
-    fn available_memory_is_read_from_meminfo() {
-        let meminfo = "MemTotal:       24683640 kB\nMemFree:        21735000 kB\nMemAvailable:   24186748 kB\n";
-        assert_eq!(parse_mem_available(meminfo), Some(24_186_748 * 1024));
-        assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
-        assert_eq!(parse_mem_available("MemAvailable: lots\n"), None);
-        assert_eq!(parse_mem_available("MemAvailable: 5 MB\n"), None);
-    }
-}
-
 fn machine_memory_limit() -> Option<u64> {
     // SAFETY: sysconf and getrlimit only read system values; `limit` is a valid out-pointer.
     let physical = unsafe {
@@ -77,4 +63,18 @@ fn machine_memory_limit() -> Option<u64> {
         .into_iter()
         .flatten()
         .min()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_mem_available;
+
+    #[test]
+    fn available_memory_is_read_from_meminfo() {
+        let meminfo = "MemTotal:       24683640 kB\nMemFree:        21735000 kB\nMemAvailable:   24186748 kB\n";
+        assert_eq!(parse_mem_available(meminfo), Some(24_186_748 * 1024));
+        assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
+        assert_eq!(parse_mem_available("MemAvailable: lots\n"), None);
+        assert_eq!(parse_mem_available("MemAvailable: 5 MB\n"), None);
+    }
 }
