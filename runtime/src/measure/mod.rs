@@ -44,25 +44,23 @@ pub fn write_outputs(
     out: Outputs<'_>,
 ) -> Result<(), Error> {
     if let Some(path) = out.timings {
-        write_atomic(path, &to_json(&timings(settings, ranks)?, true)?)?;
+        write_atomic(path, &pretty_json(&timings(settings, ranks)?)?)?;
     }
     if let Some(path) = out.measurements {
         let m = aggregate(settings, structure, micro, ranks)?;
-        write_atomic(path, &to_json(&m, true)?)?;
+        write_atomic(path, &pretty_json(&m)?)?;
         if let Some(path) = out.trace {
-            write_atomic(path, &to_json(&chrome_trace(ranks), false)?)?;
+            let trace = serde_json::to_vec(&chrome_trace(ranks));
+            write_atomic(path, &trace.map_err(|e| Error::Measurements(e.to_string()))?)?;
         }
     }
     Ok(())
 }
 
-fn to_json<T: serde::Serialize>(value: &T, pretty: bool) -> Result<Vec<u8>, Error> {
-    let bytes = if pretty {
-        serde_json::to_vec_pretty(value)
-    } else {
-        serde_json::to_vec(value)
-    };
-    bytes.map_err(|e| Error::Measurements(e.to_string()))
+/// The files a person may read, pretty-printed. (One formatter per type: each instantiates the
+/// type's whole serializer.)
+fn pretty_json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, Error> {
+    serde_json::to_vec_pretty(value).map_err(|e| Error::Measurements(e.to_string()))
 }
 
 /// Build the measurements of a run from every rank's records (rank order).
