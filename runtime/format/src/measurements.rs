@@ -57,7 +57,9 @@ pub struct Measurements {
 impl Measurements {
     /// The first number in these measurements that no measurement can give: every time, count,
     /// size, rate and row count a run measures is finite and non-negative. Returns the field's
-    /// path (`nodes[0].events[1].blocked_s`) and its value.
+    /// path (`nodes[0].events[1].blocked_s`) and its value. (`#[inline]`: compiled where it is
+    /// called, so a program, which never calls it, does not build the serializer it walks.)
+    #[inline]
     pub fn first_negative(&self) -> Option<(String, f64)> {
         fn walk(value: &serde_json::Value, path: &mut String) -> Option<(String, f64)> {
             match value {
@@ -178,6 +180,7 @@ pub struct StructureId {
 
 impl StructureId {
     /// `solver` of `structure`.
+    #[inline]
     pub fn of(structure: &super::Structure, solver: &str) -> StructureId {
         StructureId {
             crate_name: structure.crate_name.clone(),

@@ -482,7 +482,10 @@ pub struct Diagnostic {
 }
 
 impl Structure {
-    /// A stable identity for the structure: a hash of its canonical JSON.
+    /// A stable identity for the structure: a hash of its canonical JSON. (`#[inline]`: compiled
+    /// where it is called, in the analyzer and the tools; a program reads the digest the macro
+    /// wrote.)
+    #[inline]
     pub fn digest(&self) -> String {
         let json = serde_json::to_string(self).unwrap_or_default();
         format!("{:016x}", fnv1a64(json.as_bytes()))
