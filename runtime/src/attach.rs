@@ -13,13 +13,10 @@
 //! | `MHETA_CLOCK` | `wall` (the only clock of a real MPI job) |
 //!
 //! Every value is checked when the program attaches, before any work: a bad one is an
-//! [`Error::Env`] naming the variable. With none of them set, attaching does nothing.
-
-use std::path::PathBuf;
-
-use crate::args::DistributionSpec;
-use crate::clock::ClockMode;
-use crate::error::Error;
+//! [`Error::Env`](crate::error::Error::Env) naming the variable. With none of them set, attaching does nothing.
+//!
+//! Only an MPI session (`comm::mpi::attach`) reads them: without feature `mpi` this module holds
+//! just the names.
 
 /// Every variable an attached program reads.
 pub const VARIABLES: [&str; 7] = [
@@ -35,160 +32,179 @@ pub const VARIABLES: [&str; 7] = [
 /// The default measurements file of an instrumented run without `MHETA_MEASUREMENTS`.
 pub const DEFAULT_MEASUREMENTS: &str = "mheta-measurements.json";
 
-/// The settings the environment asks for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EnvSettings {
-    /// `MHETA_INSTRUMENT`: record every hook and write measurements (also implied by
-    /// `MHETA_MEASUREMENTS` and `MHETA_TRACE`).
-    pub instrument: bool,
-    /// `MHETA_MEASUREMENTS`: where rank 0 writes the measurements; `None` means
-    /// [`DEFAULT_MEASUREMENTS`] when instrumenting.
-    pub measurements: Option<PathBuf>,
-    /// `MHETA_TRACE`: where rank 0 writes the Chrome trace; `None` writes none.
-    pub trace: Option<PathBuf>,
-    /// `MHETA_TIMINGS`: where rank 0 writes the iteration times (`mheta-timings/1`); `None` writes
-    /// none.
-    pub timings: Option<PathBuf>,
-    /// `MHETA_DISTRIBUTION`: which rows `Session::rows` hands out; Block when unset.
-    pub distribution: DistributionSpec,
-    /// `MHETA_CLUSTER`: the `cluster.toml` whose CPU powers are emulated; `None` runs at this
-    /// machine's speed.
-    pub cluster: Option<PathBuf>,
-    /// `MHETA_CLOCK`: the clock the session measures with (only `wall` under MPI).
-    pub clock: ClockMode,
-}
+#[cfg(any(feature = "mpi", test))]
+pub use settings::EnvSettings;
 
-impl EnvSettings {
-    /// Reads the process's environment.
-    pub fn from_env() -> Result<EnvSettings, Error> {
-        EnvSettings::parse(|name| std::env::var_os(name))
+#[cfg(any(feature = "mpi", test))]
+mod settings {
+    use std::path::PathBuf;
+
+    use super::DEFAULT_MEASUREMENTS;
+    use crate::args::DistributionSpec;
+    use crate::clock::ClockMode;
+    use crate::error::Error;
+
+    /// The settings the environment asks for.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct EnvSettings {
+        /// `MHETA_INSTRUMENT`: record every hook and write measurements (also implied by
+        /// `MHETA_MEASUREMENTS` and `MHETA_TRACE`).
+        pub instrument: bool,
+        /// `MHETA_MEASUREMENTS`: where rank 0 writes the measurements; `None` means
+        /// [`DEFAULT_MEASUREMENTS`] when instrumenting.
+        pub measurements: Option<PathBuf>,
+        /// `MHETA_TRACE`: where rank 0 writes the Chrome trace; `None` writes none.
+        pub trace: Option<PathBuf>,
+        /// `MHETA_TIMINGS`: where rank 0 writes the iteration times (`mheta-timings/1`); `None` writes
+        /// none.
+        pub timings: Option<PathBuf>,
+        /// `MHETA_DISTRIBUTION`: which rows `Session::rows` hands out; Block when unset.
+        pub distribution: DistributionSpec,
+        /// `MHETA_CLUSTER`: the `cluster.toml` whose CPU powers are emulated; `None` runs at this
+        /// machine's speed.
+        pub cluster: Option<PathBuf>,
+        /// `MHETA_CLOCK`: the clock the session measures with (only `wall` under MPI).
+        pub clock: ClockMode,
     }
 
-    /// Reads the variables through `get` (the environment, or a table in tests).
-    pub fn parse(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<EnvSettings, Error> {
-        let text = |var: &'static str| -> Result<Option<String>, Error> {
-            match get(var) {
-                None => Ok(None),
-                Some(v) => match v.into_string() {
-                    Ok(s) if s.trim().is_empty() => Err(env_error(var, " is empty")),
-                    Ok(s) => Ok(Some(s.trim().to_string())),
-                    Err(_) => Err(env_error(var, " is not valid UTF-8")),
-                },
-            }
-        };
-        let path = |var: &'static str| -> Result<Option<PathBuf>, Error> {
-            Ok(text(var)?.map(PathBuf::from))
-        };
-        let instrument_flag = match text("MHETA_INSTRUMENT")?.as_deref() {
-            None => None,
-            Some("1" | "true" | "yes" | "on") => Some(true),
-            Some("0" | "false" | "no" | "off") => Some(false),
-            Some(other) => {
-                return Err(env_error(
-                    "MHETA_INSTRUMENT",
-                    &format!(" is `{other}`; expected 1 or 0 (true/false, yes/no, on/off)"),
-                ))
-            }
-        };
-        let measurements = path("MHETA_MEASUREMENTS")?;
-        let trace = path("MHETA_TRACE")?;
-        if instrument_flag == Some(false) {
-            for (var, set) in [
-                ("MHETA_MEASUREMENTS", measurements.is_some()),
-                ("MHETA_TRACE", trace.is_some()),
-            ] {
-                if set {
+    impl EnvSettings {
+        /// Reads the process's environment.
+        pub fn from_env() -> Result<EnvSettings, Error> {
+            EnvSettings::parse(|name| std::env::var_os(name))
+        }
+
+        /// Reads the variables through `get` (the environment, or a table in tests).
+        pub fn parse(
+            get: impl Fn(&str) -> Option<std::ffi::OsString>,
+        ) -> Result<EnvSettings, Error> {
+            let text = |var: &'static str| -> Result<Option<String>, Error> {
+                match get(var) {
+                    None => Ok(None),
+                    Some(v) => match v.into_string() {
+                        Ok(s) if s.trim().is_empty() => Err(env_error(var, " is empty")),
+                        Ok(s) => Ok(Some(s.trim().to_string())),
+                        Err(_) => Err(env_error(var, " is not valid UTF-8")),
+                    },
+                }
+            };
+            let path = |var: &'static str| -> Result<Option<PathBuf>, Error> {
+                Ok(text(var)?.map(PathBuf::from))
+            };
+            let instrument_flag = match text("MHETA_INSTRUMENT")?.as_deref() {
+                None => None,
+                Some("1" | "true" | "yes" | "on") => Some(true),
+                Some("0" | "false" | "no" | "off") => Some(false),
+                Some(other) => {
                     return Err(env_error(
-                        var,
-                        " is set but MHETA_INSTRUMENT=0: measurements need an instrumented run",
+                        "MHETA_INSTRUMENT",
+                        &format!(" is `{other}`; expected 1 or 0 (true/false, yes/no, on/off)"),
+                    ))
+                }
+            };
+            let measurements = path("MHETA_MEASUREMENTS")?;
+            let trace = path("MHETA_TRACE")?;
+            if instrument_flag == Some(false) {
+                for (var, set) in [
+                    ("MHETA_MEASUREMENTS", measurements.is_some()),
+                    ("MHETA_TRACE", trace.is_some()),
+                ] {
+                    if set {
+                        return Err(env_error(
+                            var,
+                            " is set but MHETA_INSTRUMENT=0: measurements need an instrumented run",
+                        ));
+                    }
+                }
+            }
+            let instrument =
+                instrument_flag.unwrap_or(false) || measurements.is_some() || trace.is_some();
+            let distribution = match text("MHETA_DISTRIBUTION")? {
+                None => DistributionSpec::Block,
+                Some(t) => t
+                    .parse::<DistributionSpec>()
+                    .map_err(|e| env_error("MHETA_DISTRIBUTION", &format!(": {e}")))?,
+            };
+            if let DistributionSpec::File(p) = &distribution {
+                if !p.is_file() {
+                    return Err(env_error(
+                        "MHETA_DISTRIBUTION",
+                        &format!(
+                            ": `{}` is not block, balanced, in-core, in-core-balanced, row counts \
+                         `r0,r1,..` or a readable file",
+                            p.display()
+                        ),
                     ));
                 }
             }
-        }
-        let instrument =
-            instrument_flag.unwrap_or(false) || measurements.is_some() || trace.is_some();
-        let distribution = match text("MHETA_DISTRIBUTION")? {
-            None => DistributionSpec::Block,
-            Some(t) => t
-                .parse::<DistributionSpec>()
-                .map_err(|e| env_error("MHETA_DISTRIBUTION", &format!(": {e}")))?,
-        };
-        if let DistributionSpec::File(p) = &distribution {
-            if !p.is_file() {
-                return Err(env_error(
-                    "MHETA_DISTRIBUTION",
-                    &format!(
-                        ": `{}` is not block, balanced, in-core, in-core-balanced, row counts \
-                         `r0,r1,..` or a readable file",
-                        p.display()
-                    ),
-                ));
+            let cluster = path("MHETA_CLUSTER")?;
+            if let Some(p) = &cluster {
+                if !p.is_file() {
+                    return Err(env_error(
+                        "MHETA_CLUSTER",
+                        &format!(": `{}` is not a readable file", p.display()),
+                    ));
+                }
             }
-        }
-        let cluster = path("MHETA_CLUSTER")?;
-        if let Some(p) = &cluster {
-            if !p.is_file() {
-                return Err(env_error(
-                    "MHETA_CLUSTER",
-                    &format!(": `{}` is not a readable file", p.display()),
-                ));
-            }
-        }
-        let clock = match text("MHETA_CLOCK")?.as_deref() {
-            None | Some("wall") => ClockMode::Wall,
-            Some(other @ ("virtual" | "charged")) => {
-                return Err(env_error(
-                    "MHETA_CLOCK",
-                    &format!(
-                        " is `{other}`, which needs ranks that are threads of one process \
+            let clock = match text("MHETA_CLOCK")?.as_deref() {
+                None | Some("wall") => ClockMode::Wall,
+                Some(other @ ("virtual" | "charged")) => {
+                    return Err(env_error(
+                        "MHETA_CLOCK",
+                        &format!(
+                            " is `{other}`, which needs ranks that are threads of one process \
                          (`--backend threads`); an MPI job runs on the wall clock"
-                    ),
-                ))
-            }
-            Some(other) => {
-                return Err(env_error(
-                    "MHETA_CLOCK",
-                    &format!(" is `{other}`; the only clock of an MPI job is `wall`"),
-                ))
-            }
-        };
-        Ok(EnvSettings {
-            instrument,
-            measurements,
-            trace,
-            timings: path("MHETA_TIMINGS")?,
-            distribution,
-            cluster,
-            clock,
-        })
+                        ),
+                    ))
+                }
+                Some(other) => {
+                    return Err(env_error(
+                        "MHETA_CLOCK",
+                        &format!(" is `{other}`; the only clock of an MPI job is `wall`"),
+                    ))
+                }
+            };
+            Ok(EnvSettings {
+                instrument,
+                measurements,
+                trace,
+                timings: path("MHETA_TIMINGS")?,
+                distribution,
+                cluster,
+                clock,
+            })
+        }
+
+        /// Nothing asked: no hooks, no files, Block rows.
+        pub fn is_idle(&self) -> bool {
+            !self.instrument
+                && self.timings.is_none()
+                && self.cluster.is_none()
+                && self.distribution == DistributionSpec::Block
+        }
+
+        /// Where rank 0 writes the measurements of an instrumented run.
+        pub fn measurements_path(&self) -> PathBuf {
+            self.measurements
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_MEASUREMENTS))
+        }
     }
 
-    /// Nothing asked: no hooks, no files, Block rows.
-    pub fn is_idle(&self) -> bool {
-        !self.instrument
-            && self.timings.is_none()
-            && self.cluster.is_none()
-            && self.distribution == DistributionSpec::Block
-    }
-
-    /// Where rank 0 writes the measurements of an instrumented run.
-    pub fn measurements_path(&self) -> PathBuf {
-        self.measurements
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_MEASUREMENTS))
-    }
-}
-
-fn env_error(var: &'static str, message: &str) -> Error {
-    Error::Env {
-        var,
-        message: message.to_string(),
+    fn env_error(var: &'static str, message: &str) -> Error {
+        Error::Env {
+            var,
+            message: message.to_string(),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
+
+    use crate::args::DistributionSpec;
+    use crate::error::Error;
 
     fn parse(vars: &[(&str, &str)]) -> Result<EnvSettings, Error> {
         let vars: Vec<(String, String)> = vars

@@ -6,6 +6,7 @@
 //! nor are the run's warm-up iterations (`format::Timings::warm_up_of`).
 
 mod aggregate;
+#[cfg(any(feature = "mpi", test))]
 pub mod pack;
 mod timings;
 mod trace;
@@ -51,7 +52,10 @@ pub fn write_outputs(
         write_atomic(path, &pretty_json(&m)?)?;
         if let Some(path) = out.trace {
             let trace = serde_json::to_vec(&chrome_trace(ranks));
-            write_atomic(path, &trace.map_err(|e| Error::Measurements(e.to_string()))?)?;
+            write_atomic(
+                path,
+                &trace.map_err(|e| Error::Measurements(e.to_string()))?,
+            )?;
         }
     }
     Ok(())
