@@ -13,7 +13,8 @@
 //! | `MHETA_CLOCK` | `wall` (the only clock of a real MPI job) |
 //!
 //! Every value is checked when the program attaches, before any work: a bad one is an
-//! [`Error::Env`](crate::error::Error::Env) naming the variable. With none of them set, attaching does nothing.
+//! [`Error::Env`](crate::error::Error::Env) naming the variable. With none of them set,
+//! attaching does nothing.
 //!
 //! Only an MPI session (`comm::mpi::attach`) reads them: without feature `mpi` this module holds
 //! just the names.
