@@ -41,6 +41,7 @@ mod out_of_core;
 mod pipeline;
 mod prediction;
 mod reduction;
+pub mod gang;
 pub mod search;
 pub mod synthetic;
 
