@@ -36,12 +36,12 @@ mod build;
 mod collective;
 mod comm;
 mod compute;
+pub mod gang;
 mod nearest_neighbor;
 mod out_of_core;
 mod pipeline;
 mod prediction;
 mod reduction;
-pub mod gang;
 pub mod search;
 pub mod synthetic;
 

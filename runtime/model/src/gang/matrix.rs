@@ -141,7 +141,11 @@ impl JobShape {
 /// assigning J_i to multiple rows" (§3.2.4): a job in one row pays neither, which is how the
 /// original Schark simulator ran (its a-based rows need no switching cost to come out at the
 /// thesis's end time).
-pub fn losses(matrix: &TraceMatrix, shapes: &[JobShape], config: &Config) -> Vec<Vec<(usize, f64)>> {
+pub fn losses(
+    matrix: &TraceMatrix,
+    shapes: &[JobShape],
+    config: &Config,
+) -> Vec<Vec<(usize, f64)>> {
     let mut out: Vec<Vec<(usize, f64)>> = vec![Vec::new(); shapes.len()];
     let rows = matrix.rows.len();
     let neighbours = Neighbours::new(matrix);
@@ -174,7 +178,12 @@ pub fn losses(matrix: &TraceMatrix, shapes: &[JobShape], config: &Config) -> Vec
                 }
                 // The cell before (r, p) on processor p.
                 let before = neighbours.before(p, *r, rows).map(|(_, c)| c);
-                if before != Some(Cell { job: j, process: k as u32 }) {
+                if before
+                    != Some(Cell {
+                        job: j,
+                        process: k as u32,
+                    })
+                {
                     switches += 1;
                 }
             }
@@ -231,7 +240,11 @@ pub fn enhanced(
     // D^p: each useful row's kept processors, by rank.
     let kept = |r: usize| -> Vec<u32> {
         let free = matrix.free(r);
-        ranked.iter().copied().filter(|p| free.contains(p)).collect()
+        ranked
+            .iter()
+            .copied()
+            .filter(|p| free.contains(p))
+            .collect()
     };
     let mut d_p: Vec<(usize, Vec<u32>)> = Vec::new();
     useful.retain(|&r| {
@@ -275,7 +288,9 @@ pub fn enhanced(
                             if k.contains(&p) {
                                 p
                             } else {
-                                spare.next().expect("a useful row has N_i^p kept processors")
+                                spare
+                                    .next()
+                                    .expect("a useful row has N_i^p kept processors")
                             }
                         })
                         .collect();
@@ -505,19 +520,59 @@ mod tests {
     fn first_fit_takes_the_first_row_with_room() {
         // Figure 3.1 on 4 processors: rows with 1 and 2 free; a job of 2 goes to the second.
         let mut m = TraceMatrix::new(4);
-        m.apply(0, &Placement { rows: vec![(0, vec![0, 1, 2])] });
-        m.apply(1, &Placement { rows: vec![(1, vec![0, 1])] });
-        assert_eq!(m.first_fit(2), Placement { rows: vec![(1, vec![2, 3])] });
-        assert_eq!(m.first_fit(3), Placement { rows: vec![(2, vec![0, 1, 2])] });
-        assert_eq!(m.first_fit(1), Placement { rows: vec![(0, vec![3])] });
+        m.apply(
+            0,
+            &Placement {
+                rows: vec![(0, vec![0, 1, 2])],
+            },
+        );
+        m.apply(
+            1,
+            &Placement {
+                rows: vec![(1, vec![0, 1])],
+            },
+        );
+        assert_eq!(
+            m.first_fit(2),
+            Placement {
+                rows: vec![(1, vec![2, 3])]
+            }
+        );
+        assert_eq!(
+            m.first_fit(3),
+            Placement {
+                rows: vec![(2, vec![0, 1, 2])]
+            }
+        );
+        assert_eq!(
+            m.first_fit(1),
+            Placement {
+                rows: vec![(0, vec![3])]
+            }
+        );
     }
 
     #[test]
     fn compaction_drops_empty_rows() {
         let mut m = TraceMatrix::new(2);
-        m.apply(0, &Placement { rows: vec![(0, vec![0])] });
-        m.apply(1, &Placement { rows: vec![(1, vec![0, 1])] });
-        m.apply(2, &Placement { rows: vec![(2, vec![1])] });
+        m.apply(
+            0,
+            &Placement {
+                rows: vec![(0, vec![0])],
+            },
+        );
+        m.apply(
+            1,
+            &Placement {
+                rows: vec![(1, vec![0, 1])],
+            },
+        );
+        m.apply(
+            2,
+            &Placement {
+                rows: vec![(2, vec![1])],
+            },
+        );
         m.remove(1);
         assert_eq!(m.compact(), vec![Some(0), None, Some(1)]);
         assert_eq!(m.rows.len(), 2);

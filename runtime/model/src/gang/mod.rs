@@ -136,13 +136,20 @@ impl Config {
             ("migration", self.migration),
         ] {
             if !finite_non_negative(value) {
-                return bad(field, value.to_string(), "a finite non-negative number of STU");
+                return bad(
+                    field,
+                    value.to_string(),
+                    "a finite non-negative number of STU",
+                );
             }
         }
         if self.context_switch + self.migration >= self.time_slice {
             return bad(
                 "context_switch",
-                format!("{} (with migration {})", self.context_switch, self.migration),
+                format!(
+                    "{} (with migration {})",
+                    self.context_switch, self.migration
+                ),
                 "context switch plus migration shorter than a time slice",
             );
         }
