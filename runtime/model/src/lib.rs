@@ -251,6 +251,14 @@ impl Model {
         })
     }
 
+    /// Whether node `node` holding `rows` rows keeps every distributed array in memory: the
+    /// out-of-core placement the model predicts with, which is the runtime's own
+    /// (`mheta_runtime::ooc::plan` over the node's memory). The gang simulator's critical
+    /// number (`gang`, seed §3.2.2) is the fewest nodes at which this holds.
+    pub fn in_core(&self, node: usize, rows: u64) -> bool {
+        out_of_core::decide(&self.arrays, &self.memory[node], rows).in_core()
+    }
+
     /// The seed's per-node cost `f_i(x_i) = g_i + h_i + r_i` (§4.2): computation, I/O and
     /// communication overheads of node `node` holding `rows` rows, without blocked time (so it
     /// depends on `rows` only). Non-decreasing in `rows` when the stages' I/O is synchronous

@@ -11,6 +11,7 @@
 //! Times are in simulated time units (STU). Like the rest of this crate, the simulator is pure
 //! computation: a mix and a [`Config`] in, an [`Outcome`] per (mode, method) out.
 
+pub mod bridge;
 pub mod experiment;
 pub mod jobs;
 pub mod matrix;
