@@ -127,17 +127,24 @@ pub fn run(args: &GangsimArgs) -> anyhow::Result<()> {
                 bail!("`--job` adds real jobs to one mix; it cannot go with `--experiment`");
             }
             let e = Experiment::from(e);
-            let results = e.run(args.seed, &config).map_err(flag_error)?;
-            if let Some(v) = &args.variant {
-                let names: Vec<&str> = results.iter().map(|r| r.variant).collect();
-                if !names.contains(&v.as_str()) {
-                    bail!(
-                        "`--variant {v}`: experiment {} has variants {}",
-                        e.name(),
-                        names.join(", ")
-                    );
-                }
+            // Refuse a variant that does not exist, or JSON of several, before simulating.
+            let names: Vec<&str> = (e.variants(args.processors).iter())
+                .map(|(name, _)| *name)
+                .collect();
+            match &args.variant {
+                Some(v) if !names.contains(&v.as_str()) => bail!(
+                    "`--variant {v}`: experiment {} has variants {}",
+                    e.name(),
+                    names.join(", ")
+                ),
+                None if args.json && names.len() > 1 => bail!(
+                    "`--json` prints one mix's rows; experiment {} has several: add `--variant {}`",
+                    e.name(),
+                    names.join("` or `--variant ")
+                ),
+                _ => {}
             }
+            let results = e.run(args.seed, &config).map_err(flag_error)?;
             (Some(e), results)
         }
         None => {
@@ -169,15 +176,7 @@ pub fn run(args: &GangsimArgs) -> anyhow::Result<()> {
     }
     if args.json {
         let [one] = shown.as_slice() else {
-            bail!(
-                "`--json` prints one mix's rows; experiment {} has several: add `--variant {}`",
-                experiment.map_or("", Experiment::name),
-                shown
-                    .iter()
-                    .map(|r| r.variant)
-                    .collect::<Vec<_>>()
-                    .join("` or `--variant ")
-            );
+            bail!("`--json` prints one mix's rows: choose one with `--variant`");
         };
         super::stdout(&format!(
             "{}\n",
