@@ -93,6 +93,8 @@ fn bad_flags_are_errors_naming_the_flag() {
     assert!(err.contains("`--time-slice`"), "{err}");
     let err = run_err(&[&SMALL[..], &["--context-switch", "15", "--migration", "10"]].concat());
     assert!(err.contains("`--context-switch`"), "{err}");
+    let err = run_err(&["gangsim", "--processors", "100000"]);
+    assert!(err.contains("`--processors`"), "{err}");
     let err = run_err(&[&SMALL[..], &["--cn-max", "0.5"]].concat());
     assert!(err.contains("`--cn-max`"), "{err}");
     let err = run_err(&[&SMALL[..], &["--time-limit", "100"]].concat());

@@ -239,11 +239,13 @@ pub fn enhanced(
     ranked.truncate(np + config.alpha);
     // D^p: each useful row's kept processors, by rank.
     let kept = |r: usize| -> Vec<u32> {
-        let free = matrix.free(r);
-        ranked
-            .iter()
-            .copied()
-            .filter(|p| free.contains(p))
+        (ranked.iter().copied())
+            .filter(|&p| {
+                matrix
+                    .rows
+                    .get(r)
+                    .map_or(true, |row| row[p as usize].is_none())
+            })
             .collect()
     };
     let mut d_p: Vec<(usize, Vec<u32>)> = Vec::new();
@@ -266,41 +268,49 @@ pub fn enhanced(
         })
         .sum();
     let mut best: Option<(f64, Placement)> = None;
+    // Membership of each useful row's kept processors, for matching in O(N_i^p) per row.
+    let members: Vec<Vec<bool>> = d_p
+        .iter()
+        .map(|(_, k)| {
+            let mut m = vec![false; n];
+            for &p in k {
+                m[p as usize] = true;
+            }
+            m
+        })
+        .collect();
     for (t, (target, target_kept)) in d_p.iter().enumerate() {
         for combo in combinations(target_kept, np, config.max_combinations) {
+            // Every other useful row by how many of the combination's processors it holds: the
+            // exact ones first in row order, then the others by matches.
+            let mut others: Vec<(bool, usize, usize)> = (0..d_p.len())
+                .filter(|&o| o != t)
+                .map(|o| {
+                    let matches = combo.iter().filter(|&&p| members[o][p as usize]).count();
+                    (matches == np, matches, o)
+                })
+                .collect();
+            others.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
             let mut config_rows = vec![(*target, combo.clone())];
-            let mut exact = Vec::new();
-            let mut alternative = Vec::new();
-            for (o, (r, k)) in d_p.iter().enumerate() {
-                if o == t {
-                    continue;
-                }
-                let matches = combo.iter().filter(|p| k.contains(p)).count();
-                if matches == np {
-                    exact.push((*r, combo.clone()));
-                } else {
-                    // Matching processors keep their process; the others take the row's other
-                    // kept processors, best ranked first.
-                    let mut spare = k.iter().copied().filter(|p| !combo.contains(p));
-                    let procs: Vec<u32> = combo
-                        .iter()
-                        .map(|&p| {
-                            if k.contains(&p) {
-                                p
-                            } else {
-                                spare
-                                    .next()
-                                    .expect("a useful row has N_i^p kept processors")
-                            }
-                        })
-                        .collect();
-                    alternative.push((matches, *r, procs));
-                }
+            for &(_, _, o) in others.iter().take(slices.saturating_sub(1)) {
+                // Matching processors keep their process; the others take the row's other
+                // kept processors, best ranked first.
+                let (r, k) = &d_p[o];
+                let mut spare = k.iter().copied().filter(|p| !combo.contains(p));
+                let procs: Vec<u32> = combo
+                    .iter()
+                    .map(|&p| {
+                        if members[o][p as usize] {
+                            p
+                        } else {
+                            spare
+                                .next()
+                                .expect("a useful row has N_i^p kept processors")
+                        }
+                    })
+                    .collect();
+                config_rows.push((*r, procs));
             }
-            alternative.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-            config_rows.extend(exact);
-            config_rows.extend(alternative.into_iter().map(|(_, r, procs)| (r, procs)));
-            config_rows.truncate(slices);
             config_rows.sort_by_key(|(r, _)| *r);
             // New rows are appended right after the last existing row, whichever fresh index
             // the configuration picked.
@@ -350,21 +360,23 @@ pub fn fitness(
     let mut switches = 0usize;
     let mut migrations = 0usize;
     let mut others_lost = 0.0;
+    // The new job's own cells on each processor: (row, process).
+    let mut own_cells: Vec<Vec<(usize, u32)>> = vec![Vec::new(); matrix.processors as usize];
+    for (q, ps) in &placement.rows {
+        for (k, &p) in ps.iter().enumerate() {
+            own_cells[p as usize].push((*q, k as u32));
+        }
+    }
     for (i, (r, procs)) in placement.rows.iter().enumerate() {
         let previous = &placement.rows[(i + placement.rows.len() - 1) % placement.rows.len()];
         for (k, &p) in procs.iter().enumerate() {
             if previous.1[k] != p {
                 migrations += 1;
             }
-            // The new job's own cells on p, as rows.
-            let own: Vec<(usize, u32)> = placement
-                .rows
-                .iter()
-                .filter_map(|(q, ps)| ps.iter().position(|&x| x == p).map(|k2| (*q, k2 as u32)))
-                .collect();
+            let own = &own_cells[p as usize];
             // Before (r, p): the nearer of the existing cell and the new job's own cells.
             let pred_existing = before.before(p, *r, rows_after);
-            let pred_own = nearest_before(&own, *r, rows_after);
+            let pred_own = nearest_before(own, *r, rows_after);
             let pred_is_self = match (pred_existing, pred_own) {
                 (Some((d1, _)), Some((d2, k2))) if d2 <= d1 => k2 == k as u32,
                 (None, Some((_, k2))) => k2 == k as u32,
@@ -375,7 +387,7 @@ pub fn fitness(
             }
             // After (r, p): an existing cell that followed its own process now follows us.
             if let Some((d1, cell, cell_row)) = before.after(p, *r, rows_after) {
-                let own_after = nearest_after(&own, *r, rows_after);
+                let own_after = nearest_after(own, *r, rows_after);
                 let ours_closer = own_after.is_some_and(|d2| d2 < d1);
                 let s = shapes[cell.job];
                 if !ours_closer && s.slices > 1 {

@@ -66,6 +66,10 @@ impl Mode {
     }
 }
 
+/// The most processors a simulated machine may have: the trace matrix holds a cell per processor
+/// and row, and the thesis's machine has 128.
+pub const MAX_PROCESSORS: u32 = 1 << 14;
+
 /// The machine and the scheduler's constants (§3.3, Tables 3.1 and 3.2).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -121,8 +125,12 @@ impl Config {
             })
         };
         let finite_non_negative = |x: f64| x.is_finite() && x >= 0.0;
-        if self.processors == 0 {
-            return bad("processors", "0".into(), "at least 1");
+        if self.processors == 0 || self.processors > MAX_PROCESSORS {
+            return bad(
+                "processors",
+                self.processors.to_string(),
+                "between 1 and 16384",
+            );
         }
         if !(self.time_slice.is_finite() && self.time_slice > 0.0) {
             return bad(

@@ -226,3 +226,30 @@ fn experiments_have_their_variants() {
     let io = Experiment::IoFrequency.variants(128);
     assert_eq!((io[0].1.iterations, io[1].1.iterations), (50, 200));
 }
+
+/// The baseline of Table 3.3 at full scale (128 processors, 100 jobs, seed 1): the trends the
+/// chapter reports, with bounds around the thesis's ratios (c-based over p-based 5.2× and 5.4×,
+/// over a-based 1.45× and 1.72×, over cP-based 1.34× and 1.43×). `study/gangsim.md` has the
+/// numbers beside the thesis's.
+#[test]
+fn table_3_3_trends() {
+    let results = Experiment::Baseline.run(1, &Config::default()).unwrap();
+    let rows = &results[0].rows;
+    let att = |mode, method| {
+        rows.iter()
+            .find(|o| o.mode == mode && o.method == method)
+            .unwrap()
+            .att
+    };
+    let best = rows.iter().map(|o| o.att).fold(f64::INFINITY, f64::min);
+    assert_eq!(att(Mode::Enhanced, Method::CBased), best);
+    for mode in Mode::ALL {
+        let c = att(mode, Method::CBased);
+        let ratio = |method| att(mode, method) / c;
+        assert!((4.0..8.0).contains(&ratio(Method::PBased)), "{mode:?}");
+        assert!((1.2..2.0).contains(&ratio(Method::ABased)), "{mode:?}");
+        assert!((1.1..1.8).contains(&ratio(Method::CpBased)), "{mode:?}");
+    }
+    // Enhanced helps p-based (the thesis: 14132 against 15912).
+    assert!(att(Mode::Enhanced, Method::PBased) < att(Mode::Schark, Method::PBased));
+}
