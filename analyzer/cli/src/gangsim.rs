@@ -121,6 +121,7 @@ pub fn run(args: &GangsimArgs) -> anyhow::Result<()> {
         ..Config::default()
     };
     config.check().map_err(flag_error)?;
+    let mut real_turnarounds = String::new();
     let results = match args.experiment {
         Some(e) => {
             if !args.job.is_empty() {
@@ -152,11 +153,15 @@ pub fn run(args: &GangsimArgs) -> anyhow::Result<()> {
                 bail!("`--variant` chooses among the variants of an `--experiment`");
             }
             let mut jobs = generated(args)?;
+            let first_real = jobs.len();
             jobs.extend(real_jobs(args)?);
             if jobs.is_empty() {
                 bail!("the mix is empty: `--jobs 0` and no `--job`");
             }
             let rows = gang::simulate_all(&jobs, &config).map_err(flag_error)?;
+            if !args.json {
+                real_turnarounds = real_table(&jobs, first_real, &rows);
+            }
             (
                 None,
                 vec![VariantResult {
@@ -184,6 +189,7 @@ pub fn run(args: &GangsimArgs) -> anyhow::Result<()> {
         ))?;
     } else {
         super::stdout(&text(&shown, experiment))?;
+        super::stdout(&real_turnarounds)?;
     }
     Ok(())
 }
@@ -310,6 +316,32 @@ fn real_jobs(args: &GangsimArgs) -> anyhow::Result<Vec<Job>> {
         jobs.push(job);
     }
     Ok(jobs)
+}
+
+/// The turnaround of each real job (`jobs[first_real..]`) under every mode and method.
+fn real_table(jobs: &[Job], first_real: usize, rows: &[Outcome]) -> String {
+    if first_real >= jobs.len() {
+        return String::new();
+    }
+    let mut out = String::from("\nturnaround of the real jobs:\n");
+    let _ = write!(out, "{:<24} {:<9}", "job", "mode");
+    for method in gang::Method::ALL {
+        let _ = write!(out, " {:>9}", method.name());
+    }
+    out.push('\n');
+    for (j, job) in jobs.iter().enumerate().skip(first_real) {
+        for mode in gang::Mode::ALL {
+            let _ = write!(out, "{:<24} {:<9}", job.name, mode.name());
+            for method in gang::Method::ALL {
+                let t = (rows.iter())
+                    .find(|o| o.mode == mode && o.method == method)
+                    .map_or(f64::NAN, |o| o.turnaround[j]);
+                let _ = write!(out, " {t:>9.0}");
+            }
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// A crate directory, analyzed, or a structure file.

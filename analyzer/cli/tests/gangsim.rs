@@ -163,6 +163,13 @@ fn a_real_job_joins_the_mix_through_the_model() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The text names the real job and its turnaround under every mode.
+    let text = run_ok(&args[..args.len() - 1]);
+    assert!(text.contains("turnaround of the real jobs"), "{text}");
+    assert!(
+        text.contains("structure.json") && text.contains("enhanced"),
+        "{text}"
+    );
     // Measurements of another program are refused, naming the field.
     let mut other = w.measurements.clone();
     other.structure.digest = "0123456789abcdef".into();
