@@ -196,8 +196,8 @@ pub fn losses(
     out
 }
 
-/// The Enhanced placement (§3.2.5) of a job of shape `shape` into `matrix`, whose jobs have
-/// `shapes` and currently lose `current` (from [`losses`]) per row.
+/// The Enhanced placement (§3.2.5) of job `job` into `matrix`; the jobs (placed or not) have
+/// `shapes`, and the placed ones currently lose `current` (from [`losses`]) per row.
 ///
 /// The "useful" rows are the rows with `N_i^p` processors free, and `N_i^s` new rows after the
 /// last (always useful: the matrix grows when it must). Processors are ranked by the useful rows
@@ -225,7 +225,7 @@ pub fn enhanced(
     let total_rows = matrix.rows.len() + slices;
     let n = matrix.processors as usize;
     // Useful rows and A^r.
-    let mut useful: Vec<usize> = (0..total_rows)
+    let useful: Vec<usize> = (0..total_rows)
         .filter(|&r| matrix.free(r).len() >= np)
         .collect();
     let mut a_r = vec![0usize; n];
@@ -248,15 +248,12 @@ pub fn enhanced(
             })
             .collect()
     };
-    let mut d_p: Vec<(usize, Vec<u32>)> = Vec::new();
-    useful.retain(|&r| {
-        let k = kept(r);
-        let ok = k.len() >= np;
-        if ok {
-            d_p.push((r, k));
-        }
-        ok
-    });
+    let d_p: Vec<(usize, Vec<u32>)> = (useful.iter())
+        .filter_map(|&r| {
+            let k = kept(r);
+            (k.len() >= np).then_some((r, k))
+        })
+        .collect();
     let before = Neighbours::new(matrix);
     let existing: f64 = (0..shapes.len())
         .filter(|&j| j != job && !current[j].is_empty())
