@@ -76,7 +76,10 @@ impl Job {
     }
 
     /// Equation (3.3): the time between I/O events of the sequential program,
-    /// `T_{IO↔IO}^i = T_s^i / (CN_i · N_i^iters)`.
+    /// `T_{IO↔IO}^i = T_s^i / (CN_i · N_i^iters)`. A process on `N^p < CN` processors spaces its
+    /// `N^IO` events over its work `W` (3.1), `W / N^IO` apart, which is this time when the job
+    /// is fully parallel; the simulation and the fitness function use the process's own spacing
+    /// (`matrix::JobShape::io_per_slice`), so that the events fit the work whatever `P_i`.
     pub fn time_between_io(&self) -> f64 {
         self.sequential_time / (f64::from(self.critical_number) * f64::from(self.iterations))
     }

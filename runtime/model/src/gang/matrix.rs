@@ -121,8 +121,11 @@ pub struct JobShape {
     pub processors: u32,
     /// `N_i^s`: rows of the trace matrix the job occupies.
     pub slices: usize,
-    /// `N_i^IO` per time slice: the job's I/O events per STU of slice time it needs, times
-    /// `T^s`.
+    /// `N_i^IO` per time slice (Table 3.1: "the I/O frequency times `T^s`"): `T^s` over the
+    /// time from one I/O event to the next, which is the process's work between events plus the
+    /// access, `W / N^IO + T_w^β` — the same as `T^s · N^IO / demand`. For a fully parallel job
+    /// on fewer processors than its CN, `W / N^IO` is eq. 3.3's `T_{IO↔IO}`; a job in core does
+    /// one access in all, so its rate is close to zero.
     pub io_per_slice: f64,
 }
 
