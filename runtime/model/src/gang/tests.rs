@@ -253,3 +253,44 @@ fn table_3_3_trends() {
     // Enhanced helps p-based (the thesis: 14132 against 15912).
     assert!(att(Mode::Enhanced, Method::PBased) < att(Mode::Schark, Method::PBased));
 }
+
+/// Context switches and migration, cell by cell. Job 0 (2 processes) runs in rows 0 and 1:
+/// row 0 on processors [0, 1], row 1 on [2, 1] (process 0 moves to processor 2). Job 1 (one
+/// process) runs in row 1 on processor 0.
+/// Row 0: process 0 ran on processor 2 in row 1 → migrates (1 STU); the cell before (0, p0)
+/// cyclically is job 1's in row 1 → context switch (1 STU); process 1 stays on processor 1 and
+/// ran there just before → nothing. Loss (1 + 1) / 2 processes = 1.
+/// Row 1: process 0 migrates back from processor 0 → 1 STU; it is alone on processor 2 → no
+/// switch; process 1 → nothing. Loss 1 / 2 = 0.5. Job 1 is in one row: no loss.
+#[test]
+fn losses_count_switches_and_migrations_per_process() {
+    let c = config();
+    let mut m = TraceMatrix::new(4);
+    m.apply(
+        0,
+        &Placement {
+            rows: vec![(0, vec![0, 1]), (1, vec![2, 1])],
+        },
+    );
+    m.apply(
+        1,
+        &Placement {
+            rows: vec![(1, vec![0])],
+        },
+    );
+    let shapes = [
+        JobShape {
+            processors: 2,
+            slices: 2,
+            io_per_slice: 0.0,
+        },
+        JobShape {
+            processors: 1,
+            slices: 1,
+            io_per_slice: 0.0,
+        },
+    ];
+    let l = matrix::losses(&m, &shapes, &c);
+    assert_eq!(l[0], vec![(0, 1.0), (1, 0.5)]);
+    assert_eq!(l[1], vec![(1, 0.0)]);
+}
