@@ -22,26 +22,26 @@ pub struct GangsimArgs {
     pub experiment: Option<ExperimentArg>,
     /// With `--experiment` and `--json`: the variant to print (cn-range: half, twice;
     /// io-frequency: half, double).
-    #[arg(long, value_name = "V")]
+    #[arg(long, value_name = "V", requires = "experiment")]
     pub variant: Option<String>,
     /// Seed of the generated job mix (Table 3.2).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Generated jobs in the mix (Table 3.2: 100); 0 with `--job` runs the real jobs alone.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, conflicts_with = "experiment")]
     pub jobs: usize,
     /// `N_S^p`: processors of the simulated machine (§3.3: 128).
     #[arg(long, default_value_t = 128)]
     pub processors: u32,
     /// Generated jobs draw CN from (1, MAX), rounded up to a power of two (default: the
     /// processors).
-    #[arg(long, value_name = "MAX")]
+    #[arg(long, value_name = "MAX", conflicts_with = "experiment")]
     pub cn_max: Option<f64>,
     /// `N_i^iters` of the generated jobs (§3.3: 100).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, conflicts_with = "experiment")]
     pub iterations: u32,
     /// `T_s^i` of the generated jobs, STU (§3.3: 200).
-    #[arg(long, default_value_t = 200.0)]
+    #[arg(long, default_value_t = 200.0, conflicts_with = "experiment")]
     pub sequential_time: f64,
     /// `T^s`: the time slice, STU (§3.3: 20).
     #[arg(long, default_value_t = 20.0)]
@@ -73,16 +73,16 @@ pub struct GangsimArgs {
     pub measurements: Vec<PathBuf>,
     /// The cluster whose node the real jobs' critical numbers count copies of (default: the
     /// cluster each was measured on).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", requires = "job")]
     pub cluster: Option<PathBuf>,
     /// The node of the cluster the simulated machine is made of (identical copies of it).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, requires = "job")]
     pub node: usize,
     /// Seconds of a real job per simulated time unit, e.g. `1ms`.
-    #[arg(long, default_value = "1ms", value_parser = parse_seconds)]
+    #[arg(long, default_value = "1ms", value_parser = parse_seconds, requires = "job")]
     pub stu: f64,
     /// `N_i^iters` of the real jobs (default: the iterations their measurements recorded).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", requires = "job")]
     pub job_iterations: Option<u32>,
     /// Print JSON: `{"rows": [{"mode", "method", "att", "end_time"}]}`.
     #[arg(long)]
@@ -149,9 +149,6 @@ pub fn run(args: &GangsimArgs) -> anyhow::Result<()> {
             (Some(e), results)
         }
         None => {
-            if args.variant.is_some() {
-                bail!("`--variant` chooses among the variants of an `--experiment`");
-            }
             let mut jobs = generated(args)?;
             let first_real = jobs.len();
             jobs.extend(real_jobs(args)?);

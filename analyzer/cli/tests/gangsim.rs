@@ -106,6 +106,10 @@ fn bad_flags_are_errors_naming_the_flag() {
     );
     let err = run_err(&["gangsim", "--experiment", "baseline", "--variant", "twice"]);
     assert!(err.contains("`--variant twice`"), "{err}");
+    // Flags of the generated mix do not go with an experiment's own mixes (clap: status 2).
+    let out = mheta(&["gangsim", "--experiment", "baseline", "--jobs", "5"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--jobs"));
     let err = run_err(&[&SMALL[..], &["--job", "nowhere"]].concat());
     assert!(err.contains("`--measurements`"), "{err}");
     let err = run_err(&[
