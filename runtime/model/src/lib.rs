@@ -1,6 +1,7 @@
 //! The MHETA execution-time model (seed §5.3): structure + measurements + cluster + candidate
 //! distribution → predicted seconds per iteration, with a per-node breakdown; and the searches
-//! for the distribution it predicts fastest ([`search`]).
+//! for the distribution it predicts fastest ([`search`]). Beside them, the I/O-aware gang
+//! scheduler of the seed's Chapter 3 ([`gang`]), whose jobs can come from this model.
 //!
 //! Only the `mheta` tool links this crate: an instrumented program links `mheta-runtime`, which
 //! writes the measurements this crate reads, and never the model.
