@@ -8,6 +8,7 @@ pub mod analyze;
 pub mod bench;
 pub mod cargo;
 pub mod entry;
+pub mod gangsim;
 pub mod predict;
 pub mod report;
 pub mod search;
@@ -42,6 +43,9 @@ pub enum Command {
     Study(study::StudyArgs),
     /// Run-time adaptation under load that changes mid-run: static distribution vs rebalancer.
     AdaptStudy(adapt_study::AdaptStudyArgs),
+    /// The I/O-aware gang scheduler of the seed's Chapter 3: ATT and end time per mode and
+    /// task-count method.
+    Gangsim(gangsim::GangsimArgs),
 }
 
 impl Cli {
@@ -55,6 +59,7 @@ impl Cli {
             Command::Report(args) => report::run(args),
             Command::Study(args) => study::run(args),
             Command::AdaptStudy(args) => adapt_study::run(args),
+            Command::Gangsim(args) => gangsim::run(args),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The MHETA execution-time model (seed §5.3): structure + measurements + cluster + candidate
 //! distribution → predicted seconds per iteration, with a per-node breakdown; and the searches
-//! for the distribution it predicts fastest ([`search`]).
+//! for the distribution it predicts fastest ([`search`]). Beside them, the I/O-aware gang
+//! scheduler of the seed's Chapter 3 ([`gang`]), whose jobs can come from this model.
 //!
 //! Only the `mheta` tool links this crate: an instrumented program links `mheta-runtime`, which
 //! writes the measurements this crate reads, and never the model.
@@ -36,6 +37,7 @@ mod build;
 mod collective;
 mod comm;
 mod compute;
+pub mod gang;
 mod nearest_neighbor;
 mod out_of_core;
 mod pipeline;
@@ -248,6 +250,14 @@ impl Model {
                     held == 0 || hi >= compute::SAMPLE_SPREAD * lo || mask(i, held) != mask(i, r)
                 })
         })
+    }
+
+    /// Whether node `node` holding `rows` rows keeps every distributed array in memory: the
+    /// out-of-core placement the model predicts with, which is the runtime's own
+    /// (`mheta_runtime::ooc::plan` over the node's memory). The gang simulator's critical
+    /// number (`gang`, seed §3.2.2) is the fewest nodes at which this holds.
+    pub fn in_core(&self, node: usize, rows: u64) -> bool {
+        out_of_core::decide(&self.arrays, &self.memory[node], rows).in_core()
     }
 
     /// The seed's per-node cost `f_i(x_i) = g_i + h_i + r_i` (§4.2): computation, I/O and
