@@ -17,7 +17,7 @@
 //! Every figure is per iteration over the steady iterations: all recorded iterations but the
 //! run's warm-up ones (`format::Timings::warm_up_of`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use crate::comm::Traffic;
 use crate::format::{
@@ -54,9 +54,59 @@ impl StageAcc {
 #[derive(Default)]
 struct EventAcc {
     m: Option<EventMeasurement>,
-    sent_to: BTreeSet<u32>,
-    received_from: BTreeSet<u32>,
+    sent_to: SortedMap<u32, ()>,
+    received_from: SortedMap<u32, ()>,
     order: OrderAcc,
+}
+
+/// A map kept as a vector sorted by key, iterated in key order like a `BTreeMap`. The maps here
+/// hold a few dozen entries; a `BTreeMap` instantiated for each of their key and value types was
+/// an eighth of the runtime's compiled code, which every program builds.
+struct SortedMap<K, V>(Vec<(K, V)>);
+
+impl<K, V> Default for SortedMap<K, V> {
+    fn default() -> Self {
+        SortedMap(Vec::new())
+    }
+}
+
+impl<K: Ord, V> SortedMap<K, V> {
+    /// The value at `key`, inserted from `make` if absent.
+    fn entry_with(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
+        let i = match self.0.binary_search_by(|(k, _)| k.cmp(&key)) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (key, make()));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    /// The value at `key`, inserted as the default if absent.
+    fn entry(&mut self, key: K) -> &mut V
+    where
+        V: Default,
+    {
+        self.entry_with(key, V::default)
+    }
+
+    fn into_keys(self) -> impl Iterator<Item = K> {
+        self.0.into_iter().map(|(k, _)| k)
+    }
+
+    fn into_values(self) -> impl Iterator<Item = V> {
+        self.0.into_iter().map(|(_, v)| v)
+    }
+}
+
+impl<K, V> IntoIterator for SortedMap<K, V> {
+    type Item = (K, V);
+    type IntoIter = std::vec::IntoIter<(K, V)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
 }
 
 /// An event's point-to-point calls in program order, iteration by iteration: kept when every
@@ -146,13 +196,13 @@ pub fn aggregate_node(
         (i > warm_up && r.is_inside(iterations[i - 1])).then_some(i)
     };
 
-    let mut stages: BTreeMap<StageKey, StageAcc> = BTreeMap::new();
-    let mut io: BTreeMap<(StageKey, u32), IoMeasurement> = BTreeMap::new();
-    let mut events: BTreeMap<u32, EventAcc> = BTreeMap::new();
-    let mut tiles: BTreeMap<(u32, u32), f64> = BTreeMap::new();
+    let mut stages: SortedMap<StageKey, StageAcc> = SortedMap::default();
+    let mut io: SortedMap<(StageKey, u32), IoMeasurement> = SortedMap::default();
+    let mut events: SortedMap<u32, EventAcc> = SortedMap::default();
+    let mut tiles: SortedMap<(u32, u32), f64> = SortedMap::default();
     // Trips of each tile loop (section, tile loop) since its section last began.
     let mut tile_trips: HashMap<(u32, u32), usize> = HashMap::new();
-    let mut groups: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut groups: SortedMap<u32, f64> = SortedMap::default();
     let mut pending_prefetch: HashMap<u32, (f64, f64, StageKey)> = HashMap::new();
     let mut busy = 0.0; // I/O and communication seconds so far, for T_A.
     let mut reads: Vec<(f64, f64)> = Vec::new();
@@ -168,7 +218,7 @@ pub fn aggregate_node(
             RecordKind::Iteration => tile_trips.clear(),
             RecordKind::Section => tile_trips.retain(|&(section, _), _| section != r.id),
             RecordKind::Stage => {
-                let s = stages.entry(r.key).or_default();
+                let s = stages.entry(r.key);
                 s.count += 1.0;
                 s.time += dur;
                 // Records are in opening order: the stage's tile opened before it.
@@ -185,16 +235,16 @@ pub fn aggregate_node(
                 }
             }
             RecordKind::Tile => {
-                *tiles.entry((r.aux, r.id)).or_default() += 1.0;
+                *tiles.entry((r.aux, r.id)) += 1.0;
                 *tile_trips.entry((r.aux, r.id)).or_default() += 1;
             }
-            RecordKind::Group => *groups.entry(r.id).or_default() += 1.0,
+            RecordKind::Group => *groups.entry(r.id) += 1.0,
             RecordKind::Event => {
                 event_entry(&mut events, r.id).total_s += dur;
             }
             RecordKind::Copy => {
                 if r.in_stage {
-                    let s = stages.entry(r.key).or_default();
+                    let s = stages.entry(r.key);
                     s.io += dur;
                     s.exclude(dur);
                 }
@@ -207,13 +257,11 @@ pub fn aggregate_node(
                 // A wait record spans the compute since its prefetch returned (T_A), not I/O: an
                 // instrumented wait does no I/O (seed Fig. 5.6).
                 if r.in_stage && op != IoKind::Wait {
-                    let s = stages.entry(r.key).or_default();
+                    let s = stages.entry(r.key);
                     s.io += dur;
                     s.exclude(dur);
                 }
-                let m = io
-                    .entry((r.key, r.id))
-                    .or_insert_with(|| empty_io(r.key, r.id));
+                let m = io.entry_with((r.key, r.id), || empty_io(r.key, r.id));
                 match op {
                     IoKind::Read | IoKind::Prefetch => {
                         if op == IoKind::Read {
@@ -237,9 +285,7 @@ pub fn aggregate_node(
                         // the wait; T_A is that span less the I/O and communication inside it.
                         if let Some((end, busy_then, key)) = pending_prefetch.remove(&r.id) {
                             let overlap = (r.end_s - end - (busy - busy_then)).max(0.0);
-                            io.entry((key, r.id))
-                                .or_insert_with(|| empty_io(key, r.id))
-                                .overlap_s += overlap;
+                            io.entry_with((key, r.id), || empty_io(key, r.id)).overlap_s += overlap;
                         }
                         continue;
                     }
@@ -249,7 +295,7 @@ pub fn aggregate_node(
             RecordKind::Comm => {
                 busy += dur;
                 if r.in_stage {
-                    let s = stages.entry(r.key).or_default();
+                    let s = stages.entry(r.key);
                     s.comm += dur;
                     s.exclude(dur);
                 }
@@ -260,7 +306,7 @@ pub fn aggregate_node(
                     continue;
                 };
                 let t = r.traffic;
-                let acc = events.entry(r.event).or_default();
+                let acc = events.entry(r.event);
                 let m = acc.m.get_or_insert_with(|| empty_event(r.event));
                 m.messages_sent += f64::from(t.messages_sent);
                 m.messages_received += f64::from(t.messages_received);
@@ -282,10 +328,10 @@ pub fn aggregate_node(
                 acc.order.push(iteration, peer_op(call, peer, &t));
                 for p in call_peers(call, rank, size, peer) {
                     if t.messages_sent > 0 {
-                        acc.sent_to.insert(p as u32);
+                        acc.sent_to.entry(p as u32);
                     }
                     if t.messages_received > 0 {
-                        acc.received_from.insert(p as u32);
+                        acc.received_from.entry(p as u32);
                     }
                 }
             }
@@ -342,8 +388,8 @@ pub fn aggregate_node(
                 ] {
                     *x /= n;
                 }
-                m.sent_to = acc.sent_to.into_iter().collect();
-                m.received_from = acc.received_from.into_iter().collect();
+                m.sent_to = acc.sent_to.into_keys().collect();
+                m.received_from = acc.received_from.into_keys().collect();
                 m.order = acc.order.finish();
                 m
             })
@@ -390,12 +436,8 @@ pub fn call_peers(call: CallKind, rank: usize, size: usize, peer: Option<usize>)
     }
 }
 
-fn event_entry(events: &mut BTreeMap<u32, EventAcc>, id: u32) -> &mut EventMeasurement {
-    events
-        .entry(id)
-        .or_default()
-        .m
-        .get_or_insert_with(|| empty_event(id))
+fn event_entry(events: &mut SortedMap<u32, EventAcc>, id: u32) -> &mut EventMeasurement {
+    events.entry(id).m.get_or_insert_with(|| empty_event(id))
 }
 
 fn empty_event(event: u32) -> EventMeasurement {
