@@ -6,6 +6,7 @@
 //! (3.1)–(3.3) of the seed are methods here.
 
 use super::GangError;
+use crate::search::rng::Rng;
 
 /// One job of a mix (seed §3.2.2).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -128,12 +129,13 @@ impl MixSpec {
     /// or iteration counts hold the same jobs but for the field that changed — as the thesis's
     /// tables suggest (its a-based rows do not change when only the I/O frequency does).
     pub fn generate(&self, seed: u64) -> Vec<Job> {
-        let mut rng = SplitMix64::new(seed);
+        // The searches' seeded SplitMix64: equal seeds, equal mixes.
+        let mut rng = Rng::new(seed);
         (0..self.jobs)
             .map(|i| {
                 let (lo, hi) = self.percent_parallel;
-                let percent_parallel = lo + (hi - lo) * rng.next_f64();
-                let u = rng.next_f64();
+                let percent_parallel = lo + (hi - lo) * rng.unit();
+                let u = rng.unit();
                 let cn = 1.0 + (self.cn_max - 1.0).max(0.0) * u;
                 Job {
                     name: format!("job {i}"),
@@ -154,30 +156,6 @@ pub fn power_of_two_at_least(x: f64) -> u32 {
         p *= 2;
     }
     p
-}
-
-/// SplitMix64 (Steele, Lea and Flood 2014): a seeded generator in a few lines, enough for
-/// drawing job mixes reproducibly.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`, from the top 53 bits.
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
 }
 
 #[cfg(test)]

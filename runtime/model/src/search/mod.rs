@@ -19,7 +19,7 @@ mod ga;
 mod gbs;
 mod gs;
 mod refine;
-mod rng;
+pub(crate) mod rng;
 mod sa;
 
 use std::time::{Duration, Instant};
