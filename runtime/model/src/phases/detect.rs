@@ -21,8 +21,10 @@
 //! 2. While `S_i* ≠ ∅`: take the pair `(A_i, B_i) ∈ S_i*` with the largest `Q(A_i ⊕ B_i)`,
 //!    qualities compared lexicographically (Def. 4); ties go to the pair that entered `S*`
 //!    first (the paper is silent; this keeps the run deterministic).
-//! 3. `S_{i+1} := S_i ∪ {A_i ⊕ B_i}`. When `A_i ⊕ B_i` is isomorphic to a phase already in `S_i`
-//!    it is that phase and nothing is added (a class is never rebuilt).
+//! 3. `S_{i+1} := S_i ∪ {A_i ⊕ B_i}`. A pair whose `A ⊕ B` is isomorphic to a phase already in
+//!    `S` would add nothing: it is dropped when it would enter `S*`, or when it is taken if that
+//!    phase was made meanwhile, and does not count as an iteration (it lies within a phase
+//!    already created, §3.3's reason for `U_i`, read at the level of isomorphism classes).
 //! 4. `T_i` (line 5): the pairs `(C, A_i ⊕ B_i)` and `(A_i ⊕ B_i, C)` for every `C` with an
 //!    instance joined to an instance of the new phase by an edge in that direction, that instance
 //!    of `C` not lying inside the new one (`C ∈ S_i \ (A_i ⊕ B_i)`). The new phase is paired with
@@ -43,7 +45,8 @@
 //! are added until none is missing, which makes the result a phase by Def. 3 ("the smallest
 //! possible phase that includes `A ∪ B`", as §3.2 states).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
 
 use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef as _;
@@ -134,10 +137,8 @@ pub struct Merge {
     pub pair: (usize, usize),
     /// `Q(A_i ⊕ B_i)`.
     pub quality: (usize, usize),
-    /// The phase `A_i ⊕ B_i` is (new, or one found before).
+    /// The phase `A_i ⊕ B_i`, added to `S` by this iteration.
     pub phase: usize,
-    /// True when the iteration added the phase to `S`.
-    pub new: bool,
 }
 
 /// The result of the detection: `S_I` and the merges that built it.
@@ -213,46 +214,40 @@ pub fn detect(g: &DependencyGraph) -> Detection {
         .collect();
     // S_0* := E, as pairs of atomic phases.
     let mut pending: Vec<Option<Candidate>> = Vec::new();
+    let mut queue: BinaryHeap<((usize, usize), Reverse<usize>)> = BinaryHeap::new();
     let mut paired: HashSet<(usize, usize)> = HashSet::new();
     for e in g.graph.edge_references() {
         let pair = (atomic_of[e.source().index()], atomic_of[e.target().index()]);
         if paired.insert(pair) {
-            pending.push(Some(join(g, &phases, pair)));
+            let c = join(g, &phases, pair);
+            if c.instances.is_empty() || known.contains_key(&c.key) {
+                continue;
+            }
+            queue.push((c.quality, Reverse(pending.len())));
+            pending.push(Some(c));
         }
     }
     let cap = n.saturating_mul(n).max(1);
     let mut merges = Vec::new();
     let mut truncated = false;
     loop {
-        let best = pending
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| c.as_ref().map(|c| (i, c.quality)))
-            .fold(
-                None,
-                |best: Option<(usize, (usize, usize))>, (i, q)| match best {
-                    Some((_, bq)) if bq >= q => best,
-                    _ => Some((i, q)),
-                },
-            );
-        let Some((chosen, _)) = best else { break };
+        // The best pending pair: the largest quality, then the earliest (a max-heap on
+        // (Q, -index) with pairs removed by U_i skipped when they surface).
+        let Some((_, Reverse(chosen))) = queue.pop() else {
+            break;
+        };
+        let Some(c) = pending[chosen].take() else {
+            continue;
+        };
         if merges.len() >= cap {
             truncated = true;
             break;
         }
-        let Some(c) = pending[chosen].take() else {
-            break;
-        };
         if c.instances.is_empty() {
             continue;
         }
-        if let Some(&existing) = known.get(&c.key) {
-            merges.push(Merge {
-                pair: c.pair,
-                quality: c.quality,
-                phase: existing,
-                new: false,
-            });
+        if known.contains_key(&c.key) {
+            // Made since the pair was queued: nothing new, and not an iteration.
             continue;
         }
         let new = phases.len();
@@ -267,7 +262,6 @@ pub fn detect(g: &DependencyGraph) -> Detection {
             pair: c.pair,
             quality: c.quality,
             phase: new,
-            new: true,
         });
         // U_i: pairs lying entirely within the new phase.
         let made = &phases[new];
@@ -309,7 +303,8 @@ pub fn detect(g: &DependencyGraph) -> Detection {
         for pair in pairs {
             if paired.insert(pair) {
                 let c = join(g, &phases, pair);
-                if !c.instances.is_empty() {
+                if !c.instances.is_empty() && !known.contains_key(&c.key) {
+                    queue.push((c.quality, Reverse(pending.len())));
                     pending.push(Some(c));
                 }
             }

@@ -65,11 +65,11 @@ fn worked_example_merge_order_and_quality() {
     assert_eq!(
         merges,
         vec![
-            ((r, r), (2, 3), true),
-            ((m, s), (2, 4), true),
-            ((s, n), (1, 6), true),
-            ((o, z), (1, 7), true),
-            ((pp, z), (1, 8), true),
+            ((r, r), (2, 3)),
+            ((m, s), (2, 4)),
+            ((s, n), (1, 6)),
+            ((o, z), (1, 7)),
+            ((pp, z), (1, 8)),
         ]
     );
     assert_eq!(d.phases.len(), 8);
