@@ -230,12 +230,9 @@ pub fn detect(g: &DependencyGraph) -> Detection {
     let cap = n.saturating_mul(n).max(1);
     let mut merges = Vec::new();
     let mut truncated = false;
-    loop {
-        // The best pending pair: the largest quality, then the earliest (a max-heap on
-        // (Q, -index) with pairs removed by U_i skipped when they surface).
-        let Some((_, Reverse(chosen))) = queue.pop() else {
-            break;
-        };
+    // The best pending pair: the largest quality, then the earliest (a max-heap on (Q, -index)
+    // with pairs removed by U_i skipped when they surface).
+    while let Some((_, Reverse(chosen))) = queue.pop() {
         let Some(c) = pending[chosen].take() else {
             continue;
         };

@@ -218,6 +218,7 @@ impl DependencyGraph {
                 ),
             ));
         }
+        #[allow(clippy::needless_range_loop)] // k indexes every rank's collectives.
         for k in 0..count.first().copied().unwrap_or(0) {
             let name0 = &trace.ranks[0].calls[collectives[0][k]].call;
             for a in 0..n {

@@ -57,11 +57,7 @@ fn worked_example_merge_order_and_quality() {
     assert_eq!(d.phases[s].quality(), (3, 1));
     assert_eq!(d.phases[z].quality(), (2, 1));
     assert_eq!(d.phases[r].quality(), (3, 1));
-    let merges: Vec<_> = d
-        .merges
-        .iter()
-        .map(|m| (m.pair, m.quality, m.new))
-        .collect();
+    let merges: Vec<_> = d.merges.iter().map(|m| (m.pair, m.quality)).collect();
     assert_eq!(
         merges,
         vec![
