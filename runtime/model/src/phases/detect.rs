@@ -183,8 +183,10 @@ struct Candidate {
     quality: (usize, usize),
     key: Vec<u32>,
     instances: Vec<Vec<NodeIndex>>,
-    /// Every joined `a ∪ b`, to decide whether the pair lies within a phase (`U_i`).
+    /// Every distinct joined `a ∪ b`, to decide whether the pair lies within a phase (`U_i`).
     spans: Vec<Vec<NodeIndex>>,
+    /// False while `quality` is only an upper bound (`instances` and `key` empty).
+    evaluated: bool,
 }
 
 /// Runs the phase-detection algorithm of §3.3 (see the module documentation) on `g`.
@@ -220,7 +222,7 @@ pub fn detect(g: &DependencyGraph) -> Detection {
         let pair = (atomic_of[e.source().index()], atomic_of[e.target().index()]);
         if paired.insert(pair) {
             let c = join(g, &phases, pair);
-            if c.instances.is_empty() || known.contains_key(&c.key) {
+            if c.spans.is_empty() {
                 continue;
             }
             queue.push((c.quality, Reverse(pending.len())));
@@ -233,6 +235,21 @@ pub fn detect(g: &DependencyGraph) -> Detection {
     // The best pending pair: the largest quality, then the earliest (a max-heap on (Q, -index)
     // with pairs removed by U_i skipped when they surface).
     while let Some((_, Reverse(chosen))) = queue.pop() {
+        // Lazy evaluation: a pair queued with an upper bound of its quality is evaluated when
+        // the bound reaches the top, then queued again with its exact quality. Bounds are never
+        // below the exact value, so the pair taken is the one eager evaluation would take.
+        let Some(slot) = pending[chosen].as_mut() else {
+            continue;
+        };
+        if !slot.evaluated {
+            evaluate(g, slot);
+            if slot.instances.is_empty() || known.contains_key(&slot.key) {
+                pending[chosen] = None;
+            } else {
+                queue.push((slot.quality, Reverse(chosen)));
+            }
+            continue;
+        }
         let Some(c) = pending[chosen].take() else {
             continue;
         };
@@ -300,7 +317,7 @@ pub fn detect(g: &DependencyGraph) -> Detection {
         for pair in pairs {
             if paired.insert(pair) {
                 let c = join(g, &phases, pair);
-                if !c.instances.is_empty() && !known.contains_key(&c.key) {
+                if !c.spans.is_empty() {
                     queue.push((c.quality, Reverse(pending.len())));
                     pending.push(Some(c));
                 }
@@ -320,9 +337,7 @@ pub fn detect(g: &DependencyGraph) -> Detection {
 fn join(g: &DependencyGraph, phases: &[Phase], pair: (usize, usize)) -> Candidate {
     let (a, b) = (&phases[pair.0], &phases[pair.1]);
     let mut seen: HashSet<(usize, usize)> = HashSet::new();
-    let mut groups: HashMap<Vec<u32>, Vec<Vec<NodeIndex>>> = HashMap::new();
-    let mut distinct: HashSet<Vec<NodeIndex>> = HashSet::new();
-    let mut spans = Vec::new();
+    let mut spans: BTreeSet<Vec<NodeIndex>> = BTreeSet::new();
     for (ia, inst_a) in a.instances.iter().enumerate() {
         for &u in inst_a {
             for v in g.succs(u) {
@@ -340,16 +355,34 @@ fn join(g: &DependencyGraph, phases: &[Phase], pair: (usize, usize)) -> Candidat
                     let mut union: Vec<NodeIndex> = inst_a.iter().chain(inst_b).copied().collect();
                     union.sort_unstable();
                     union.dedup();
-                    let closed = concatenate(g, &union);
-                    spans.push(union);
-                    if distinct.insert(closed.clone()) {
-                        groups
-                            .entry(canonical_form(g, &closed))
-                            .or_default()
-                            .push(closed);
-                    }
+                    spans.insert(union);
                 }
             }
+        }
+    }
+    // Each instance of A ⊕ B comes from at least one distinct union: an upper bound on Occ.
+    Candidate {
+        pair,
+        quality: (spans.len(), g.len()),
+        key: Vec::new(),
+        instances: Vec::new(),
+        spans: spans.into_iter().collect(),
+        evaluated: false,
+    }
+}
+
+/// Closes every union of a [`join`] (⊕) and keeps the best isomorphism class: its quality,
+/// canonical form and instances.
+fn evaluate(g: &DependencyGraph, c: &mut Candidate) {
+    let mut groups: HashMap<Vec<u32>, Vec<Vec<NodeIndex>>> = HashMap::new();
+    let mut distinct: HashSet<Vec<NodeIndex>> = HashSet::new();
+    for union in &c.spans {
+        let closed = concatenate(g, union);
+        if distinct.insert(closed.clone()) {
+            groups
+                .entry(canonical_form(g, &closed))
+                .or_default()
+                .push(closed);
         }
     }
     let best = groups.into_iter().max_by(|(ka, ia), (kb, ib)| {
@@ -357,22 +390,14 @@ fn join(g: &DependencyGraph, phases: &[Phase], pair: (usize, usize)) -> Candidat
             .cmp(&(ib.len(), ib[0].len()))
             .then_with(|| kb.cmp(ka))
     });
-    match best {
-        Some((key, instances)) => Candidate {
-            pair,
-            quality: (instances.len(), instances[0].len()),
-            key,
-            instances,
-            spans,
-        },
-        None => Candidate {
-            pair,
-            quality: (0, 0),
-            key: Vec::new(),
-            instances: Vec::new(),
-            spans,
-        },
+    if let Some((key, instances)) = best {
+        c.quality = (instances.len(), instances[0].len());
+        c.key = key;
+        c.instances = instances;
+    } else {
+        c.quality = (0, 0);
     }
+    c.evaluated = true;
 }
 
 /// `A ∪ B` closed under "feeds" (Def. 5, to a fixed point): while a block of the set has a
