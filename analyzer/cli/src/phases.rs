@@ -19,7 +19,9 @@ pub struct PhasesArgs {
     /// loop's phase with its events.
     #[arg(long, value_name = "FILE")]
     pub structure: Option<PathBuf>,
-    /// Print `{"phases": [{"occurrences", "blocks", "seconds", ...}], "agree": true|false|null}`.
+    /// Print `{"phases": [{"occurrences", "blocks", "seconds", ...}], "agree": true|false|null}`;
+    /// each phase also has `ranks`, `labels`, `events`, `main_loop` and, for the main loop's
+    /// with `--structure`, `agreement`.
     #[arg(long, conflicts_with = "dot")]
     pub json: bool,
     /// Print the dependency graph in DOT (Graphviz) instead of the phases.
@@ -52,15 +54,19 @@ pub fn run(args: &PhasesArgs) -> anyhow::Result<()> {
         }
     };
     if args.json {
+        // Exactly `phases` and `agree` at the top (other tools read these names); the rest goes
+        // inside the phase objects: which one is the main loop's, and its agreement details.
+        let mut phases = serde_json::to_value(&analysis.phases)?;
+        for (i, p) in phases.as_array_mut().into_iter().flatten().enumerate() {
+            let main = Some(i) == analysis.main_loop;
+            p["main_loop"] = serde_json::Value::Bool(main);
+            if let (true, Some(a)) = (main, &agreement) {
+                p["agreement"] = serde_json::to_value(a)?;
+            }
+        }
         let doc = serde_json::json!({
-            "phases": analysis.phases,
+            "phases": phases,
             "agree": agreement.as_ref().map(|a| a.agree),
-            "main_loop": analysis.main_loop,
-            "iterations": analysis.iterations,
-            "blocks": analysis.graph.len(),
-            "extracted": analysis.detection.phases.len(),
-            "merges": analysis.detection.merges.len(),
-            "agreement": agreement,
         });
         return super::stdout(&format!("{}\n", serde_json::to_string_pretty(&doc)?));
     }
