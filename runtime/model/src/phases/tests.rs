@@ -340,6 +340,10 @@ fn bad_traces_are_errors_naming_file_and_field() {
             "traceEvents[0].tid",
         ),
         (
+            r#"{"traceEvents": [{"ph": "X", "tid": 4000000000, "ts": 1, "dur": 1, "cat": "comm"}]}"#,
+            "traceEvents[0].tid is 4000000000, more ranks than the trace has events (1)",
+        ),
+        (
             r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": -1, "cat": "comm"}]}"#,
             "traceEvents[0].dur is -1",
         ),

@@ -106,9 +106,19 @@ impl Trace {
             let tid = obj
                 .get("tid")
                 .and_then(Value::as_u64)
-                .filter(|&t| t < u64::from(u32::MAX))
-                .ok_or_else(|| err(field("tid"), "is missing or not a rank number".into()))?
-                as usize;
+                .ok_or_else(|| err(field("tid"), "is missing or not a rank number".into()))?;
+            // Every rank writes at least one event, so a rank beyond the event count is corrupt
+            // (and would allocate without bound).
+            if tid >= events.len() as u64 {
+                return Err(err(
+                    field("tid"),
+                    format!(
+                        "is {tid}, more ranks than the trace has events ({})",
+                        events.len()
+                    ),
+                ));
+            }
+            let tid = tid as usize;
             let number = |name: &str| -> Result<f64, ModelError> {
                 obj.get(name)
                     .and_then(Value::as_f64)
