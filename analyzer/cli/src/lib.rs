@@ -9,6 +9,7 @@ pub mod bench;
 pub mod cargo;
 pub mod entry;
 pub mod gangsim;
+pub mod phases;
 pub mod predict;
 pub mod report;
 pub mod search;
@@ -46,6 +47,9 @@ pub enum Command {
     /// The I/O-aware gang scheduler of the seed's Chapter 3: ATT and end time per mode and
     /// task-count method.
     Gangsim(gangsim::GangsimArgs),
+    /// Independent blocks, dependency graph and phases of a run's trace (seed 003), checked
+    /// against the program's structure.
+    Phases(phases::PhasesArgs),
 }
 
 impl Cli {
@@ -60,6 +64,7 @@ impl Cli {
             Command::Study(args) => study::run(args),
             Command::AdaptStudy(args) => adapt_study::run(args),
             Command::Gangsim(args) => gangsim::run(args),
+            Command::Phases(args) => phases::run(args),
         }
     }
 }

@@ -40,6 +40,7 @@ mod compute;
 pub mod gang;
 mod nearest_neighbor;
 mod out_of_core;
+pub mod phases;
 mod pipeline;
 mod prediction;
 mod reduction;
@@ -60,6 +61,12 @@ use pipeline::TileCost;
 pub enum ModelError {
     #[error("structure has no solver named `{0}` (the measurements belong to it)")]
     UnknownSolver(String),
+    #[error("`{file}`: {at} {message}")]
+    Trace {
+        file: String,
+        at: String,
+        message: String,
+    },
     #[error("structure has no solver")]
     NoSolver,
     #[error("measurements cover {measured} nodes but the cluster has {cluster}")]

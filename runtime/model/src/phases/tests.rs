@@ -1,0 +1,407 @@
+//! Phases: the worked example by hand, interleaved phases, the |V|² bound, bad traces.
+
+use petgraph::graph::NodeIndex;
+use serde_json::json;
+
+use super::*;
+
+/// Two ranks, three messages: rank 0's blocks p0 p1 p2 end in a send to rank 1 (label `s`), p3
+/// ends the rank (`z`); rank 1's blocks q0 q1 q2 end in the receives (`r`), q3 ends it (`z`).
+/// Edges: sequence p0→p1→p2→p3, q0→q1→q2→q3; messages p_k→q_{k+1} (the block before the k-th
+/// send to the block after the k-th receive, Def. 2.2).
+fn three_messages() -> (DependencyGraph, Vec<NodeIndex>, Vec<NodeIndex>) {
+    let mut g = DependencyGraph::new();
+    let p: Vec<_> = ["s", "s", "s", "z"]
+        .iter()
+        .map(|l| g.push_block(0, l, 1.0))
+        .collect();
+    let q: Vec<_> = ["r", "r", "r", "z"]
+        .iter()
+        .map(|l| g.push_block(1, l, 2.0))
+        .collect();
+    for k in 0..3 {
+        g.add_dependency(p[k], q[k + 1], EdgeKind::Message);
+    }
+    (g, p, q)
+}
+
+fn set(nodes: &[NodeIndex]) -> Vec<NodeIndex> {
+    let mut v = nodes.to_vec();
+    v.sort_unstable();
+    v
+}
+
+/// The run of Fig. 4 on [`three_messages`], computed by hand. Atomic phases (Def. 4, S_0):
+/// S = {p0,p1,p2} Q(3,1), Z = {p3,q3} Q(2,1), R = {q0,q1,q2} Q(3,1). S_0* in edge order:
+/// (S,S), (S,Z), (R,R), (R,Z), (S,R), with
+/// - Q(S⊕S) = (2,2): {p0,p1} and {p1,p2} are isomorphic;
+/// - Q(S⊕Z) = (1,3): {p2,p3} (size 2) or p2 ⊕ q3 = {p2,q2,q3} (q2 feeds q3, Def. 5), the larger;
+/// - Q(R⊕R) = (2,3): q0 ⊕ q1 = {p0,q0,q1} (p0 feeds q1), q1 ⊕ q2 = {p1,q1,q2}, isomorphic;
+/// - Q(R⊕Z) = (1,3), Q(S⊕R) = (2,3) (the same two instances as R⊕R).
+///
+/// Iteration 0 merges (R,R), the first of the two (2,3) pairs: M = {p0,q0,q1},{p1,q1,q2}.
+/// U_0 removes (S,R) (both its joins lie in M's instances). T_0 adds (S,M) (1,5), (R,M) (1,5),
+/// (M,M) (1,5), (M,S) (2,4) — m1 ⊕ p1 = {p0,p1,q0,q1} ≅ m2 ⊕ p2 = {p1,p2,q1,q2} —, (M,Z) (1,5),
+/// (M,R) (1,5).
+/// Iteration 1 merges (M,S) with Q = (2,4): N = {p0,p1,q0,q1},{p1,p2,q1,q2}; U_1 removes (S,S).
+/// Iteration 2: every pair left occurs once; the largest are (1,6) — (S,N) first:
+/// O = {p0,p1,p2,q0,q1,q2}; U_2 leaves only the pairs with Z.
+/// Iteration 3: (O,Z) (1,7): O + p3 and O + q3 are not isomorphic; the smaller canonical form
+/// (rank 0's extra block sorts first) wins: P = O ∪ {p3}. Iteration 4: (P,Z) (1,8), the whole
+/// graph; U_4 empties S*. I = 5, |S_I| = 8.
+#[test]
+fn worked_example_merge_order_and_quality() {
+    let (g, p, q) = three_messages();
+    let d = detect(&g);
+    let (s, z, r, m, n, o, pp, w) = (0, 1, 2, 3, 4, 5, 6, 7);
+    assert_eq!(d.phases[s].quality(), (3, 1));
+    assert_eq!(d.phases[z].quality(), (2, 1));
+    assert_eq!(d.phases[r].quality(), (3, 1));
+    let merges: Vec<_> = d.merges.iter().map(|m| (m.pair, m.quality)).collect();
+    assert_eq!(
+        merges,
+        vec![
+            ((r, r), (2, 3)),
+            ((m, s), (2, 4)),
+            ((s, n), (1, 6)),
+            ((o, z), (1, 7)),
+            ((pp, z), (1, 8)),
+        ]
+    );
+    assert_eq!(d.phases.len(), 8);
+    assert!(!d.truncated);
+    assert_eq!(
+        d.phases[m].instances,
+        vec![set(&[p[0], q[0], q[1]]), set(&[p[1], q[1], q[2]])]
+    );
+    assert_eq!(
+        d.phases[n].instances,
+        vec![
+            set(&[p[0], p[1], q[0], q[1]]),
+            set(&[p[1], p[2], q[1], q[2]])
+        ]
+    );
+    assert_eq!(
+        d.phases[pp].instances,
+        vec![set(&[p[0], p[1], p[2], p[3], q[0], q[1], q[2]])]
+    );
+    assert_eq!(d.phases[w].blocks(), 8);
+    // Every phase found is a phase by Def. 3.
+    for phase in &d.phases {
+        for inst in &phase.instances {
+            assert!(detect::is_phase(&g, inst), "{inst:?}");
+        }
+    }
+    // Valuable: nothing with the same Occ extends them. M lies inside N (both Occ 2), O and P
+    // inside the whole graph.
+    assert_eq!(d.valuable(), vec![s, r, n, z, w]);
+    // Seconds: N covers p0 p1 (1 s each) and q0 q1 (2 s each), twice.
+    assert_eq!(d.phases[n].seconds(&g), 12.0);
+    assert_eq!(d.phases[n].per_rank(&g), vec![2, 2]);
+}
+
+/// One rank, blocks x y x y: Q(X⊕Y) = (2,2) ({v0,v1} ≅ {v2,v3}) beats Q(Y⊕X) = (1,2); after it
+/// T_0 adds (Y,XY) (1,3), (XY,X) (1,3) and (XY,XY) (1,4), which wins: the whole chain.
+#[test]
+fn chain_merges_the_repeating_pair_first() {
+    let mut g = DependencyGraph::new();
+    for l in ["x", "y", "x", "y"] {
+        g.push_block(0, l, 0.5);
+    }
+    let d = detect(&g);
+    let merges: Vec<_> = d.merges.iter().map(|m| (m.pair, m.quality)).collect();
+    assert_eq!(merges, vec![((0, 1), (2, 2)), ((2, 2), (1, 4))]);
+    assert_eq!(d.phases.len(), 4);
+}
+
+/// ⊕ adds the feeders (Def. 5) until the union is a phase (Def. 3).
+#[test]
+fn concatenation_adds_feeders() {
+    let (g, p, q) = three_messages();
+    // q1 ⊕ q2: q2's predecessor p1 must join.
+    assert_eq!(
+        detect::concatenate(&g, &set(&[q[1], q[2]])),
+        set(&[p[1], q[1], q[2]])
+    );
+    assert!(!detect::is_phase(&g, &set(&[q[1], q[2]])));
+    assert!(detect::is_phase(&g, &set(&[p[1], q[1], q[2]])));
+    // Not connected: not a phase.
+    assert!(!detect::is_phase(&g, &set(&[p[0], q[3]])));
+}
+
+/// §3.4: at most |V|² iterations, so |S_I| ≤ |V| + |V|², on graphs of growing size.
+#[test]
+fn extracted_phases_respect_the_quadratic_bound() {
+    for k in 1..=6 {
+        let text = ring_trace(3, k);
+        let trace = Trace::parse(&text, "ring.json").unwrap();
+        let g = DependencyGraph::from_trace(&trace, "ring.json").unwrap();
+        let d = detect(&g);
+        let v = g.len();
+        assert!(!d.truncated);
+        assert!(
+            d.merges.len() <= v * v,
+            "{} merges, |V| = {v}",
+            d.merges.len()
+        );
+        assert!(d.phases.len() <= v + v * v);
+    }
+}
+
+/// A trace as the runtime writes it: every rank's calls `(name, event)` one after the other,
+/// 10 µs of computation before each, 2 µs per call; `iteration` events around every `per`
+/// calls.
+fn trace_json(ranks: &[Vec<(String, Option<u32>)>], per: usize) -> String {
+    let mut events = Vec::new();
+    for (rank, calls) in ranks.iter().enumerate() {
+        events.push(
+            json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": rank,
+            "args": {"name": format!("rank {rank}")}}),
+        );
+        let mut t = 0.0;
+        for (i, (name, event)) in calls.iter().enumerate() {
+            if i % per == 0 {
+                events.push(json!({"name": format!("iteration {}", i / per), "cat": "iteration",
+                    "ph": "X", "pid": 1, "tid": rank, "ts": t, "dur": 12.0 * per as f64, "args": {}}));
+            }
+            t += 10.0;
+            events.push(
+                json!({"name": name, "cat": "comm", "ph": "X", "pid": 1, "tid": rank,
+                "ts": t, "dur": 2.0, "args": {"event": event, "bytes_sent": 8, "bytes_received": 8,
+                "messages_sent": 1, "messages_received": 1, "blocked_us": 0.5}}),
+            );
+            t += 2.0;
+        }
+    }
+    json!({"traceEvents": events, "displayTimeUnit": "ms"}).to_string()
+}
+
+/// A ring shift then an all-reduce, `k` iterations on `p` ranks (like Jacobi's main loop).
+fn ring_trace(p: usize, k: usize) -> String {
+    let ranks: Vec<Vec<(String, Option<u32>)>> = (0..p)
+        .map(|r| {
+            (0..k)
+                .flat_map(|_| {
+                    [
+                        (format!("send {}", (r + 1) % p), Some(0)),
+                        (format!("receive {}", (r + p - 1) % p), Some(0)),
+                        ("all_reduce".to_string(), Some(1)),
+                    ]
+                })
+                .collect()
+        })
+        .collect();
+    trace_json(&ranks, 3)
+}
+
+/// The requirement of issue 18: in a trace of K iterations the main loop's body is a phase
+/// occurring K times, once per iteration on every rank.
+#[test]
+fn main_loop_body_occurs_once_per_iteration() {
+    for k in [2, 3, 5] {
+        let trace = Trace::parse(&ring_trace(4, k), "ring.json").unwrap();
+        let a = analyse(&trace, "ring.json").unwrap();
+        let main = &a.phases[a.main_loop.expect("a main-loop phase")];
+        assert_eq!(main.occurrences, k);
+        assert_eq!(main.ranks, vec![k; 4]);
+        assert_eq!(main.blocks, 3 * 4, "three blocks per rank");
+        assert_eq!(main.events, vec![0, 1]);
+        assert_eq!(a.iterations, vec![k; 4]);
+        // Each block is 10 µs of computation.
+        assert!((main.seconds - (k * 12) as f64 * 10e-6).abs() < 1e-12);
+    }
+}
+
+/// Two phases interleaved in time: ranks 0 and 1 exchange (event 0) while ranks 2 and 3 exchange
+/// (event 1), K = 4 times; no edge joins the pairs, so no phase spans both and no phase is the
+/// main loop's.
+#[test]
+fn two_interleaved_phases() {
+    let k = 4;
+    let pair = |me: usize, peer: usize, first: bool, event: u32| -> Vec<(String, Option<u32>)> {
+        (0..k)
+            .flat_map(|_| {
+                let send = (format!("send {peer}"), Some(event));
+                let recv = (format!("receive {peer}"), Some(event));
+                let _ = me;
+                if first {
+                    [send, recv]
+                } else {
+                    [recv, send]
+                }
+            })
+            .collect()
+    };
+    let ranks = vec![
+        pair(0, 1, true, 0),
+        pair(1, 0, false, 0),
+        pair(2, 3, true, 1),
+        pair(3, 2, false, 1),
+    ];
+    let trace = Trace::parse(&trace_json(&ranks, 2), "pairs.json").unwrap();
+    let a = analyse(&trace, "pairs.json").unwrap();
+    assert_eq!(a.main_loop, None);
+    let best = |rank: usize| {
+        a.phases
+            .iter()
+            .filter(|p| {
+                p.ranks
+                    .iter()
+                    .enumerate()
+                    .all(|(r, &n)| (n > 0) == (r / 2 == rank / 2))
+            })
+            .filter(|p| p.ranks.iter().all(|&n| n == 0 || n == p.occurrences))
+            .max_by_key(|p| (p.occurrences, p.blocks))
+            .cloned()
+            .unwrap()
+    };
+    let (left, right) = (best(0), best(2));
+    // One exchange: 2 blocks on each rank of the pair, once per iteration.
+    assert_eq!((left.occurrences, left.blocks), (k, 4));
+    assert_eq!((right.occurrences, right.blocks), (k, 4));
+    assert_eq!(left.ranks, vec![k, k, 0, 0]);
+    assert_eq!(right.ranks, vec![0, 0, k, k]);
+    assert_eq!(left.events, vec![0]);
+    assert_eq!(right.events, vec![1]);
+    // Nothing spans the two pairs.
+    for phase in &a.detection.phases {
+        for inst in &phase.instances {
+            let sides: std::collections::BTreeSet<u32> =
+                inst.iter().map(|&v| a.graph.graph[v].rank / 2).collect();
+            assert_eq!(sides.len(), 1, "{inst:?} spans both pairs");
+        }
+    }
+}
+
+#[test]
+fn structure_agreement_lists_both_directions() {
+    let summary = PhaseSummary {
+        occurrences: 3,
+        blocks: 4,
+        seconds: 1.0,
+        ranks: vec![3, 3],
+        labels: Vec::new(),
+        events: vec![0, 2],
+        unattributed_calls: 0,
+    };
+    let structure: Structure = serde_json::from_value(json!({
+        "schema": "mheta-structure/1", "crate": "x", "solvers": [{
+            "name": "x::solve", "span": {"file": "a.rs", "line": 1, "column": 1},
+            "main_loop": {"span": {"file": "a.rs", "line": 2, "column": 1}, "kind": "for"},
+            "variables": [], "diagnostics": [],
+            "sections": [
+                {"id": 0, "items": [], "comm": event(0, 1.0)},
+                {"id": 1, "items": [], "comm": event(1, 1.0)},
+                {"id": 2, "items": [], "comm": event(3, 0.5)},
+            ]
+        }]
+    }))
+    .unwrap();
+    let a = agreement(Some(&summary), &structure);
+    assert_eq!(a.run_only, vec![2]);
+    assert_eq!(a.structure_only, vec![1]);
+    assert_eq!(a.conditional_absent, vec![3]);
+    assert!(!a.agree);
+    let fine = PhaseSummary {
+        events: vec![0, 1],
+        ..summary
+    };
+    assert!(agreement(Some(&fine), &structure).agree);
+    assert!(!agreement(None, &structure).agree);
+}
+
+fn event(id: u32, frequency: f64) -> serde_json::Value {
+    json!({"id": id, "pattern": "reduction", "rule": "single_call", "calls": [],
+        "participants": [], "message": null,
+        "span": {"file": "a.rs", "line": 3, "column": 1}, "frequency": frequency})
+}
+
+fn parse_error(text: &str) -> String {
+    match Trace::parse(text, "t.json").and_then(|t| analyse(&t, "t.json").map(|_| ())) {
+        Ok(()) => panic!("accepted {text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn bad_traces_are_errors_naming_file_and_field() {
+    let cases = [
+        ("{", "`t.json`: the document is not JSON"),
+        ("{}", "`t.json`: traceEvents is missing"),
+        (r#"{"traceEvents": 3}"#, "traceEvents is not an array"),
+        (r#"{"traceEvents": [{"ph": "M"}]}"#, "has no complete"),
+        (r#"{"traceEvents": [7]}"#, "traceEvents[0] is not an object"),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": "a", "dur": 1, "cat": "comm"}]}"#,
+            "traceEvents[0].ts is missing or not a finite number",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": -1, "ts": 1, "dur": 1, "cat": "comm"}]}"#,
+            "traceEvents[0].tid",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 4000000000, "ts": 1, "dur": 1, "cat": "comm"}]}"#,
+            "traceEvents[0].tid is 4000000000, more ranks than the trace has events (1)",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": -1, "cat": "comm"}]}"#,
+            "traceEvents[0].dur is -1",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "send x"}]}"#,
+            "traceEvents[0].name is \"send x\"",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "send 1", "args": {"event": "e"}}]}"#,
+            "traceEvents[0].args.event",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "send 5"}]}"#,
+            "peer 5 is not a rank",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "send 1"},
+                {"ph": "X", "tid": 1, "ts": 1, "dur": 1, "cat": "stage", "name": "stage 0.0"}]}"#,
+            "rank 0 sends 1 messages to rank 1, which receives 0",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "barrier"},
+                {"ph": "X", "tid": 1, "ts": 1, "dur": 1, "cat": "comm", "name": "all_reduce"}]}"#,
+            "rank 1, collective call 0 is `all_reduce`, rank 0's is `barrier`",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "barrier"},
+                {"ph": "X", "tid": 1, "ts": 1, "dur": 1, "cat": "stage", "name": "s"}]}"#,
+            "rank 1 makes 0 collective calls, rank 0 makes 1",
+        ),
+    ];
+    for (text, expected) in cases {
+        let message = parse_error(text);
+        assert!(message.contains(expected), "{message:?} lacks {expected:?}");
+        assert!(message.starts_with("`t.json`"), "{message}");
+    }
+}
+
+#[test]
+fn the_runtime_trace_format_round_trips() {
+    // A trace as `mheta_runtime::measure::trace` writes it: comm names with and without a peer,
+    // a null event, other categories ignored.
+    let text = trace_json(
+        &[
+            vec![("send 1".into(), Some(0)), ("barrier".into(), None)],
+            vec![("receive 0".into(), Some(0)), ("barrier".into(), None)],
+        ],
+        2,
+    );
+    let t = Trace::parse(&text, "t.json").unwrap();
+    assert_eq!(t.ranks.len(), 2);
+    assert_eq!(t.ranks[0].calls[0].peer, Some(1));
+    assert_eq!(t.ranks[0].calls[1].event, None);
+    assert_eq!(t.ranks[1].iterations, 1);
+    let g = DependencyGraph::from_trace(&t, "t.json").unwrap();
+    // 3 blocks per rank; sequence 2+2, message 1, barrier 2.
+    assert_eq!(g.len(), 6);
+    assert_eq!(g.graph.edge_count(), 7);
+    assert_eq!(g.label(g.ranks[1][0]), "receive -1 #0");
+    assert!(g.to_dot().starts_with("digraph dependencies {"));
+}

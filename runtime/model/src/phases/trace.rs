@@ -1,0 +1,212 @@
+//! Reading a Chrome trace as the runtime writes it (`mheta_runtime::measure::trace`): one `tid`
+//! per rank, one complete ("X") event per record, times in microseconds. Only what the
+//! dependency graph needs is kept: every rank's communication calls (`cat` "comm"), its
+//! main-loop iterations (`cat` "iteration") and the span of its records.
+
+use serde_json::Value;
+
+use crate::ModelError;
+
+/// One communication call of one rank, as the trace records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommCall {
+    /// The call's name (`send`, `receive`, `all_reduce`, ...: `CallKind::name` in the runtime).
+    pub call: String,
+    /// The peer or root, when the call names one (`"send 3"`).
+    pub peer: Option<u32>,
+    /// The structure event the call belongs to (`args.event`), when it belongs to one.
+    pub event: Option<u32>,
+    /// Start, in seconds of the run's clock.
+    pub begin_s: f64,
+    /// End, in seconds of the run's clock.
+    pub end_s: f64,
+}
+
+impl CommCall {
+    /// True for a call that only sends (its message edge starts at the block before it).
+    pub fn is_send(&self) -> bool {
+        matches!(self.call.as_str(), "send" | "immediate_send")
+    }
+
+    /// True for a point-to-point receive (its message edge ends at the block after it).
+    pub fn is_receive(&self) -> bool {
+        self.call == "receive"
+    }
+
+    /// True for a collective call (every rank takes part; matched by order).
+    pub fn is_collective(&self) -> bool {
+        !self.is_send() && !self.is_receive()
+    }
+}
+
+/// Everything one rank recorded that the phases need.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RankTrace {
+    /// Communication calls in the order they started.
+    pub calls: Vec<CommCall>,
+    /// Main-loop iterations recorded (`cat` "iteration").
+    pub iterations: usize,
+    /// Start of the rank's first record, seconds.
+    pub begin_s: f64,
+    /// End of the rank's last record, seconds.
+    pub end_s: f64,
+}
+
+/// A parsed trace: index = rank (`tid`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    /// Every rank from 0 to the largest `tid`.
+    pub ranks: Vec<RankTrace>,
+}
+
+impl Trace {
+    /// Parses the JSON text of a Chrome trace; `file` names it in errors. Errors name the event
+    /// index and the field (`traceEvents[12].ts`).
+    pub fn parse(text: &str, file: &str) -> Result<Trace, ModelError> {
+        let err = |at: String, message: String| ModelError::Trace {
+            file: file.to_string(),
+            at,
+            message,
+        };
+        let doc: Value = serde_json::from_str(text)
+            .map_err(|e| err("the document".into(), format!("is not JSON: {e}")))?;
+        let events = match &doc {
+            Value::Object(map) => map.get("traceEvents").ok_or_else(|| {
+                err(
+                    "traceEvents".into(),
+                    "is missing (not a Chrome trace written by `--trace`)".into(),
+                )
+            })?,
+            Value::Array(_) => &doc,
+            _ => {
+                return Err(err(
+                    "the document".into(),
+                    "is neither an object with `traceEvents` nor an array of events".into(),
+                ))
+            }
+        };
+        let events = events
+            .as_array()
+            .ok_or_else(|| err("traceEvents".into(), "is not an array".into()))?;
+        let mut ranks: Vec<RankTrace> = Vec::new();
+        let mut seen: Vec<bool> = Vec::new();
+        // Calls with their position in the file, so that equal start times keep file order.
+        for (i, event) in events.iter().enumerate() {
+            let field = |name: &str| format!("traceEvents[{i}].{name}");
+            let obj = event
+                .as_object()
+                .ok_or_else(|| err(format!("traceEvents[{i}]"), "is not an object".into()))?;
+            let ph = obj
+                .get("ph")
+                .and_then(Value::as_str)
+                .ok_or_else(|| err(field("ph"), "is missing or not a string".into()))?;
+            if ph != "X" {
+                continue;
+            }
+            let tid = obj
+                .get("tid")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| err(field("tid"), "is missing or not a rank number".into()))?;
+            // Every rank writes at least one event, so a rank beyond the event count is corrupt
+            // (and would allocate without bound).
+            if tid >= events.len() as u64 {
+                return Err(err(
+                    field("tid"),
+                    format!(
+                        "is {tid}, more ranks than the trace has events ({})",
+                        events.len()
+                    ),
+                ));
+            }
+            let tid = tid as usize;
+            let number = |name: &str| -> Result<f64, ModelError> {
+                obj.get(name)
+                    .and_then(Value::as_f64)
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| err(field(name), "is missing or not a finite number".into()))
+            };
+            let ts = number("ts")?;
+            let dur = number("dur")?;
+            if dur < 0.0 {
+                return Err(err(field("dur"), format!("is {dur}, a negative duration")));
+            }
+            let cat = obj
+                .get("cat")
+                .and_then(Value::as_str)
+                .ok_or_else(|| err(field("cat"), "is missing or not a string".into()))?;
+            if tid >= ranks.len() {
+                ranks.resize_with(tid + 1, RankTrace::default);
+                seen.resize(tid + 1, false);
+            }
+            let (begin_s, end_s) = (ts * 1e-6, (ts + dur) * 1e-6);
+            let rank = &mut ranks[tid];
+            if seen[tid] {
+                rank.begin_s = rank.begin_s.min(begin_s);
+                rank.end_s = rank.end_s.max(end_s);
+            } else {
+                (rank.begin_s, rank.end_s, seen[tid]) = (begin_s, end_s, true);
+            }
+            match cat {
+                "iteration" => rank.iterations += 1,
+                "comm" => {
+                    let name = obj
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| err(field("name"), "is missing or not a string".into()))?;
+                    let mut words = name.split(' ');
+                    let call = words.next().unwrap_or_default().to_string();
+                    if call.is_empty() {
+                        return Err(err(field("name"), "is empty, expected a call name".into()));
+                    }
+                    let peer = match words.next() {
+                        None => None,
+                        Some(p) => Some(p.parse::<u32>().map_err(|_| {
+                            err(
+                                field("name"),
+                                format!("is \"{name}\", expected \"<call>\" or \"<call> <peer>\""),
+                            )
+                        })?),
+                    };
+                    if words.next().is_some() {
+                        return Err(err(
+                            field("name"),
+                            format!("is \"{name}\", expected \"<call>\" or \"<call> <peer>\""),
+                        ));
+                    }
+                    let event = match obj.get("args").and_then(|a| a.get("event")) {
+                        None | Some(Value::Null) => None,
+                        Some(v) => {
+                            Some(v.as_u64().filter(|&e| e < u64::from(u32::MAX)).ok_or_else(
+                                || {
+                                    err(
+                                        field("args.event"),
+                                        format!("is {v}, expected an event id or null"),
+                                    )
+                                },
+                            )? as u32)
+                        }
+                    };
+                    rank.calls.push(CommCall {
+                        call,
+                        peer,
+                        event,
+                        begin_s,
+                        end_s,
+                    });
+                }
+                _ => {}
+            }
+        }
+        if ranks.is_empty() {
+            return Err(err(
+                "traceEvents".into(),
+                "has no complete (\"X\") events: the run recorded nothing".into(),
+            ));
+        }
+        for rank in &mut ranks {
+            // A stable sort keeps file order for calls that start at the same time.
+            rank.calls.sort_by(|a, b| a.begin_s.total_cmp(&b.begin_s));
+        }
+        Ok(Trace { ranks })
+    }
+}
