@@ -169,11 +169,15 @@ impl DependencyGraph {
         for (r, rank) in trace.ranks.iter().enumerate() {
             for (i, c) in rank.calls.iter().enumerate() {
                 match c.peer {
-                    Some(p) if c.is_send() => sends.entry((r, p as usize)).or_default().push(i),
-                    Some(p) if c.is_receive() => {
-                        receives.entry((p as usize, r)).or_default().push(i)
+                    Some(p) if c.is_point_to_point() => {
+                        if c.is_send() {
+                            sends.entry((r, p as usize)).or_default().push(i);
+                        }
+                        if c.is_receive() {
+                            receives.entry((p as usize, r)).or_default().push(i);
+                        }
                     }
-                    None if c.is_send() || c.is_receive() => {
+                    None if c.is_point_to_point() => {
                         return Err(err(
                             format!("rank {r}, call {i}"),
                             format!(

@@ -160,6 +160,11 @@ fn trace_json(ranks: &[Vec<(String, Option<u32>)>], per: usize) -> String {
         );
         let mut t = 0.0;
         for (i, (name, event)) in calls.iter().enumerate() {
+            // As the runtime counts them: a send sends, a receive receives (an rsmpi
+            // `send_receive`, recorded as a `receive`, does both: `exchange_trace`).
+            let sent = u64::from(!name.starts_with("receive") || name.ends_with("!"));
+            let received = u64::from(!name.starts_with("send"));
+            let name = name.trim_end_matches('!');
             if i % per == 0 {
                 events.push(json!({"name": format!("iteration {}", i / per), "cat": "iteration",
                     "ph": "X", "pid": 1, "tid": rank, "ts": t, "dur": 12.0 * per as f64, "args": {}}));
@@ -167,8 +172,9 @@ fn trace_json(ranks: &[Vec<(String, Option<u32>)>], per: usize) -> String {
             t += 10.0;
             events.push(
                 json!({"name": name, "cat": "comm", "ph": "X", "pid": 1, "tid": rank,
-                "ts": t, "dur": 2.0, "args": {"event": event, "bytes_sent": 8, "bytes_received": 8,
-                "messages_sent": 1, "messages_received": 1, "blocked_us": 0.5}}),
+                "ts": t, "dur": 2.0, "args": {"event": event, "bytes_sent": 8 * sent,
+                "bytes_received": 8 * received, "messages_sent": sent,
+                "messages_received": received, "blocked_us": 0.5}}),
             );
             t += 2.0;
         }
@@ -210,6 +216,46 @@ fn main_loop_body_occurs_once_per_iteration() {
         // Each block is 10 µs of computation.
         assert!((main.seconds - (k * 12) as f64 * 10e-6).abs() < 1e-12);
     }
+}
+
+/// A halo exchange by rsmpi's `send_receive`, which the runtime records as a `receive` that
+/// also sent (written `receive P!` here): two ranks exchange their boundary rows, then
+/// all-reduce, `k` times. Each call is a send and a receive, so the graph has message edges both
+/// ways and the body is still one phase per iteration.
+#[test]
+fn a_send_receive_is_a_send_and_a_receive() {
+    let (p, k) = (2, 4);
+    let ranks: Vec<Vec<(String, Option<u32>)>> = (0..p)
+        .map(|r| {
+            (0..k)
+                .flat_map(|_| {
+                    let mut calls = Vec::new();
+                    if r > 0 {
+                        calls.push((format!("receive {}!", r - 1), Some(0)));
+                    }
+                    if r + 1 < p {
+                        calls.push((format!("receive {}!", r + 1), Some(0)));
+                    }
+                    calls.push(("all_reduce".to_string(), Some(1)));
+                    calls
+                })
+                .collect()
+        })
+        .collect();
+    let trace = Trace::parse(&trace_json(&ranks, 2), "halo.json").unwrap();
+    let call = &trace.ranks[1].calls[0];
+    assert!(call.is_send() && call.is_receive(), "{call:?}");
+    let graph = DependencyGraph::from_trace(&trace, "halo.json").unwrap();
+    // Rank 1's first block feeds rank 0's second (1 → 0) and rank 0's first feeds rank 1's
+    // second (0 → 1).
+    let (r0, r1) = (&graph.ranks[0], &graph.ranks[1]);
+    assert!(graph.succs(r1[0]).any(|n| n == r0[1]));
+    assert!(graph.succs(r0[0]).any(|n| n == r1[1]));
+    let a = analyse(&trace, "halo.json").unwrap();
+    let main = &a.phases[a.main_loop.expect("a main-loop phase")];
+    assert_eq!(main.occurrences, k);
+    assert_eq!(main.ranks, vec![k; p]);
+    assert_eq!(a.iterations, vec![k; p]);
 }
 
 /// Two phases interleaved in time: ranks 0 and 1 exchange (event 0) while ranks 2 and 3 exchange

@@ -16,6 +16,10 @@ pub struct CommCall {
     pub peer: Option<u32>,
     /// The structure event the call belongs to (`args.event`), when it belongs to one.
     pub event: Option<u32>,
+    /// Messages the call sent and received (`args.messages_sent`, `args.messages_received`;
+    /// 0 when absent). An rsmpi `send_receive` is recorded as a `receive` that also sent.
+    pub messages_sent: u64,
+    pub messages_received: u64,
     /// Start, in seconds of the run's clock.
     pub begin_s: f64,
     /// End, in seconds of the run's clock.
@@ -23,19 +27,28 @@ pub struct CommCall {
 }
 
 impl CommCall {
-    /// True for a call that only sends (its message edge starts at the block before it).
-    pub fn is_send(&self) -> bool {
-        matches!(self.call.as_str(), "send" | "immediate_send")
+    /// True for a point-to-point call: a send or a receive (which may also have sent, as an
+    /// rsmpi `send_receive` does).
+    pub fn is_point_to_point(&self) -> bool {
+        matches!(self.call.as_str(), "send" | "immediate_send" | "receive")
     }
 
-    /// True for a point-to-point receive (its message edge ends at the block after it).
+    /// True for a point-to-point call that sent to its peer (its message edge starts at the
+    /// block before it).
+    pub fn is_send(&self) -> bool {
+        matches!(self.call.as_str(), "send" | "immediate_send")
+            || (self.call == "receive" && self.messages_sent > 0)
+    }
+
+    /// True for a point-to-point call that received from its peer (its message edge ends at
+    /// the block after it).
     pub fn is_receive(&self) -> bool {
         self.call == "receive"
     }
 
     /// True for a collective call (every rank takes part; matched by order).
     pub fn is_collective(&self) -> bool {
-        !self.is_send() && !self.is_receive()
+        !self.is_point_to_point()
     }
 }
 
@@ -186,10 +199,32 @@ impl Trace {
                             )? as u32)
                         }
                     };
+                    let count = |key: &str| -> Result<u64, ModelError> {
+                        match obj.get("args").and_then(|a| a.get(key)) {
+                            None | Some(Value::Null) => Ok(0),
+                            Some(v) => v
+                                .as_u64()
+                                .or_else(|| {
+                                    v.as_f64()
+                                        .filter(|x| x.fract() == 0.0 && *x >= 0.0 && *x < 1e15)
+                                        .map(|x| x as u64)
+                                })
+                                .ok_or_else(|| {
+                                    err(
+                                        field(&format!("args.{key}")),
+                                        format!("is {v}, expected a count of messages"),
+                                    )
+                                }),
+                        }
+                    };
+                    let (messages_sent, messages_received) =
+                        (count("messages_sent")?, count("messages_received")?);
                     rank.calls.push(CommCall {
                         call,
                         peer,
                         event,
+                        messages_sent,
+                        messages_received,
                         begin_s,
                         end_s,
                     });
