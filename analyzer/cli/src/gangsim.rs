@@ -267,16 +267,9 @@ fn real_jobs(args: &GangsimArgs) -> anyhow::Result<Vec<Job>> {
     for (dir, m) in args.job.iter().zip(&args.measurements) {
         let structure = structure(dir)?;
         let measurements: Measurements = super::read_json(m)?;
-        let digest = &measurements.structure.digest;
-        if !digest.is_empty() && *digest != structure.digest() {
-            bail!(
-                "`{}`: field `structure.digest` is {digest}, but `{}` has digest {}: the \
-                 measurements belong to another program or an older version of it",
-                m.display(),
-                dir.display(),
-                structure.digest()
-            );
-        }
+        // The checks `mheta predict` makes: schema, digest, row totals, the measured cluster,
+        // stages and events the structure has.
+        super::predict::consistent(&structure, dir, &measurements, m)?;
         let cluster = cluster
             .clone()
             .unwrap_or_else(|| measurements.cluster.clone());
@@ -346,21 +339,7 @@ fn structure(path: &Path) -> anyhow::Result<Structure> {
     if path.is_file() {
         return super::read_json(path);
     }
-    if !path.join("Cargo.toml").is_file() {
-        bail!(
-            "`--job {}`: neither a crate directory (no Cargo.toml) nor a structure file",
-            path.display()
-        );
-    }
-    let analysis = mheta_analyzer::analyze_path(path, &mheta_analyzer::Options { trace: false });
-    let rendered = analysis.render_diagnostics();
-    if !rendered.is_empty() {
-        eprint!("{rendered}");
-    }
-    if analysis.has_errors() {
-        bail!("`mheta analyze {}` reported errors (above)", path.display());
-    }
-    Ok(analysis.structure)
+    super::tune::analyze(path).with_context(|| format!("`--job {}`", path.display()))
 }
 
 /// The table as text; for an experiment, the thesis's numbers beside ours, with the ratio of

@@ -50,7 +50,7 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
 /// structure (the digest the program embedded), a row total that is not the distribution's, a
 /// measured cluster no cluster.toml could describe, a solver without sections, and measurements
 /// of stages or events the structure does not have (the model would drop them unseen).
-fn consistent(
+pub(crate) fn consistent(
     structure: &Structure,
     structure_file: &Path,
     measurements: &Measurements,

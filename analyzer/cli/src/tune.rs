@@ -660,7 +660,7 @@ impl<'a> Sampler<'a> {
 }
 
 /// Analyzes the crate, printing its diagnostics; errors fail the step.
-fn analyze(dir: &Path) -> anyhow::Result<Structure> {
+pub(crate) fn analyze(dir: &Path) -> anyhow::Result<Structure> {
     if !dir.join("Cargo.toml").is_file() {
         bail!(
             "`{}` is not a crate directory (no Cargo.toml)",
