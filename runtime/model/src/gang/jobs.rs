@@ -162,15 +162,7 @@ pub fn power_of_two_at_least(x: f64) -> u32 {
 mod tests {
     use super::*;
 
-    fn job(cn: u32, p: f64) -> Job {
-        Job {
-            name: "j".into(),
-            critical_number: cn,
-            sequential_time: 200.0,
-            iterations: 100,
-            percent_parallel: p,
-        }
-    }
+    use crate::gang::tests::table_job as job;
 
     #[test]
     fn eq_3_1_work() {

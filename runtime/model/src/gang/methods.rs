@@ -82,15 +82,7 @@ pub fn speedup_estimate(job: &Job, machine: u32) -> u32 {
 mod tests {
     use super::*;
 
-    fn job(cn: u32, p: f64) -> Job {
-        Job {
-            name: "j".into(),
-            critical_number: cn,
-            sequential_time: 200.0,
-            iterations: 100,
-            percent_parallel: p,
-        }
-    }
+    use crate::gang::tests::table_job as job;
 
     #[test]
     fn p_based_doubles_while_the_speedup_is_at_least_1_2() {

@@ -22,6 +22,18 @@ fn job(name: &str, cn: u32, p: f64, t_s: f64) -> Job {
     }
 }
 
+/// A job of Table 3.2's size (`T_s` 200 STU, 100 iterations), for the equations' and the
+/// methods' unit tests.
+pub(super) fn table_job(cn: u32, p: f64) -> Job {
+    Job {
+        name: "j".into(),
+        critical_number: cn,
+        sequential_time: 200.0,
+        iterations: 100,
+        percent_parallel: p,
+    }
+}
+
 fn check(jobs: &[Job], mode: Mode, method: Method, finishes: &[f64]) {
     let out = simulate(jobs, mode, method, &config()).unwrap();
     for (got, want) in out.turnaround.iter().zip(finishes) {
