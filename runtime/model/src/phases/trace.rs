@@ -45,11 +45,6 @@ impl CommCall {
     pub fn is_receive(&self) -> bool {
         self.call == "receive"
     }
-
-    /// True for a collective call (every rank takes part; matched by order).
-    pub fn is_collective(&self) -> bool {
-        !self.is_point_to_point()
-    }
 }
 
 /// Everything one rank recorded that the phases need.
