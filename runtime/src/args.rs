@@ -141,17 +141,27 @@ pub fn read_distribution_file(path: &Path) -> Result<Vec<u64>, Error> {
     };
     let trimmed = text.trim();
     if trimmed.starts_with('[') || trimmed.starts_with('{') {
-        let value: serde_json::Value = serde_json::from_str(trimmed)
-            .map_err(|e| fail(format!("line {}, column {}: {e}", e.line(), e.column())))?;
-        let rows = if value.is_array() {
-            &value
-        } else {
-            &value["rows"]
+        use mheta_format::json::{parse, Value};
+        let value = parse(&text).map_err(|e| fail(e.to_string()))?;
+        let rows = match &value {
+            Value::Array(_) => Some(&value),
+            _ => value.get("rows"),
         };
-        return serde_json::from_value::<Vec<u64>>(rows.clone()).map_err(|e| {
-            fail(format!(
-                "expected an array of row counts (or an object with `rows`): {e}"
-            ))
+        let counts = match rows {
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| match v {
+                    Value::Number(n) => n.parse::<u64>().ok(),
+                    _ => None,
+                })
+                .collect::<Option<Vec<u64>>>(),
+            _ => None,
+        };
+        return counts.ok_or_else(|| {
+            fail(
+                "expected an array of row counts (non-negative integers), or an object with `rows`"
+                    .into(),
+            )
         });
     }
     let mut rows = Vec::new();
@@ -391,5 +401,28 @@ mod tests {
             err.contains("bad.txt") && err.contains("line 2") && err.contains("`x`"),
             "{err}"
         );
+        // `mheta search --json` output: an object whose `rows` is the distribution, among
+        // other fields; and a bare array.
+        std::fs::write(
+            &json,
+            "{\n  \"method\": \"gbs\",\n  \"predicted_s\": 0.5,\n  \"rows\": [6, 7]\n}\n",
+        )
+        .unwrap();
+        assert_eq!(read_distribution_file(&json).unwrap(), vec![6, 7]);
+        std::fs::write(&json, "\n [8, 9]").unwrap();
+        assert_eq!(read_distribution_file(&json).unwrap(), vec![8, 9]);
+        for (text, says) in [
+            ("{\"rows\": [1,\n 2", "line 2, column 3"),
+            ("{\"rows\": [1, -2]}", "non-negative integers"),
+            ("{\"rows\": [1.5]}", "non-negative integers"),
+            ("{\"cols\": [1]}", "an object with `rows`"),
+        ] {
+            std::fs::write(&json, text).unwrap();
+            let err = read_distribution_file(&json).unwrap_err().to_string();
+            assert!(
+                err.contains("d.json") && err.contains(says),
+                "{text}: {err}"
+            );
+        }
     }
 }

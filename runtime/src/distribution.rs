@@ -13,6 +13,7 @@
 use std::ops::Range;
 use std::str::FromStr;
 
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 use crate::format::ClusterSpec;
@@ -86,7 +87,8 @@ pub enum DistributionError {
 /// assert!(explicit.validate(11, 3).is_err());
 /// # Ok::<(), mheta_runtime::distribution::DistributionError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct Distribution {
     /// Rows of each node, in rank order.
     pub rows: Vec<u64>,

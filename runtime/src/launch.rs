@@ -19,7 +19,7 @@ use crate::comm::threads::ThreadWorld;
 use crate::context::{Context, RunSettings};
 use crate::distribution::Distribution;
 use crate::error::Error;
-use crate::format::{ClusterSpec, Microbenchmarks, Structure, StructureId};
+use crate::format::{ClusterSpec, Microbenchmarks};
 use crate::hooks::RankRecords;
 use crate::measure::{self, write_atomic};
 use crate::ooc;
@@ -77,7 +77,7 @@ where
 /// A run being configured: the arguments plus what only the program knows.
 ///
 /// [`launch`] is `Launch::new(args).run(f)`. Build a `Launch` to tell the run what only the
-/// program knows (its structure, the bytes a row takes for the in-core generators), to look at
+/// program knows (the bytes a row takes for the in-core generators), to look at
 /// the resolved settings first, or to collect the records instead of writing files.
 ///
 /// ```
@@ -95,7 +95,6 @@ where
 /// ```
 pub struct Launch<'a> {
     args: &'a Args,
-    structure: Option<(&'a Structure, String)>,
     bytes_per_row: Option<u64>,
     microbenchmarks: bool,
 }
@@ -142,12 +141,11 @@ struct RankOutcome<R> {
 }
 
 impl<'a> Launch<'a> {
-    /// A run of `args` with no structure given (a `#[mheta::solver]` registers its own when it first
+    /// A run of `args` (a `#[mheta::solver]` registers the program's structure when it first
     /// runs), no bytes-per-row hint, and the start-up microbenchmarks.
     pub fn new(args: &'a Args) -> Launch<'a> {
         Launch {
             args,
-            structure: None,
             bytes_per_row: None,
             microbenchmarks: true,
         }
@@ -157,13 +155,6 @@ impl<'a> Launch<'a> {
     /// are then zero); for tests that only look at records.
     pub fn without_microbenchmarks(mut self) -> Self {
         self.microbenchmarks = false;
-        self
-    }
-
-    /// The structure the program embeds and the solver being run (names the measurements and
-    /// serves `--emit-structure`).
-    pub fn structure(mut self, structure: &'a Structure, solver: &str) -> Self {
-        self.structure = Some((structure, solver.to_string()));
         self
     }
 
@@ -274,28 +265,18 @@ impl<'a> Launch<'a> {
         let settings = self.settings()?;
         // Under MPI only rank 0's process writes files.
         let writer = self.args.backend == Backend::Threads || process_rank(self.args.backend) == 0;
-        if let (Some(path), Some((structure, _)), true) =
-            (&self.args.emit_structure, &self.structure, writer)
-        {
-            let json =
-                serde_json::to_vec_pretty(structure).map_err(|e| Error::Args(e.to_string()))?;
-            write_atomic(path, &json)?;
-        }
         let (results, records, micro) = self.run_settings(settings.clone(), f)?;
-        // Without `Launch::structure`, a `#[mheta::solver]` registered its embedded structure
-        // when it first ran: write that text byte for byte (it is `mheta analyze`'s output).
+        // A `#[mheta::solver]` registered its embedded structure when it first ran: write that
+        // text byte for byte (it is `mheta analyze`'s output).
         let embedded = crate::embedded::first();
-        if let (Some(path), None, true) = (&self.args.emit_structure, &self.structure, writer) {
+        if let (Some(path), true) = (&self.args.emit_structure, writer) {
             let e = embedded.ok_or_else(|| {
                 Error::Args("--emit-structure: this program embeds no structure".into())
             })?;
             write_atomic(path, e.structure_json.as_bytes())?;
         }
         if writer {
-            let id = match &self.structure {
-                Some((s, solver)) => StructureId::of(s, solver),
-                None => crate::embedded::first_id(),
-            };
+            let id = crate::embedded::first_id();
             let measurements = self.args.measurements_path();
             let outputs = measure::Outputs {
                 timings: self.args.timings.as_deref(),

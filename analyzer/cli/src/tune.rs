@@ -493,7 +493,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     // included (the search chose from the samples it had: `best` is what tune answers).
     super::write_atomic(
         &measurements_path,
-        &serde_json::to_string_pretty(&measured).context("step 3: serializing measurements")?,
+        &mheta_runtime::format::json::pretty(&measured),
     )
     .context("step 3: writing the merged measurements")?;
     let model = build_model(&measured)?;

@@ -9,6 +9,7 @@
 
 pub mod cluster;
 pub mod document;
+pub mod json;
 pub mod measurements;
 pub mod structure;
 pub mod timings;

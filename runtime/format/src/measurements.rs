@@ -8,7 +8,6 @@
 
 #[cfg(feature = "read")]
 use serde::Deserialize;
-use serde::Serialize;
 
 use super::cluster::ClusterSpec;
 
@@ -18,7 +17,7 @@ pub const MEASUREMENTS_SCHEMA: &str = "mheta-measurements/1";
 /// A whole measurements file: what an instrumented run (`--instrument`) measured, per node and
 /// per iteration, and the conditions it was taken under. The model's input beside the structure
 /// and the cluster.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Measurements {
     /// The schema string, [`MEASUREMENTS_SCHEMA`] for this version.
@@ -34,7 +33,7 @@ pub struct Measurements {
     pub iterations: u32,
     /// The warm-up iterations left out before them (`Timings::warm_up_of`): the run ran
     /// `iterations + warm_up`. Files written before the field existed read as 0.
-    #[serde(default)]
+    #[cfg_attr(feature = "read", serde(default))]
     pub warm_up: u32,
     /// Rows held by each rank (GEN_BLOCK counts) during the measurement.
     pub distribution: Vec<u64>,
@@ -50,16 +49,16 @@ pub struct Measurements {
     pub nodes: Vec<NodeMeasurements>,
     /// Communication calls of the solver's events not recorded as calls (an attached program's
     /// rsmpi calls inside callees, `api at file:line (why)`): their time is in their event's.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "read", serde(default))]
     pub unrecorded_calls: Vec<String>,
 }
 
 impl Measurements {
     /// The first number in these measurements that no measurement can give: every time, count,
     /// size, rate and row count a run measures is finite and non-negative. Returns the field's
-    /// path (`nodes[0].events[1].blocked_s`) and its value. (`#[inline]`: compiled where it is
-    /// called, so a program, which never calls it, does not build the serializer it walks.)
-    #[inline]
+    /// path (`nodes[0].events[1].blocked_s`) and its value. For the tools that read the files
+    /// (feature `serde`): it walks them as serde_json values.
+    #[cfg(feature = "serde")]
     pub fn first_negative(&self) -> Option<(String, f64)> {
         fn walk(value: &serde_json::Value, path: &mut String) -> Option<(String, f64)> {
             match value {
@@ -88,7 +87,7 @@ impl Measurements {
             }
         }
         // Serialising a parsed document cannot fail: its maps have string keys.
-        let value = serde_json::to_value(self).ok()?;
+        let value = serde_json::from_str(&crate::json::compact(self)).ok()?;
         walk(&value, &mut String::new())
     }
 
@@ -166,11 +165,11 @@ impl Measurements {
 
 /// Which structure (and which solver in it) these measurements belong to; all empty when the
 /// program embeds none.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct StructureId {
     /// The crate name of the structure (JSON field `crate`).
-    #[serde(rename = "crate")]
+    #[cfg_attr(feature = "read", serde(rename = "crate"))]
     pub crate_name: String,
     /// The solver's path in that structure (`jacobi::solve`).
     pub solver: String,
@@ -180,7 +179,7 @@ pub struct StructureId {
 
 impl StructureId {
     /// `solver` of `structure`.
-    #[inline]
+    #[cfg(feature = "serde")]
     pub fn of(structure: &super::Structure, solver: &str) -> StructureId {
         StructureId {
             crate_name: structure.crate_name.clone(),
@@ -191,7 +190,7 @@ impl StructureId {
 }
 
 /// An array the program registered, as the model's out-of-core heuristic needs it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct ArrayInfo {
     /// The name the array was registered under (`ctx.array(name, ..)`).
@@ -206,7 +205,7 @@ pub struct ArrayInfo {
 }
 
 /// Costs that do not depend on the program (seed §5.2): measured by microbenchmarks at start-up.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Microbenchmarks {
     /// O_S: fixed cost to prepare and send one message, seconds.
@@ -220,7 +219,7 @@ pub struct Microbenchmarks {
 }
 
 /// What one node (rank) measured, per iteration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct NodeMeasurements {
     /// The rank, equal to the entry's index in `nodes`.
@@ -242,7 +241,7 @@ pub struct NodeMeasurements {
     /// Seconds per byte of a block write to an in-core array (a memory copy) at this node's
     /// CPU power: what an in-core array's writes cost, which the instrumented run (arrays
     /// forced out of core) does not see. Absent in older files: zero.
-    #[serde(default)]
+    #[cfg_attr(feature = "read", serde(default))]
     pub copy_per_byte_s: f64,
     /// Computation per stage, one entry per stage that ran on this node.
     pub stages: Vec<StageMeasurement>,
@@ -251,32 +250,32 @@ pub struct NodeMeasurements {
     /// Communication per event.
     pub events: Vec<EventMeasurement>,
     /// Trips of each tile loop per iteration.
-    #[serde(default)]
+    #[cfg_attr(feature = "read", serde(default))]
     pub tiles: Vec<TileMeasurement>,
     /// Trips of each repeated group (nested iteration) per iteration.
-    #[serde(default)]
+    #[cfg_attr(feature = "read", serde(default))]
     pub groups: Vec<GroupMeasurement>,
 }
 
 /// Identifies a stage: section id, tile loop id (for stages inside a tile loop), stage id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct StageKey {
     /// The section's id (`Section::id` in the structure).
     pub section: u32,
     /// The tile loop's id within the section, or `None` for a stage directly in the section.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "read", serde(default))]
     pub tile: Option<u32>,
     /// The stage's id within its section or tile loop.
     pub stage: u32,
 }
 
 /// The computation of one stage on one node (the seed's `T_phi`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct StageMeasurement {
     /// Which stage (flattened into this object in JSON: `section`, `tile`, `stage`).
-    #[serde(flatten)]
+    #[cfg_attr(feature = "read", serde(flatten))]
     pub key: StageKey,
     /// How many times the stage ran per iteration (tiles × group trips).
     pub count: f64,
@@ -288,11 +287,11 @@ pub struct StageMeasurement {
     /// A stage inside a tile loop: its computation in the `j`-th tile of a pass of the loop,
     /// seconds per iteration (summed over the passes), for each `j`; they add up to
     /// `compute_s`. Empty for stages outside tile loops.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "read", serde(default))]
     pub tiles: Vec<f64>,
     /// `tiles` of the in-core runs merged into `in_core`, added up tile by tile (only their
     /// shape is used: see `model::pipeline`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "read", serde(default))]
     pub in_core_tiles: Vec<f64>,
     /// T_φ of the stage on this node in runs that kept in core what the node's memory could
     /// hold (`--keep-in-core`; see [`Measurements::merge_in_core_compute`]), one sample per
@@ -301,13 +300,13 @@ pub struct StageMeasurement {
     /// I/O changes what the caches and TLB hold), and per-row cost changes with the rows
     /// (caches, allocations), so the model interpolates these for nodes it places with the
     /// same arrays out of core.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "read", serde(default))]
     pub in_core: Vec<InCoreSample>,
 }
 
 /// One measurement of a stage on a node in a `--keep-in-core` run: its T_φ when the node held
 /// `rows` rows with the arrays `out_of_core` moved through disk and the others in core.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct InCoreSample {
     /// Rows the node held in that run.
@@ -316,16 +315,16 @@ pub struct InCoreSample {
     pub compute_s: f64,
     /// The arrays the node moved through disk in that run (its memory could not keep them), in
     /// the order of [`Measurements::arrays`]; empty when it held all of them in core.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "read", serde(default))]
     pub out_of_core: Vec<String>,
 }
 
 /// Out-of-core I/O of one array inside one stage on one node, per iteration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct IoMeasurement {
     /// The stage the I/O happened in (flattened into this object in JSON).
-    #[serde(flatten)]
+    #[cfg_attr(feature = "read", serde(flatten))]
     pub key: StageKey,
     /// The array moved.
     pub var: String,
@@ -348,7 +347,7 @@ pub struct IoMeasurement {
 }
 
 /// The communication of one event on one node, per iteration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct EventMeasurement {
     /// The event's id (`CommEvent::id` in the structure).
@@ -378,19 +377,19 @@ pub struct EventMeasurement {
     /// that follows a receive leave only once that receive is done. Empty when the steady
     /// iterations made different calls, or when the event holds any other call (collectives,
     /// combined send-receives, receives completed by a separate wait).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "read", serde(default))]
     pub order: Vec<PeerOp>,
     /// The same event's per-message overheads in other instrumented runs (see
     /// [`Measurements::merge_in_core_compute`]), one sample per run. The model takes each
     /// overhead as the median over these and this run's own.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "read", serde(default))]
     pub overheads: Vec<OverheadSample>,
 }
 
 /// One point-to-point call of an event on one node: `{"send": 3}` or `{"receive": 1}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
-#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "read", serde(rename_all = "snake_case"))]
 pub enum PeerOp {
     /// A (buffered) send to this rank.
     Send(u32),
@@ -400,7 +399,7 @@ pub enum PeerOp {
 
 /// Per-message send and receive overheads of one event on one node in one run; `None` where
 /// the node sent (received) no message in that event.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct OverheadSample {
     /// Seconds per message sent (O_→), or `None` when the node sent none.
@@ -436,7 +435,7 @@ pub fn per_message(total: f64, count: f64) -> Option<f64> {
 }
 
 /// How often a tile loop ran on one node.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct TileMeasurement {
     /// The section holding the tile loop.
@@ -448,7 +447,7 @@ pub struct TileMeasurement {
 }
 
 /// How often a repeated group (nested iteration) ran on one node.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct GroupMeasurement {
     /// The group's id (`Group::id` in the structure).
@@ -457,10 +456,55 @@ pub struct GroupMeasurement {
     pub trips: f64,
 }
 
+crate::json_object!(Measurements {
+    field schema, field structure, field clock, field rows, field iterations, field warm_up,
+    field distribution, field cluster, field arrays, field micro, field nodes,
+    optional unrecorded_calls,
+});
+crate::serialize_by_hand!(Measurements);
+crate::json_object!(StructureId { field "crate" = crate_name, field solver, field digest });
+crate::json_object!(ArrayInfo { field name, field bytes_per_row, field distributed, field read_only });
+crate::json_object!(Microbenchmarks {
+    field send_overhead_s, field recv_overhead_s, field latency_s, field per_byte_s,
+});
+crate::json_object!(NodeMeasurements {
+    field rank, field rows, field iteration_s, field read_overhead_s, field write_overhead_s,
+    field async_overhead_s, field read_per_byte_s, field write_per_byte_s, field copy_per_byte_s,
+    field stages, field io, field events, field tiles, field groups,
+});
+crate::json_object!(StageKey { field section, optional tile, field stage });
+crate::json_object!(StageMeasurement {
+    flatten key, field count, field compute_s, field io_s, optional tiles, optional in_core_tiles,
+    optional in_core,
+});
+crate::json_object!(InCoreSample { field rows, field compute_s, optional out_of_core });
+crate::json_object!(IoMeasurement {
+    flatten key, field var, field reads, field writes, field prefetches, field bytes_read,
+    field bytes_written, field read_s, field write_s, field overlap_s,
+});
+crate::json_object!(EventMeasurement {
+    field event, field messages_sent, field messages_received, field bytes_sent,
+    field bytes_received, field send_overhead_s, field recv_overhead_s, field blocked_s,
+    field total_s, field sent_to, field received_from, optional order, optional overheads,
+});
+crate::json_object!(OverheadSample { field send_s, field recv_s });
+crate::json_object!(TileMeasurement { field section, field tile, field count });
+crate::json_object!(GroupMeasurement { field group, field trips });
+
+impl crate::json::ToJson for PeerOp {
+    /// `{"send": 3}` or `{"receive": 1}`.
+    fn write_json(&self, w: &mut crate::json::Writer) {
+        w.object(|o| match self {
+            PeerOp::Send(rank) => o.field("send", rank),
+            PeerOp::Receive(rank) => o.field("receive", rank),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ClusterSpec, NetworkSpec, NodeSpec};
+    use crate::{ClusterSpec, LoadAt, LoadStep, NetworkSpec, NodeSpec};
 
     fn measurements(io_on: &[bool], compute: f64) -> Measurements {
         let node = |rank: usize| NodeMeasurements {
@@ -544,6 +588,98 @@ mod tests {
             nodes: (0..io_on.len()).map(node).collect(),
             unrecorded_calls: Vec::new(),
         }
+    }
+
+    /// Every field away from its default, every optional field present: what `json` writes
+    /// reads back with serde as the same measurements.
+    #[test]
+    fn written_by_hand_reads_back_with_serde() {
+        let mut m = measurements(&[true, false], 0.25);
+        m.warm_up = 3;
+        m.unrecorded_calls = vec!["send at a.rs:3 (\"callee\")".into()];
+        m.arrays = vec![ArrayInfo {
+            name: "a".into(),
+            bytes_per_row: 8,
+            distributed: true,
+            read_only: false,
+        }];
+        m.micro = Microbenchmarks {
+            send_overhead_s: 1e-6,
+            recv_overhead_s: 2e-6,
+            latency_s: 5e-5,
+            per_byte_s: 1e-9,
+        };
+        m.cluster.loads = vec![
+            vec![
+                LoadStep {
+                    at: LoadAt::Seconds(0.5),
+                    cpu_share: Some(0.5),
+                    memory_bytes: None,
+                },
+                LoadStep {
+                    at: LoadAt::Iteration(4),
+                    cpu_share: None,
+                    memory_bytes: Some(1 << 30),
+                },
+            ],
+            Vec::new(),
+        ];
+        let n = &mut m.nodes[0];
+        n.copy_per_byte_s = 1e-10;
+        n.stages[0].key.tile = Some(2);
+        n.stages[0].tiles = vec![0.1, 0.15];
+        n.stages[0].in_core_tiles = vec![0.05, 0.05];
+        n.stages[0].in_core = vec![
+            InCoreSample {
+                rows: 7,
+                compute_s: 0.2,
+                out_of_core: vec!["a".into()],
+            },
+            InCoreSample {
+                rows: 9,
+                compute_s: 0.3,
+                out_of_core: Vec::new(),
+            },
+        ];
+        n.events = vec![EventMeasurement {
+            event: 1,
+            messages_sent: 2.0,
+            messages_received: 2.0,
+            bytes_sent: 16.0,
+            bytes_received: 16.0,
+            send_overhead_s: 1e-6,
+            recv_overhead_s: 1e-6,
+            blocked_s: 0.0,
+            total_s: 3e-6,
+            sent_to: vec![1],
+            received_from: vec![1],
+            order: vec![PeerOp::Send(1), PeerOp::Receive(1)],
+            overheads: vec![OverheadSample {
+                send_s: Some(5e-7),
+                recv_s: None,
+            }],
+        }];
+        n.tiles = vec![TileMeasurement {
+            section: 0,
+            tile: 2,
+            count: 2.0,
+        }];
+        n.groups = vec![GroupMeasurement {
+            group: 0,
+            trips: 3.0,
+        }];
+        for text in [crate::json::pretty(&m), crate::json::compact(&m)] {
+            let back: Measurements = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, m);
+        }
+        // The names of the contract, as the readers see them.
+        let value: serde_json::Value = serde_json::from_str(&crate::json::pretty(&m)).unwrap();
+        assert_eq!(value["structure"]["crate"], "c");
+        assert_eq!(value["nodes"][0]["stages"][0]["tile"], 2);
+        assert_eq!(value["nodes"][0]["events"][0]["order"][1]["receive"], 1);
+        assert_eq!(value["cluster"]["loads"][0][1]["at"]["iteration"], 4);
+        assert!(value["nodes"][1]["stages"][0].get("tile").is_none());
+        assert!(value["nodes"][1]["stages"][0].get("in_core").is_none());
     }
 
     #[test]

@@ -9,24 +9,29 @@
 
 #[cfg(feature = "read")]
 use serde::Deserialize;
+#[cfg(feature = "serde")]
 use serde::Serialize;
 
 /// The schema string of this version of the structure file.
 pub const STRUCTURE_SCHEMA: &str = "mheta-structure/1";
 
 /// A whole structure file: every solver found in one crate or file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Structure {
     /// The schema string, [`STRUCTURE_SCHEMA`] for this version.
     pub schema: String,
     /// The analysed crate's package name (JSON field `crate`), or the file stem for a single file.
-    #[serde(rename = "crate")]
+    #[cfg_attr(feature = "serde", serde(rename = "crate"))]
     pub crate_name: String,
     /// Every solver found, in source order.
     pub solvers: Vec<Solver>,
     /// Problems not tied to one solver (unparsable files, unresolved modules, no solver found).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -35,7 +40,8 @@ pub struct Structure {
 /// `line` and `column` are where the item starts (1-based line, 1-based column);
 /// `end_line`/`end_column` where it ends (0 when unknown). Build one with [`Span::new`] or
 /// [`Span::range`] so that added fields never break callers.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Span {
     /// The source file, relative to the analysed crate root when possible.
@@ -45,14 +51,17 @@ pub struct Span {
     /// The 1-based column the item starts at.
     pub column: u32,
     /// The 1-based line the item ends on; 0 when unknown.
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub end_line: u32,
     /// The 1-based column the item ends at; 0 when unknown.
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub end_column: u32,
     /// Code the analysis reached by inlining a callee: the call expressions it went through,
     /// outermost (in the solver) first. Empty in the solver itself.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
     pub via: Vec<Span>,
 }
 
@@ -83,7 +92,8 @@ impl Span {
 }
 
 /// One solver function and the structure of its main iterative loop.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Solver {
     /// Path of the function, e.g. `jacobi::solve`.
@@ -91,7 +101,7 @@ pub struct Solver {
     /// Where the solver function is defined.
     pub span: Span,
     /// How the solver was found: `attribute`, `config` (mheta.toml) or `heuristic`.
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub found_by: String,
     /// The main iterative loop: what one iteration of the model is.
     pub main_loop: MainLoop,
@@ -100,7 +110,7 @@ pub struct Solver {
     /// The parallel sections of one iteration of the main loop, in execution order; index = `id`.
     pub sections: Vec<Section>,
     /// Repeated groups (nested iterations, DESIGN §3.4); their sections point at them.
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub groups: Vec<Group>,
     /// Problems found while analysing this solver (warnings do not stop the structure being written).
     pub diagnostics: Vec<Diagnostic>,
@@ -109,7 +119,8 @@ pub struct Solver {
 /// The main iterative loop of a solver (DESIGN §3.2): the outermost loop that communicates, or the
 /// one marked `#[mheta::iterate]`. Code before it is initialisation, after it finalisation; neither
 /// is modelled.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct MainLoop {
     /// Where the loop is written.
@@ -119,9 +130,10 @@ pub struct MainLoop {
 }
 
 /// How a variable's size relates to the distribution (DESIGN §3.7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
-#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum VarClass {
     /// Its length derives from the node's partition (`ctx.local_rows(..)`, an out-of-core array, or
     /// mheta.toml): computation over it scales with the node's rows.
@@ -131,7 +143,8 @@ pub enum VarClass {
 }
 
 /// A variable of the solver and its class.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Variable {
     /// The binding's name as written in the solver.
@@ -146,7 +159,8 @@ pub struct Variable {
 
 /// A parallel section: stages and tile loops, closed by a communication event (or by the end of
 /// the iteration, when `comm` is null).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Section {
     /// The section's index in the solver's `sections`; hooks and measurements use the same id.
@@ -157,14 +171,18 @@ pub struct Section {
     /// with the iteration or before a repeated group.
     pub comm: Option<CommEvent>,
     /// The repeated group this section belongs to, if any (innermost).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     pub group: Option<u32>,
 }
 
 /// One item of a section: a stage, or a pipelined tile loop holding stages of its own.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
-#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum SectionItem {
     /// A stage of computation directly in the section (JSON `{"stage": {..}}`).
     Stage(Stage),
@@ -173,9 +191,10 @@ pub enum SectionItem {
 }
 
 /// How a stage's boundaries were found by the automaton (DESIGN §3.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
-#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum StageKind {
     /// Bounded by an outermost loop.
     Loop,
@@ -184,9 +203,10 @@ pub enum StageKind {
 }
 
 /// Whether a stage's loop reads neighbouring rows of the distributed dimension (DESIGN §3.7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
-#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Access {
     /// Reads rows next to the one it writes (`a[i - 1] + a[i + 1]`).
     Stencil,
@@ -195,9 +215,10 @@ pub enum Access {
 }
 
 /// Whether a stage's work per row is the same for every row (DESIGN §3.7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
-#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Load {
     /// Inner loop bounds do not depend on an outer loop variable: the same work for every row.
     Fixed,
@@ -207,7 +228,8 @@ pub enum Load {
 
 /// A stage: a stretch of computation between communication events, measured as one unit (the
 /// seed's `T_phi`, scaled by the node's rows when the stage is distributed).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Stage {
     /// The stage's index in its container: the section's items, or its tile loop's stages.
@@ -233,17 +255,21 @@ pub struct Stage {
     /// Fixed or variable work per row.
     pub load: Load,
     /// Affine index expressions of array accesses in the loop variables.
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub affine: Vec<AffineAccess>,
     /// The same stage's code in the other arm of an alternating branch (`if it % 2 == 0 { ..a, b.. }
     /// else { ..b, a.. }`): measured as this stage.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
     pub alternates: Vec<Span>,
 }
 
 /// `var[c0 + c1*i + c2*j ...]` for one array access; `coefficients` maps loop variables to
 /// their coefficient, `constant` is the offset. Non-affine accesses are not listed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct AffineAccess {
     /// The array's name.
@@ -255,7 +281,8 @@ pub struct AffineAccess {
 }
 
 /// One index dimension of an affine access: `constant + Σ coefficient · variable`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct AffineIndex {
     /// Loop variables with their integer coefficients.
@@ -265,15 +292,19 @@ pub struct AffineIndex {
     /// Loop-invariant symbolic terms of the offset (`m` in `(i + 1) * m + j`), with their
     /// integer coefficients. A coefficient key in `coefficients` may likewise be a loop variable
     /// times loop-invariant symbols (`i*m`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
     pub symbols: Vec<(String, i64)>,
 }
 
 /// The kind of an I/O call: an out-of-core array's (DESIGN §5), or a user I/O function named
 /// in mheta.toml under the same four kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
-#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum IoKind {
     /// A synchronous read (`read_block`).
     Read,
@@ -286,7 +317,8 @@ pub enum IoKind {
 }
 
 /// An I/O call inside a stage.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct IoOp {
     /// What the call does.
@@ -298,7 +330,8 @@ pub struct IoOp {
 }
 
 /// A pipelined tile loop: receive from the upstream neighbour, stages, send downstream.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct TileLoop {
     /// The tile loop's index among the tile loops of its section.
@@ -314,9 +347,10 @@ pub struct TileLoop {
 }
 
 /// The communication pattern of an event (DESIGN §3.4): which of the model's equations prices it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
-#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Pattern {
     /// Exchanges with neighbouring ranks (halo exchange; seed Eq. 5.11–5.12).
     NearestNeighbor,
@@ -378,9 +412,10 @@ impl Pattern {
 }
 
 /// Which rule of DESIGN §3.4 formed an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
-#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum EventRule {
     /// Rule 3: the call statement (with its rank guard) is the event.
     SingleCall,
@@ -391,7 +426,8 @@ pub enum EventRule {
 }
 
 /// One communication call of an event.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct CommCall {
     /// Catalogue name of the call, e.g. `mpi::send_with_tag`, `mpi::all_reduce_into`, `comm::all_reduce`.
@@ -401,7 +437,8 @@ pub struct CommCall {
 }
 
 /// A communication event (DESIGN §3.4): one or more calls measured and modelled together.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct CommEvent {
     /// The event's index among the solver's events, in source order.
@@ -417,20 +454,29 @@ pub struct CommEvent {
     /// The message expression as written (`u[1..2]`), or `None` when the analysis cannot see one.
     pub message: Option<String>,
     /// The message's element type (`f64`), or `None` when not visible.
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub elem_type: Option<String>,
     /// The whole event: its calls and the glue it owns.
     pub span: Span,
     /// The share of iterations in which the event runs: 1 unless it is guarded by the iteration
     /// counter (`if step % 10 == 0 { gather }` runs in 0.1 of them). The model charges it at
     /// this frequency.
-    #[serde(default = "always", skip_serializing_if = "is_always")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default = "always", skip_serializing_if = "is_always")
+    )]
     pub frequency: f64,
     /// The guard that makes the event conditional, as written (`step % 10 == 0`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     pub condition: Option<String>,
     /// The same event's calls in the other arm of an alternating branch: measured as this event.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Vec::is_empty")
+    )]
     pub alternates: Vec<Span>,
 }
 
@@ -439,12 +485,14 @@ fn always() -> f64 {
     1.0
 }
 
+#[cfg(feature = "serde")]
 fn is_always(f: &f64) -> bool {
     *f == 1.0
 }
 
 /// A nested iteration inside the main loop, modelled as its sections repeated `trip_count` times.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Group {
     /// The group's index in the solver's `groups`.
@@ -454,14 +502,18 @@ pub struct Group {
     /// The trip-count expression as written (`2`, `inner_iters`, `..` when unknown).
     pub trip_count: String,
     /// The enclosing group, for nested groups.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     pub parent: Option<u32>,
 }
 
 /// The severity of a [`Diagnostic`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
-#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Level {
     /// The structure is written and usable; something may be measured or modelled less precisely.
     Warning,
@@ -470,7 +522,8 @@ pub enum Level {
 }
 
 /// A problem the analysis found, rustc-style.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize))]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Diagnostic {
     /// Warning or error.
@@ -482,10 +535,9 @@ pub struct Diagnostic {
 }
 
 impl Structure {
-    /// A stable identity for the structure: a hash of its canonical JSON. (`#[inline]`: compiled
-    /// where it is called, in the analyzer and the tools; a program reads the digest the macro
-    /// wrote.)
-    #[inline]
+    /// A stable identity for the structure: a hash of its canonical JSON (feature `serde`: the
+    /// analyzer and the tools; a program reads the digest the macro wrote).
+    #[cfg(feature = "serde")]
     pub fn digest(&self) -> String {
         let json = serde_json::to_string(self).unwrap_or_default();
         format!("{:016x}", fnv1a64(json.as_bytes()))

@@ -5,13 +5,12 @@
 
 #[cfg(feature = "read")]
 use serde::Deserialize;
-use serde::Serialize;
 
 /// Schema string of the timings file.
 pub const TIMINGS_SCHEMA: &str = "mheta-timings/1";
 
 /// Every rank's iteration spans on the run's clock, rank 0's time base.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct Timings {
     /// The schema string, [`TIMINGS_SCHEMA`] for this version.
@@ -31,7 +30,7 @@ pub struct Timings {
 }
 
 /// One rank's iterations, in order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct NodeTimings {
     /// The rank, equal to the entry's index in `nodes`.
@@ -41,7 +40,7 @@ pub struct NodeTimings {
 }
 
 /// One trip of the main loop on one rank.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct IterationSpan {
     /// When the iteration began, seconds on the run's clock.
@@ -162,6 +161,14 @@ fn machine_begin(nodes: &[NodeTimings]) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
+crate::json_object!(Timings {
+    field schema, field clock, field rows, field distribution, field iterations, field iteration_s,
+    field nodes,
+});
+crate::serialize_by_hand!(Timings);
+crate::json_object!(NodeTimings { field rank, field iterations });
+crate::json_object!(IterationSpan { field begin_s, field end_s });
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +181,21 @@ mod tests {
                 .map(|&(begin_s, end_s)| IterationSpan { begin_s, end_s })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn written_by_hand_reads_back_with_serde() {
+        let t = Timings {
+            schema: TIMINGS_SCHEMA.into(),
+            clock: "wall".into(),
+            rows: 10,
+            distribution: vec![4, 6],
+            iterations: 2,
+            iteration_s: 0.125,
+            nodes: vec![node(0, &[(0.0, 0.25), (0.25, 0.375)]), node(1, &[])],
+        };
+        let back: Timings = serde_json::from_str(&crate::json::pretty(&t)).unwrap();
+        assert_eq!(back, t);
     }
 
     #[test]

@@ -45,26 +45,21 @@ pub fn write_outputs(
     out: Outputs<'_>,
 ) -> Result<(), Error> {
     if let Some(path) = out.timings {
-        write_atomic(path, &pretty_json(&timings(settings, ranks)?)?)?;
+        write_atomic(path, &pretty_json(&timings(settings, ranks)?))?;
     }
     if let Some(path) = out.measurements {
         let m = aggregate(settings, structure, micro, ranks)?;
-        write_atomic(path, &pretty_json(&m)?)?;
+        write_atomic(path, &pretty_json(&m))?;
         if let Some(path) = out.trace {
-            let trace = serde_json::to_vec(&chrome_trace(ranks));
-            write_atomic(
-                path,
-                &trace.map_err(|e| Error::Measurements(e.to_string()))?,
-            )?;
+            write_atomic(path, chrome_trace(ranks).as_bytes())?;
         }
     }
     Ok(())
 }
 
-/// The files a person may read, pretty-printed. (One formatter per type: each instantiates the
-/// type's whole serializer.)
-fn pretty_json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, Error> {
-    serde_json::to_vec_pretty(value).map_err(|e| Error::Measurements(e.to_string()))
+/// The files a person may read, pretty-printed.
+fn pretty_json<T: mheta_format::json::ToJson>(value: &T) -> Vec<u8> {
+    mheta_format::json::pretty(value).into_bytes()
 }
 
 /// Build the measurements of a run from every rank's records (rank order).

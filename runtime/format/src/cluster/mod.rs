@@ -27,7 +27,6 @@ use std::path::{Path, PathBuf};
 
 #[cfg(feature = "read")]
 use serde::Deserialize;
-use serde::Serialize;
 
 pub use parse::MAX_COUNT;
 
@@ -74,7 +73,7 @@ pub use parse::MAX_COUNT;
 /// assert!(err.to_string().contains("node.disk_latency"));
 /// # Ok::<(), mheta_format::cluster::ClusterError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct ClusterSpec {
     /// The network between the nodes (`[network]`).
@@ -84,32 +83,32 @@ pub struct ClusterSpec {
     /// The load other work puts on each rank's node during a run (`[[node.load]]`): empty, or
     /// one schedule per rank (empty for a node without one). What adaptation must cope with:
     /// the runtime honours it, the model does not see it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "read", serde(default))]
     pub loads: Vec<Vec<LoadStep>>,
 }
 
 /// A change of the load on a node (`[[node.load]]`): from `at` on, competing work takes
 /// `cpu_share` of the node's CPU and `memory_bytes` of its memory. A field left out keeps the
 /// node's previous share; the shares start at zero.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct LoadStep {
     /// When the change happens.
     pub at: LoadAt,
     /// The share of the node's CPU power taken, 0 ≤ share < 1: the program runs at
     /// `cpu × (1 − share)`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "read", serde(default))]
     pub cpu_share: Option<f64>,
     /// Bytes of the node's memory taken, less than its `memory_bytes`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "read", serde(default))]
     pub memory_bytes: Option<u64>,
 }
 
 /// When a [`LoadStep`] happens: seconds on the rank's clock since its run's measured start,
 /// or the start of an iteration of the main loop (counted from 0).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
-#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "read", serde(rename_all = "snake_case"))]
 pub enum LoadAt {
     /// Seconds into the run.
     Seconds(f64),
@@ -131,7 +130,7 @@ impl LoadAt {
 
 /// The emulated network (`[network]` in `cluster.toml`): every message costs `latency_s + bytes /
 /// bandwidth_bps` on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct NetworkSpec {
     /// One-way latency per message, seconds.
@@ -141,7 +140,7 @@ pub struct NetworkSpec {
 }
 
 /// One node (rank) of the cluster: one `[[node]]` table of `cluster.toml`, repeated `count` times.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct NodeSpec {
     /// Relative CPU power: 1.0 = this machine, 0.5 = half as fast.
@@ -154,6 +153,25 @@ pub struct NodeSpec {
     pub disk_write_bps: f64,
     /// Per read/write call, seconds.
     pub disk_latency_s: f64,
+}
+
+crate::json_object!(ClusterSpec { field network, field nodes, optional loads });
+crate::json_object!(LoadStep { field at, optional cpu_share, optional memory_bytes });
+crate::json_object!(NetworkSpec { field latency_s, field bandwidth_bps });
+crate::json_object!(NodeSpec {
+    field cpu, field memory_bytes, field disk_read_bps, field disk_write_bps, field disk_latency_s,
+});
+
+crate::serialize_by_hand!(ClusterSpec);
+
+impl crate::json::ToJson for LoadAt {
+    /// `{"seconds": 1.5}` or `{"iteration": 3}`.
+    fn write_json(&self, w: &mut crate::json::Writer) {
+        w.object(|o| match self {
+            LoadAt::Seconds(s) => o.field("seconds", s),
+            LoadAt::Iteration(i) => o.field("iteration", i),
+        })
+    }
 }
 
 /// A problem with a cluster description. Every variant names the file.
