@@ -46,6 +46,9 @@ pub struct AllocateArgs {
     pub json: bool,
 }
 
+/// The most configurations `allocate` evaluates (about a second of estimates).
+const MAX_CONFIGURATIONS: f64 = 1e7;
+
 /// `--model`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ModelArg {
@@ -89,6 +92,20 @@ pub fn run(args: &AllocateArgs) -> anyhow::Result<()> {
         bail!("--max-ranks is 0, expected at least one process per node");
     }
     let nodes: Vec<u32> = runs.groups.iter().map(|g| g.nodes).collect();
+    // Each group is unused or (P_i, M_i) with 1 ≤ P_i ≤ |G_i|, 1 ≤ M_i ≤ max_ranks.
+    let configurations = nodes
+        .iter()
+        .map(|&n| f64::from(n) * f64::from(max_ranks) + 1.0)
+        .product::<f64>()
+        - 1.0;
+    if configurations > MAX_CONFIGURATIONS {
+        bail!(
+            "`{}`: the groups' nodes (field `groups`) with up to {max_ranks} processes per node \
+             make {configurations:.3e} configurations, more than the {MAX_CONFIGURATIONS:e} an \
+             exhaustive search tries: lower --max-ranks or use fewer groups",
+            args.runs.display()
+        );
+    }
     let size = args.size as f64;
     let kind = ModelKind::from(args.model);
     let result = empirical::search(&fitted, kind, &nodes, max_ranks, size);
