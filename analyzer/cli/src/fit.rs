@@ -38,7 +38,8 @@ pub const RUNS_SCHEMA: &str = "mheta-runs/1";
 
 #[derive(Debug, clap::Args)]
 pub struct FitArgs {
-    /// The measured runs (`mheta-runs/1`, JSON; see `mheta fit --help` or fit.rs).
+    /// The measured runs (`mheta-runs/1` JSON: `groups` [{name, nodes}] and `runs` [{size,
+    /// allocation: [[P_i, M_i], ...], seconds or timings}]).
     #[arg(value_name = "RUNS")]
     pub runs: PathBuf,
     /// The model family of the seed's Table V (himeno, fem, hpl, ffte) or ours (jacobi).
