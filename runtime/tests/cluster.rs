@@ -520,6 +520,13 @@ fn bad_ranks_are_located_and_named() {
         assert_eq!(line, 8, "{new}");
         assert!(message.contains(expect), "{new}: {message}");
     }
+    // 11 bytes for 2 ranks are 5 each; a load taking 10 of the 11 takes a rank's 5.
+    let squeezed = with_load("[[node.load]]\nat_iteration = 1\nmemory = \"10B\"\n")
+        .replacen("count = 2\n", "count = 2\nranks = 2\n", 1)
+        .replacen("\"48MiB\"", "\"11B\"", 1);
+    let (_, _, field, message, _) = error(&squeezed);
+    assert_eq!(field.as_deref(), Some("node.ranks"));
+    assert!(message.contains("leaves a rank none of its 5"), "{message}");
     let tiny = with("count = 2\n", "count = 1\nranks = 3\n").replacen("\"48MiB\"", "\"2B\"", 1);
     let (_, _, field, message, _) = error(&tiny);
     assert_eq!(field.as_deref(), Some("node.ranks"));

@@ -136,6 +136,22 @@ impl Source<'_> {
                     ),
                 ));
             }
+            if let Some(step) = steps.iter().find(|step| {
+                step.memory_bytes
+                    .is_some_and(|m| m / ranks as u64 >= spec.memory_bytes / ranks as u64)
+            }) {
+                let taken = step.memory_bytes.unwrap_or_default();
+                return Err(Problem::new(
+                    node.get("ranks").map_or(0..0, |r| r.span()),
+                    "node.ranks",
+                    format!(
+                        "{ranks} ranks share the node's {} bytes, and a load that takes {taken} \
+                         of them leaves a rank none of its {}",
+                        spec.memory_bytes,
+                        spec.memory_bytes / ranks as u64
+                    ),
+                ));
+            }
             let (spec, steps) = shared(spec, steps, ranks);
             let ranks_in_table = count * ranks;
             nodes.extend(std::iter::repeat(spec).take(ranks_in_table));
