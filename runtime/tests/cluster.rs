@@ -463,3 +463,72 @@ fn check_rejects_load_the_parser_would_reject() {
         assert_eq!(field, want, "{message}");
     }
 }
+
+/// `ranks = k`: the table's nodes each run k ranks, each with a k-th of the node's CPU power,
+/// memory and disk bandwidths (the per-call latency is the node's).
+#[test]
+fn ranks_share_their_node() {
+    let cluster = parse(&with("count = 2\n", "count = 2\nranks = 3\n")).unwrap();
+    assert_eq!(cluster.nodes.len(), 2 * 3 + 1);
+    let share = cluster.nodes[0];
+    assert!(cluster.nodes[..6].iter().all(|n| *n == share));
+    assert_eq!(share.cpu, 0.5 / 3.0);
+    assert_eq!(share.memory_bytes, 48 * 1024 * 1024 / 3);
+    assert_eq!(share.disk_read_bps, 200e6 / 3.0);
+    assert_eq!(share.disk_write_bps, 150e6 / 3.0);
+    assert_eq!(share.disk_latency_s, 2e-3);
+    assert_eq!(cluster.nodes[6], parse(VALID).unwrap().nodes[2]);
+    // `ranks = 1` is the default.
+    let one = parse(&with("count = 2\n", "count = 2\nranks = 1\n")).unwrap();
+    assert_eq!(one, parse(VALID).unwrap());
+}
+
+/// Two ranks on one node of power p are two nodes of power p/2 (and half the memory and disk
+/// each, and half of what a load takes of the memory): the same expanded description, so the
+/// runtime, the model and the out-of-core placement see the same ranks.
+#[test]
+fn two_ranks_on_a_node_are_two_half_nodes() {
+    let text =
+        |count: u32, ranks: u32, cpu: f64, memory: &str, rates: (&str, &str), taken: &str| {
+            format!(
+            "[network]\nlatency = \"60us\"\nbandwidth = \"125MB/s\"\n[[node]]\ncount = {count}\n\
+             ranks = {ranks}\ncpu = {cpu}\nmemory = \"{memory}\"\ndisk_read = \"{}\"\n\
+             disk_write = \"{}\"\ndisk_latency = \"8ms\"\n[[node.load]]\nat_iteration = 3\n\
+             cpu = 0.5\nmemory = \"{taken}\"\n",
+            rates.0, rates.1
+        )
+        };
+    let shared = parse(&text(1, 2, 0.5, "8MiB", ("50MB/s", "40MB/s"), "4MiB")).unwrap();
+    let halves = parse(&text(2, 1, 0.25, "4MiB", ("25MB/s", "20MB/s"), "2MiB")).unwrap();
+    assert_eq!(shared, halves);
+    assert_eq!(shared.nodes.len(), 2);
+    assert_eq!(shared.loads[1][0].memory_bytes, Some(2 << 20));
+}
+
+#[test]
+fn bad_ranks_are_located_and_named() {
+    for (new, expect) in [
+        ("ranks = 0", "between 1 and"),
+        ("ranks = -2", "between 1 and"),
+        ("ranks = 1.5", "whole number of ranks"),
+        ("ranks = \"2\"", "whole number of ranks"),
+        ("ranks = 40000", "more than the"),
+    ] {
+        let (line, _, field, message, _) =
+            error(&with("count = 2\n", &format!("count = 2\n{new}\n")));
+        assert_eq!(field.as_deref(), Some("node.ranks"), "{new}");
+        assert_eq!(line, 8, "{new}");
+        assert!(message.contains(expect), "{new}: {message}");
+    }
+    // 11 bytes for 2 ranks are 5 each; a load taking 10 of the 11 takes a rank's 5.
+    let squeezed = with_load("[[node.load]]\nat_iteration = 1\nmemory = \"10B\"\n")
+        .replacen("count = 2\n", "count = 2\nranks = 2\n", 1)
+        .replacen("\"48MiB\"", "\"11B\"", 1);
+    let (_, _, field, message, _) = error(&squeezed);
+    assert_eq!(field.as_deref(), Some("node.ranks"));
+    assert!(message.contains("leaves a rank none of its 5"), "{message}");
+    let tiny = with("count = 2\n", "count = 1\nranks = 3\n").replacen("\"48MiB\"", "\"2B\"", 1);
+    let (_, _, field, message, _) = error(&tiny);
+    assert_eq!(field.as_deref(), Some("node.ranks"));
+    assert!(message.contains("cannot share"), "{message}");
+}

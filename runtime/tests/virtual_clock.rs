@@ -131,3 +131,51 @@ fn charged_clock_is_deterministic() {
         assert!(a[0].iter().any(|(_, _, end)| *end > 0.0));
     }
 }
+
+/// A run on one node of power 1 with `ranks = 2` is a run on two nodes of power 0.5: every rank's
+/// clock runs at half power and its context holds the half node, and two ranks that compute the
+/// same charged work and exchange a message end at the same times.
+#[test]
+fn two_ranks_on_one_node_run_as_two_half_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |text: &str| {
+        let path = dir.path().join("cluster.toml");
+        std::fs::write(&path, text).unwrap();
+        let args = Args {
+            ranks: Some(2),
+            rows: Some(2),
+            cluster: Some(path),
+            clock: ClockMode::Charged,
+            ..Args::default()
+        };
+        let (out, _) = testing::record_with(&args, |ctx| {
+            let c = ctx.comm();
+            clock::charge(0.25 * (ctx.rank() + 1) as f64);
+            let mut buf = [0.0f64; 125];
+            if ctx.rank() == 0 {
+                c.send(1, &buf)?;
+            } else {
+                c.receive_into(0, &mut buf)?;
+            }
+            Ok::<_, CommError>((clock::cpu_power(), *ctx.node(), clock::now()))
+        })
+        .unwrap();
+        out
+    };
+    let node = |count: u32, ranks: u32, cpu: f64, memory: &str, read: &str| {
+        format!(
+            "[network]\nlatency = \"1ms\"\nbandwidth = \"1MB/s\"\n[[node]]\ncount = {count}\n\
+             ranks = {ranks}\ncpu = {cpu}\nmemory = \"{memory}\"\ndisk_read = \"{read}\"\n\
+             disk_write = \"{read}\"\ndisk_latency = \"0s\"\n"
+        )
+    };
+    let shared = run(&node(1, 2, 1.0, "64MiB", "500MB/s"));
+    let halves = run(&node(2, 1, 0.5, "32MiB", "250MB/s"));
+    assert_eq!(shared, halves);
+    for (power, spec, _) in &shared {
+        assert_eq!(*power, 0.5);
+        assert_eq!(spec.memory_bytes, 32 << 20);
+    }
+    // Rank 1 charges 0.5 s, after the message (sent at 0.25 s, 2 ms on the wire) arrived.
+    assert!(close(shared[1].2, 0.5), "{shared:?}");
+}

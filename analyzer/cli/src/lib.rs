@@ -4,10 +4,12 @@
 //! arm in [`Cli::run`].
 
 pub mod adapt_study;
+pub mod allocate;
 pub mod analyze;
 pub mod bench;
 pub mod cargo;
 pub mod entry;
+pub mod fit;
 pub mod gangsim;
 pub mod phases;
 pub mod predict;
@@ -50,6 +52,12 @@ pub enum Command {
     /// Independent blocks, dependency graph and phases of a run's trace (seed 003), checked
     /// against the program's structure.
     Phases(phases::PhasesArgs),
+    /// Fit the empirical N-T, P-T and NP-T models of seed 002 (Table V) to measured runs, by
+    /// OLS and NNLS.
+    Fit(fit::FitArgs),
+    /// Search every process allocation with a fitted NP-T (P-T, N-T) model for the fastest,
+    /// and its error ε against measured alternatives (seed 002).
+    Allocate(allocate::AllocateArgs),
 }
 
 impl Cli {
@@ -65,6 +73,8 @@ impl Cli {
             Command::AdaptStudy(args) => adapt_study::run(args),
             Command::Gangsim(args) => gangsim::run(args),
             Command::Phases(args) => phases::run(args),
+            Command::Fit(args) => fit::run(args),
+            Command::Allocate(args) => allocate::run(args),
         }
     }
 }

@@ -1,7 +1,9 @@
 //! The MHETA execution-time model (seed §5.3): structure + measurements + cluster + candidate
 //! distribution → predicted seconds per iteration, with a per-node breakdown; and the searches
 //! for the distribution it predicts fastest ([`search`]). Beside them, the I/O-aware gang
-//! scheduler of the seed's Chapter 3 ([`gang`]), whose jobs can come from this model.
+//! scheduler of the seed's Chapter 3 ([`gang`]), whose jobs can come from this model; and the
+//! empirical NP-T models and process allocation of seed 002 ([`empirical`]), its black-box
+//! alternative.
 //!
 //! Only the `mheta` tool links this crate: an instrumented program links `mheta-runtime`, which
 //! writes the measurements this crate reads, and never the model.
@@ -37,6 +39,7 @@ mod build;
 mod collective;
 mod comm;
 mod compute;
+pub mod empirical;
 pub mod gang;
 mod nearest_neighbor;
 mod out_of_core;

@@ -6,6 +6,8 @@
 //! bandwidth = "1GB/s"
 //! [[node]]                  # one table per node kind, in rank order
 //! count = 2                 # optional, default 1
+//! ranks = 1                 # optional, default 1: ranks on each of these nodes, sharing its
+//!                           # CPU power, memory and disk bandwidth (each gets a k-th)
 //! cpu = 0.5                 # relative CPU power: 1.0 = this machine
 //! memory = "48MiB"          # memory available to the program's distributed data
 //! disk_read = "200MB/s"
@@ -139,7 +141,9 @@ pub struct NetworkSpec {
     pub bandwidth_bps: f64,
 }
 
-/// One node (rank) of the cluster: one `[[node]]` table of `cluster.toml`, repeated `count` times.
+/// One node (rank) of the cluster: one `[[node]]` table of `cluster.toml`, repeated `count` times,
+/// or, with `ranks = k`, one k-th of such a node, repeated `count × k` times (a node's ranks are
+/// consecutive).
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct NodeSpec {

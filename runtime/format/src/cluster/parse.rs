@@ -12,8 +12,43 @@ use super::ClusterError;
 use super::{ClusterSpec, LoadAt, LoadStep, NetworkSpec, NodeSpec};
 use crate::document::{self, describe, integer, DeValue, Fields, Problem, Value};
 
-/// The most ranks one `[[node]]` table may expand to.
+/// The most nodes one `[[node]]` table may describe, and the most ranks per node.
 pub const MAX_COUNT: i64 = 1 << 16;
+
+/// One rank's share of a node that `ranks` ranks share (`ranks = k` in a `[[node]]` table): the
+/// node's CPU power, memory and disk bandwidths divided by k (each rank runs at `cpu / k`, keeps
+/// `memory / k` bytes in core, reads and writes at `disk_read / k` and `disk_write / k`); the
+/// disk's per-call latency is the node's. A load step takes the same share of each rank's CPU
+/// and `memory / k` of each rank's memory. Every rank stays a node of its own to the network:
+/// ranks on one node pay the network's latency and bandwidth between them like any other two.
+fn shared(node: NodeSpec, steps: Vec<LoadStep>, ranks: usize) -> (NodeSpec, Vec<LoadStep>) {
+    if ranks == 1 {
+        return (node, steps);
+    }
+    let k = ranks as f64;
+    let per_rank = |rate: f64| {
+        if rate == super::UNTHROTTLED_BPS {
+            rate
+        } else {
+            rate / k
+        }
+    };
+    let node = NodeSpec {
+        cpu: node.cpu / k,
+        memory_bytes: node.memory_bytes / ranks as u64,
+        disk_read_bps: per_rank(node.disk_read_bps),
+        disk_write_bps: per_rank(node.disk_write_bps),
+        disk_latency_s: node.disk_latency_s,
+    };
+    let steps = steps
+        .into_iter()
+        .map(|step| LoadStep {
+            memory_bytes: step.memory_bytes.map(|m| m / ranks as u64),
+            ..step
+        })
+        .collect();
+    (node, steps)
+}
 
 /// Parse the text of a `cluster.toml`; `path` names the file in errors.
 pub fn parse_cluster(text: &str, path: &Path) -> Result<ClusterSpec, ClusterError> {
@@ -60,6 +95,7 @@ impl Source<'_> {
                 "node",
                 &[
                     "count",
+                    "ranks",
                     "cpu",
                     "memory",
                     "disk_read",
@@ -85,8 +121,41 @@ impl Source<'_> {
                 Some(value) => document::tables(value, "node.load")?,
             };
             let steps = self.load_steps(load_tables, spec.memory_bytes)?;
-            nodes.extend(std::iter::repeat(spec).take(count));
-            loads.extend(std::iter::repeat(steps).take(count));
+            let ranks = match node.get("ranks") {
+                None => 1,
+                Some(ranks) => self.ranks(ranks, spec.memory_bytes)?,
+            };
+            if count * ranks > MAX_COUNT as usize {
+                return Err(Problem::new(
+                    node.get("ranks").map_or(0..0, |r| r.span()),
+                    "node.ranks",
+                    format!(
+                        "{count} nodes of {ranks} ranks are {} ranks, more than the {MAX_COUNT} \
+                         one table may describe",
+                        count * ranks
+                    ),
+                ));
+            }
+            if let Some(step) = steps.iter().find(|step| {
+                step.memory_bytes
+                    .is_some_and(|m| m / ranks as u64 >= spec.memory_bytes / ranks as u64)
+            }) {
+                let taken = step.memory_bytes.unwrap_or_default();
+                return Err(Problem::new(
+                    node.get("ranks").map_or(0..0, |r| r.span()),
+                    "node.ranks",
+                    format!(
+                        "{ranks} ranks share the node's {} bytes, and a load that takes {taken} \
+                         of them leaves a rank none of its {}",
+                        spec.memory_bytes,
+                        spec.memory_bytes / ranks as u64
+                    ),
+                ));
+            }
+            let (spec, steps) = shared(spec, steps, ranks);
+            let ranks_in_table = count * ranks;
+            nodes.extend(std::iter::repeat(spec).take(ranks_in_table));
+            loads.extend(std::iter::repeat(steps).take(ranks_in_table));
         }
         if loads.iter().all(Vec::is_empty) {
             loads.clear();
@@ -320,6 +389,42 @@ impl Source<'_> {
         };
         match integer(value.get_ref()) {
             Some(count) if (1..=MAX_COUNT).contains(&count) => Ok(count as usize),
+            _ => Err(Problem::new(
+                value.span(),
+                field,
+                format!("must be between 1 and {MAX_COUNT}, found {written}"),
+            )),
+        }
+    }
+
+    /// How many ranks run on each node of the table: 1 up to [`MAX_COUNT`], and no more than
+    /// the node has bytes of memory (each rank gets `memory / ranks`).
+    fn ranks(&self, value: &Value<'_>, memory: u64) -> Result<usize, Problem> {
+        let field = "node.ranks";
+        let DeValue::Integer(written) = value.get_ref() else {
+            return Err(Problem::new(
+                value.span(),
+                field,
+                format!(
+                    "expected a whole number of ranks per node, found {}",
+                    describe(value.get_ref())
+                ),
+            ));
+        };
+        match integer(value.get_ref()) {
+            Some(ranks) if (1..=MAX_COUNT).contains(&ranks) => {
+                if ranks as u64 > memory {
+                    return Err(Problem::new(
+                        value.span(),
+                        field,
+                        format!(
+                            "{ranks} ranks cannot share the node's {memory} bytes of memory: \
+                             each needs at least one byte"
+                        ),
+                    ));
+                }
+                Ok(ranks as usize)
+            }
             _ => Err(Problem::new(
                 value.span(),
                 field,

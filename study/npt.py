@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""NP-T + NNLS (seed 002) against MHETA on the Jacobi fixture over an HY1-like cluster of two
+groups of four nodes, allocating processes per node.
+
+Usage (from the repository root, after `cargo build --release -p jacobi` and `cargo build -p
+mheta-cli`):
+
+    python3 study/npt.py [--out study/npt] [--iterations 10] [--target 2500]
+
+Groups: `fast` (HY1's varying-CPU kind at power 1.0: 256 MiB, normal disk) and `small` (HY1's
+small-memory, slow-disk kind: power 0.5, 6 MiB, 50/40 MB/s, 8 ms), four nodes each, one or two
+processes per node (`ranks` in cluster.toml). Every run is the fixture on the virtual clock
+(thread CPU time / power + emulated disk and network), Block distribution over the ranks.
+
+1. NP-T: runs of each group alone, P_i = 1..4 nodes, M_i = 1, 2, at N = 1000, 2000, 3000 rows
+   (48 runs), fitted by `mheta fit` / `mheta allocate` (family `jacobi`, NNLS).
+2. The alternatives: every configuration (80) at the target size, one uninstrumented run each
+   (`--timings`): the true optimum, ε of each method's choice, each method's prediction error.
+3. MHETA: its model predicts a distribution over a fixed set of ranks, so to compare allocations
+   it needs one instrumented run of each configuration (80), then `mheta predict --distribution
+   block`.
+
+Writes OUT/runs.json (the fitting runs), OUT/measured.json (the alternatives), OUT/mheta.json
+(MHETA's predictions), OUT/allocate.json and OUT/summary.json, and prints a Markdown table.
+The seconds it reports are taken on whatever machine runs it; on a shared machine they are
+taken under load and indicative only.
+"""
+
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+GROUPS = [
+    {"name": "fast", "nodes": 4, "cpu": 1.0, "memory": "256MiB",
+     "disk_read": "200MB/s", "disk_write": "150MB/s", "disk_latency": "1ms"},
+    {"name": "small", "nodes": 4, "cpu": 0.5, "memory": "6MiB",
+     "disk_read": "50MB/s", "disk_write": "40MB/s", "disk_latency": "8ms"},
+]
+MAX_RANKS = 2
+FIT_SIZES = [1000, 2000, 3000]
+
+
+def cluster_toml(allocation):
+    text = '[network]\nlatency = "60us"\nbandwidth = "125MB/s"\n'
+    for g, (nodes, ranks) in zip(GROUPS, allocation):
+        if nodes == 0:
+            continue
+        text += (
+            f'\n[[node]]\ncount = {nodes}\nranks = {ranks}\ncpu = {g["cpu"]}\n'
+            f'memory = "{g["memory"]}"\ndisk_read = "{g["disk_read"]}"\n'
+            f'disk_write = "{g["disk_write"]}"\ndisk_latency = "{g["disk_latency"]}"\n'
+        )
+    return text
+
+
+def configurations():
+    states = [[(0, 0)] + [(p, m) for p in range(1, g["nodes"] + 1) for m in range(1, MAX_RANKS + 1)]
+              for g in GROUPS]
+    for c in itertools.product(*states):
+        if any(p for p, _ in c):
+            yield [list(x) for x in c]
+
+
+def label(allocation):
+    return "(" + ", ".join(f"{p}, {m}" for p, m in allocation) + ")"
+
+
+class Runner:
+    def __init__(self, jacobi, iterations, scratch):
+        self.jacobi = jacobi
+        self.iterations = iterations
+        self.scratch = scratch
+        self.runs = 0
+        self.seconds = 0.0
+
+    def run(self, allocation, rows, instrument=False):
+        """One run; returns (seconds per iteration, measurements path, structure path)."""
+        d = tempfile.mkdtemp(dir=self.scratch)
+        cluster = os.path.join(d, "cluster.toml")
+        with open(cluster, "w") as f:
+            f.write(cluster_toml(allocation))
+        timings = os.path.join(d, "timings.json")
+        cmd = [self.jacobi, "--cluster", cluster, "--rows", str(rows), "--iterations",
+               str(self.iterations), "--clock", "virtual", "--timings", timings]
+        measurements = os.path.join(d, "measurements.json")
+        structure = os.path.join(d, "structure.json")
+        if instrument:
+            cmd += ["--instrument", "--measurements", measurements, "--emit-structure", structure]
+        begin = time.monotonic()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, timeout=600)
+        self.seconds += time.monotonic() - begin
+        self.runs += 1
+        with open(timings) as f:
+            return json.load(f)["iteration_s"], measurements, structure, cluster
+
+
+def mheta_json(mheta, args):
+    out = subprocess.run([mheta] + args, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="study/npt")
+    ap.add_argument("--jacobi", default="target/release/jacobi")
+    ap.add_argument("--mheta", default="target/debug/mheta")
+    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--target", type=int, default=2500)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    groups = [{"name": g["name"], "nodes": g["nodes"]} for g in GROUPS]
+    with tempfile.TemporaryDirectory(prefix="mheta-npt-") as scratch:
+        # 1. The NP-T model's runs: each group alone.
+        fit = Runner(a.jacobi, a.iterations, scratch)
+        runs = []
+        for gi, g in enumerate(GROUPS):
+            for m in range(1, MAX_RANKS + 1):
+                for p in range(1, g["nodes"] + 1):
+                    for n in FIT_SIZES:
+                        alloc = [[0, 0] for _ in GROUPS]
+                        alloc[gi] = [p, m]
+                        s, *_ = fit.run(alloc, n)
+                        runs.append({"size": n, "allocation": alloc, "seconds": s})
+                        print(f"fit {label(alloc)} N={n}: {s:.6f} s", file=sys.stderr)
+        runs_file = os.path.join(a.out, "runs.json")
+        with open(runs_file, "w") as f:
+            json.dump({"schema": "mheta-runs/1", "program": "jacobi", "cluster": "hy1-like 4+4",
+                       "groups": groups, "runs": runs}, f, indent=1)
+        # 2. The alternatives, and 3. MHETA's instrumented run of each.
+        alt = Runner(a.jacobi, a.iterations, scratch)
+        ins = Runner(a.jacobi, a.iterations, scratch)
+        measured, predicted = [], []
+        for alloc in configurations():
+            s, *_ = alt.run(alloc, a.target)
+            measured.append({"size": a.target, "allocation": alloc, "seconds": s})
+            _, m, st, cl = ins.run(alloc, a.target, instrument=True)
+            p = mheta_json(a.mheta, ["predict", "--structure", st, "--measurements", m,
+                                     "--cluster", cl, "--distribution", "block", "--json"])
+            predicted.append({"allocation": alloc, "seconds": p["prediction"]["iteration_s"]})
+            print(f"alt {label(alloc)}: {s:.6f} s, MHETA {predicted[-1]['seconds']:.6f} s",
+                  file=sys.stderr)
+    measured_file = os.path.join(a.out, "measured.json")
+    with open(measured_file, "w") as f:
+        json.dump({"schema": "mheta-runs/1", "program": "jacobi", "cluster": "hy1-like 4+4",
+                   "groups": groups, "runs": measured}, f, indent=1)
+    with open(os.path.join(a.out, "mheta.json"), "w") as f:
+        json.dump({"size": a.target, "predictions": predicted}, f, indent=1)
+
+    allocate = mheta_json(a.mheta, ["allocate", runs_file, "--size", str(a.target), "--measured",
+                                    measured_file, "--top", "1000", "--json"])
+    with open(os.path.join(a.out, "allocate.json"), "w") as f:
+        json.dump(allocate, f, indent=1)
+
+    truth = {label(r["allocation"]): r["seconds"] for r in measured}
+    best_label = min(truth, key=truth.get)
+    best = truth[best_label]
+
+    def error(pairs):
+        e = [abs(p - truth[c]) / truth[c] for c, p in pairs if c in truth]
+        return sum(e) / len(e), len(e)
+
+    npt_pairs = [(label([[g["nodes"], g["ranks"]] for g in e["configuration"]]), e["seconds"])
+                 for e in allocate["estimates"]]
+    npt_choice = allocate["optimum"]["label"]
+    mheta_pairs = [(label(p["allocation"]), p["seconds"]) for p in predicted]
+    mheta_choice = min(mheta_pairs, key=lambda x: x[1])[0]
+    npt_err, npt_n = error(npt_pairs)
+    mheta_err, mheta_n = error(mheta_pairs)
+    summary = {
+        "note": "seconds of measurement taken under load, indicative only",
+        "size": a.target,
+        "true_optimum": best_label, "true_optimum_s": best,
+        "npt": {"runs": fit.runs, "measurement_s": fit.seconds, "choice": npt_choice,
+                "epsilon": (truth[npt_choice] - best) / best,
+                "prediction_error": npt_err, "configurations_estimated": npt_n,
+                "not_estimated": allocate["not_estimated"]},
+        "mheta": {"runs": ins.runs, "measurement_s": ins.seconds, "choice": mheta_choice,
+                  "epsilon": (truth[mheta_choice] - best) / best,
+                  "prediction_error": mheta_err, "configurations_estimated": mheta_n},
+        "alternatives": {"runs": alt.runs, "measurement_s": alt.seconds},
+    }
+    with open(os.path.join(a.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    print(f"Jacobi, N = {a.target} rows, {len(truth)} configurations; true optimum {best_label} "
+          f"at {best * 1e3:.3f} ms\n")
+    print("| method | runs | seconds of measurement (under load, indicative only) | "
+          "mean prediction error | choice | ε |")
+    print("|---|---|---|---|---|---|")
+    for name, key in [("NP-T + NNLS", "npt"), ("MHETA", "mheta")]:
+        r = summary[key]
+        print(f"| {name} | {r['runs']} | {r['measurement_s']:.0f} | "
+              f"{100 * r['prediction_error']:.1f}% ({r['configurations_estimated']} configurations) | "
+              f"{r['choice']} | {100 * r['epsilon']:.1f}% |")
+
+
+if __name__ == "__main__":
+    main()
