@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""NP-T + NNLS (seed 002) against MHETA on the Jacobi fixture over an HY1-like cluster of two
-groups of four nodes, allocating processes per node.
+"""NP-T + NNLS (seed 002) against MHETA on a fixture (Jacobi or CG) over an HY1-like cluster of
+two groups of four nodes, allocating processes per node.
 
-Usage (from the repository root, after `cargo build --release -p jacobi` and `cargo build -p
-mheta-cli`):
+Usage (from the repository root, after `cargo build --release -p jacobi -p cg` and `cargo build
+-p mheta-cli`):
 
-    python3 study/npt.py [--out study/npt] [--iterations 10] [--target 2500]
+    python3 study/npt.py [--program jacobi] [--out study/npt] [--iterations 10] [--target 2500]
+    python3 study/npt.py --program cg --out study/npt-cg --target 50000 --fit-sizes 20000,40000,60000
 
 Groups: `fast` (HY1's varying-CPU kind at power 1.0: 256 MiB, normal disk) and `small` (HY1's
 small-memory, slow-disk kind: power 0.5, 6 MiB, 50/40 MB/s, 8 ms), four nodes each, one or two
@@ -13,7 +14,8 @@ processes per node (`ranks` in cluster.toml). Every run is the fixture on the vi
 (thread CPU time / power + emulated disk and network), Block distribution over the ranks.
 
 1. NP-T: runs of each group alone, P_i = 1..4 nodes, M_i = 1, 2, at N = 1000, 2000, 3000 rows
-   (48 runs), fitted by `mheta fit` / `mheta allocate` (family `jacobi`, NNLS).
+   (48 runs; other sizes with --fit-sizes), fitted by `mheta fit` / `mheta allocate` (the
+   family named like the program, ours: `runtime/model/src/empirical/family.rs`; NNLS).
 2. The alternatives: every configuration (80) at the target size, one uninstrumented run each
    (`--timings`): the true optimum, ε of each method's choice, each method's prediction error.
 3. MHETA: its model predicts a distribution over a fixed set of ranks, so to compare allocations
@@ -42,7 +44,6 @@ GROUPS = [
      "disk_read": "50MB/s", "disk_write": "40MB/s", "disk_latency": "8ms"},
 ]
 MAX_RANKS = 2
-FIT_SIZES = [1000, 2000, 3000]
 
 
 def cluster_toml(allocation):
@@ -71,8 +72,8 @@ def label(allocation):
 
 
 class Runner:
-    def __init__(self, jacobi, iterations, scratch):
-        self.jacobi = jacobi
+    def __init__(self, program, iterations, scratch):
+        self.program = program
         self.iterations = iterations
         self.scratch = scratch
         self.runs = 0
@@ -85,7 +86,7 @@ class Runner:
         with open(cluster, "w") as f:
             f.write(cluster_toml(allocation))
         timings = os.path.join(d, "timings.json")
-        cmd = [self.jacobi, "--cluster", cluster, "--rows", str(rows), "--iterations",
+        cmd = [self.program, "--cluster", cluster, "--rows", str(rows), "--iterations",
                str(self.iterations), "--clock", "virtual", "--timings", timings]
         measurements = os.path.join(d, "measurements.json")
         structure = os.path.join(d, "structure.json")
@@ -106,22 +107,28 @@ def mheta_json(mheta, args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--program", default="jacobi", choices=["jacobi", "cg"],
+                    help="the fixture, and the model family of the same name")
     ap.add_argument("--out", default="study/npt")
-    ap.add_argument("--jacobi", default="target/release/jacobi")
+    ap.add_argument("--binary", help="the fixture's binary (default target/release/PROGRAM)")
+    ap.add_argument("--fit-sizes", default="1000,2000,3000",
+                    help="the sizes N of the NP-T model's runs, comma-separated")
     ap.add_argument("--mheta", default="target/debug/mheta")
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--target", type=int, default=2500)
     a = ap.parse_args()
+    binary = a.binary or f"target/release/{a.program}"
+    fit_sizes = [int(n) for n in a.fit_sizes.split(",")]
     os.makedirs(a.out, exist_ok=True)
     groups = [{"name": g["name"], "nodes": g["nodes"]} for g in GROUPS]
     with tempfile.TemporaryDirectory(prefix="mheta-npt-") as scratch:
         # 1. The NP-T model's runs: each group alone.
-        fit = Runner(a.jacobi, a.iterations, scratch)
+        fit = Runner(binary, a.iterations, scratch)
         runs = []
         for gi, g in enumerate(GROUPS):
             for m in range(1, MAX_RANKS + 1):
                 for p in range(1, g["nodes"] + 1):
-                    for n in FIT_SIZES:
+                    for n in fit_sizes:
                         alloc = [[0, 0] for _ in GROUPS]
                         alloc[gi] = [p, m]
                         s, *_ = fit.run(alloc, n)
@@ -129,11 +136,11 @@ def main():
                         print(f"fit {label(alloc)} N={n}: {s:.6f} s", file=sys.stderr)
         runs_file = os.path.join(a.out, "runs.json")
         with open(runs_file, "w") as f:
-            json.dump({"schema": "mheta-runs/1", "program": "jacobi", "cluster": "hy1-like 4+4",
+            json.dump({"schema": "mheta-runs/1", "program": a.program, "cluster": "hy1-like 4+4",
                        "groups": groups, "runs": runs}, f, indent=1)
         # 2. The alternatives, and 3. MHETA's instrumented run of each.
-        alt = Runner(a.jacobi, a.iterations, scratch)
-        ins = Runner(a.jacobi, a.iterations, scratch)
+        alt = Runner(binary, a.iterations, scratch)
+        ins = Runner(binary, a.iterations, scratch)
         measured, predicted = [], []
         for alloc in configurations():
             s, *_ = alt.run(alloc, a.target)
@@ -146,12 +153,13 @@ def main():
                   file=sys.stderr)
     measured_file = os.path.join(a.out, "measured.json")
     with open(measured_file, "w") as f:
-        json.dump({"schema": "mheta-runs/1", "program": "jacobi", "cluster": "hy1-like 4+4",
+        json.dump({"schema": "mheta-runs/1", "program": a.program, "cluster": "hy1-like 4+4",
                    "groups": groups, "runs": measured}, f, indent=1)
     with open(os.path.join(a.out, "mheta.json"), "w") as f:
         json.dump({"size": a.target, "predictions": predicted}, f, indent=1)
 
-    allocate = mheta_json(a.mheta, ["allocate", runs_file, "--size", str(a.target), "--measured",
+    allocate = mheta_json(a.mheta, ["allocate", runs_file, "--family", a.program, "--size",
+                                    str(a.target), "--measured",
                                     measured_file, "--top", "1000", "--json"])
     with open(os.path.join(a.out, "allocate.json"), "w") as f:
         json.dump(allocate, f, indent=1)
@@ -186,7 +194,7 @@ def main():
     }
     with open(os.path.join(a.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
-    print(f"Jacobi, N = {a.target} rows, {len(truth)} configurations; true optimum {best_label} "
+    print(f"{a.program}, N = {a.target} rows, {len(truth)} configurations; true optimum {best_label} "
           f"at {best * 1e3:.3f} ms\n")
     print("| method | runs | seconds of measurement (under load, indicative only) | "
           "mean prediction error | choice | ε |")

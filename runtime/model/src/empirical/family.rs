@@ -22,6 +22,20 @@
 //! ```
 //!
 //! (Himeno's Eq. (5) has `log P` where ours has `P`: its all-reduce is a balanced tree.)
+//!
+//! **`cg`, ours**, for the CG fixture (NAS-CG-like, rows of a sparse matrix distributed by rows,
+//! a bounded number of entries per row): one iteration is a mat-vec and vector updates over the
+//! rank's `N/P` rows, `(1/P) · O(N)` (out of core, the matrix's rows through the disk, again
+//! `(1/P) · O(N)`); an all-gather of the direction vector, in which every rank receives the
+//! `N − N/P` values it does not hold, `O(N) + (1/P) · O(N)`, in `P − 1` messages, `P · O(1)`;
+//! and three linear all-reduces, `P · O(1)`. So
+//!
+//! ```text
+//! T(N, P) = (1/P) · O(N) + O(N) + O(1) + P · O(1)                            (cg)
+//! N-T:  T(N)|P      = k0 N + k1
+//! P-T:  T(N, P)     = (k0 / P) · T_b(N) + k1 T_b(N) + k2 + k3 P
+//! NP-T: T(N, P)     = (1/P)(k0 N + k1) + k2 N + k3 + k4 P
+//! ```
 
 use std::fmt;
 use std::str::FromStr;
@@ -41,16 +55,20 @@ pub enum Family {
     Ffte,
     /// Ours, for row-distributed grids with a linear all-reduce (module documentation).
     Jacobi,
+    /// Ours, for the CG fixture: the Jacobi terms plus the all-gather's `O(N)` (module
+    /// documentation).
+    Cg,
 }
 
 impl Family {
     /// Every family, in the order they are listed.
-    pub const ALL: [Family; 5] = [
+    pub const ALL: [Family; 6] = [
         Family::Himeno,
         Family::Fem,
         Family::Hpl,
         Family::Ffte,
         Family::Jacobi,
+        Family::Cg,
     ];
 
     /// The name `--family` takes.
@@ -61,6 +79,7 @@ impl Family {
             Family::Hpl => "hpl",
             Family::Ffte => "ffte",
             Family::Jacobi => "jacobi",
+            Family::Cg => "cg",
         }
     }
 
@@ -69,7 +88,7 @@ impl Family {
         match self {
             Family::Himeno | Family::Fem | Family::Hpl => vec![n * n * n, n * n, n, 1.0],
             Family::Ffte => vec![n * n.log2(), n, n.cbrt(), 1.0],
-            Family::Jacobi => vec![n, 1.0],
+            Family::Jacobi | Family::Cg => vec![n, 1.0],
         }
     }
 
@@ -78,7 +97,7 @@ impl Family {
         match self {
             Family::Himeno | Family::Fem | Family::Hpl => &["N^3", "N^2", "N", "1"],
             Family::Ffte => &["N log N", "N", "N^(1/3)", "1"],
-            Family::Jacobi => &["N", "1"],
+            Family::Jacobi | Family::Cg => &["N", "1"],
         }
     }
 
@@ -94,6 +113,7 @@ impl Family {
             Family::Hpl => vec![p * base, base / p, 1.0],
             Family::Ffte => vec![base / p, p * base, 1.0],
             Family::Jacobi => vec![base / p, 1.0, p],
+            Family::Cg => vec![base / p, base, 1.0, p],
         }
     }
 
@@ -104,6 +124,7 @@ impl Family {
             Family::Hpl => &["P T", "T/P", "1"],
             Family::Ffte => &["T/P", "P T", "1"],
             Family::Jacobi => &["T/P", "1", "P"],
+            Family::Cg => &["T/P", "T", "1", "P"],
         }
     }
 
@@ -128,6 +149,7 @@ impl Family {
             ],
             Family::Ffte => vec![q * n * n.log2(), q * n, q, p, n, n.cbrt(), 1.0],
             Family::Jacobi => vec![q * n, q, 1.0, p],
+            Family::Cg => vec![q * n, q, n, 1.0, p],
         }
     }
 
@@ -142,6 +164,7 @@ impl Family {
             ],
             Family::Ffte => &["N log N/P", "N/P", "1/P", "P", "N", "N^(1/3)", "1"],
             Family::Jacobi => &["N/P", "1/P", "1", "P"],
+            Family::Cg => &["N/P", "1/P", "N", "1", "P"],
         }
     }
 }
@@ -154,7 +177,7 @@ impl fmt::Display for Family {
 
 /// A name that is no family.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("unknown model family `{0}` (expected himeno, fem, hpl, ffte or jacobi)")]
+#[error("unknown model family `{0}` (expected himeno, fem, hpl, ffte, jacobi or cg)")]
 pub struct UnknownFamily(pub String);
 
 impl FromStr for Family {
@@ -194,11 +217,15 @@ mod tests {
             [6.0, 2.0, 0.25, 4.0, 8.0, 2.0, 1.0]
         );
         assert_eq!(Family::Jacobi.npt_row(n, p), [2.0, 0.25, 1.0, 4.0]);
+        // CG NP-T: (1/P)(N, 1), N, 1, P.
+        assert_eq!(Family::Cg.npt_row(n, p), [2.0, 0.25, 8.0, 1.0, 4.0]);
+        assert_eq!(Family::Cg.nt_row(n), [8.0, 1.0]);
         // P-T with a base time of 10 s.
         assert_eq!(Family::Himeno.pt_row(10.0, p), [2.5, 1.0, 2.0]);
         assert_eq!(Family::Hpl.pt_row(10.0, p), [40.0, 2.5, 1.0]);
         assert_eq!(Family::Ffte.pt_row(10.0, p), [2.5, 40.0, 1.0]);
         assert_eq!(Family::Jacobi.pt_row(10.0, p), [2.5, 1.0, 4.0]);
+        assert_eq!(Family::Cg.pt_row(10.0, p), [2.5, 10.0, 1.0, 4.0]);
     }
 
     #[test]
