@@ -1,4 +1,4 @@
-//! `mheta predict --structure S --measurements M [--cluster C] --distribution D [--json]`:
+//! `mheta predict --structure S --measurements M [--cluster C [--retarget]] --distribution D [--json]`:
 //! the MHETA prediction of one distribution, with the per-node breakdown.
 
 use std::path::{Path, PathBuf};
@@ -28,10 +28,28 @@ pub struct PredictArgs {
     /// Print the prediction as JSON.
     #[arg(long)]
     pub json: bool,
+    /// `--cluster` has another number of ranks than the measured run (another process
+    /// allocation): give each of its ranks the measurements of a measured rank of the same role
+    /// (first, interior, last) on the most similar node, scaled to its Block share of the rows
+    /// (`mheta_model::retarget`). Needs measurements of at least 3 ranks.
+    #[arg(long, requires = "cluster")]
+    pub retarget: bool,
 }
 
 pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
-    let inputs = Inputs::load(&args.structure, &args.measurements, args.cluster.as_deref())?;
+    let mut inputs = Inputs::load(&args.structure, &args.measurements, args.cluster.as_deref())?;
+    if args.retarget {
+        inputs.measurements =
+            mheta_model::retarget::retarget(&inputs.measurements, &inputs.cluster).with_context(
+                || {
+                    format!(
+                        "--retarget: `{}` cannot be re-cast for the ranks of `{}`",
+                        args.measurements.display(),
+                        args.cluster.as_deref().unwrap_or(Path::new("")).display()
+                    )
+                },
+            )?;
+    }
     let model = inputs.model()?;
     let dist = inputs.distribution(&args.distribution)?;
     let prediction = model.predict(&dist.rows)?;

@@ -156,3 +156,76 @@ fn inconsistent_inputs_are_errors_naming_the_file_and_field() {
 fn write(path: &Path, value: &impl serde::Serialize) {
     std::fs::write(path, serde_json::to_string_pretty(value).unwrap()).unwrap();
 }
+
+/// `--retarget`: measurements of 5 ranks predict a cluster of 3 (another process allocation)
+/// with the same figure the model gives measurements taken on those 3 ranks (the synthetic
+/// workload is what re-casting assumes); measurements of 2 ranks show no interior rank, and
+/// `--retarget` without `--cluster` is a usage error.
+#[test]
+fn retarget_predicts_another_rank_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let five = workload(Program::Jacobi, 5, 3000);
+    let three = workload(Program::Jacobi, 3, 3000);
+    let (s5, m5, m3) = (
+        dir.path().join("s5.json"),
+        dir.path().join("m5.json"),
+        dir.path().join("m3.json"),
+    );
+    write(&s5, &five.structure);
+    write(&m5, &five.measurements);
+    write(&m3, &three.measurements);
+    let cluster = dir.path().join("three.toml");
+    let mut toml = format!(
+        "[network]\nlatency = \"{}s\"\nbandwidth = \"{}B/s\"\n",
+        three.cluster.network.latency_s, three.cluster.network.bandwidth_bps
+    );
+    for n in &three.cluster.nodes {
+        toml += &format!(
+            "\n[[node]]\ncpu = {}\nmemory = \"{}B\"\ndisk_read = \"{}B/s\"\ndisk_write = \"{}B/s\"\ndisk_latency = \"{}s\"\n",
+            n.cpu, n.memory_bytes, n.disk_read_bps, n.disk_write_bps, n.disk_latency_s
+        );
+    }
+    std::fs::write(&cluster, toml).unwrap();
+    let run = |measurements: &Path, extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_mheta"))
+            .args(["predict", "--structure"])
+            .arg(&s5)
+            .arg("--measurements")
+            .arg(measurements)
+            .args(["--distribution", "block", "--json"])
+            .args(extra)
+            .output()
+            .expect("the binary runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let seconds = |stdout: &str| -> f64 {
+        let v: serde_json::Value = serde_json::from_str(stdout).unwrap();
+        v["prediction"]["iteration_s"].as_f64().unwrap()
+    };
+    let c = cluster.to_str().unwrap();
+    let (code, own, stderr) = run(&m3, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, recast, stderr) = run(&m5, &["--cluster", c, "--retarget"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (own, recast) = (seconds(&own), seconds(&recast));
+    assert!((own - recast).abs() <= 1e-6 * own, "{recast} against {own}");
+    // Without --retarget the rank counts must agree.
+    let (code, _, stderr) = run(&m5, &["--cluster", c]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let two = workload(Program::Jacobi, 2, 3000);
+    let m2 = dir.path().join("m2.json");
+    write(&m2, &two.measurements);
+    let (code, _, stderr) = run(&m2, &["--cluster", c, "--retarget"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("m2.json") && stderr.contains("interior"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(&m5, &["--retarget"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--cluster"), "{stderr}");
+}

@@ -47,6 +47,7 @@ pub mod phases;
 mod pipeline;
 mod prediction;
 mod reduction;
+pub mod retarget;
 pub mod search;
 pub mod synthetic;
 
