@@ -55,21 +55,24 @@ pub fn cluster(nodes: usize, memory_bytes: u64) -> ClusterSpec {
     }
 }
 
+/// The columns of the generated Jacobi's rows.
+const JACOBI_COLS: u64 = 1024;
+
 /// Generates the workload of `program` on `nodes` nodes with `rows` rows.
 pub fn workload(program: Program, nodes: usize, rows: u64) -> Workload {
-    let cols: u64 = 1024;
+    let memory = match program {
+        // Two arrays of 8 KiB rows; aggregate memory holds about 1.5 times the data.
+        Program::Jacobi => (2 * rows * JACOBI_COLS * 8) as f64 * 1.5 / nodes as f64,
+        Program::Cg => (rows * 16 * 12) as f64 * 1.2 / nodes as f64 + 4096.0,
+    };
+    workload_on(program, cluster(nodes, memory as u64), rows)
+}
+
+/// Generates the workload of `program` measured on `cluster` with `rows` rows.
+pub fn workload_on(program: Program, cluster: ClusterSpec, rows: u64) -> Workload {
     match program {
-        Program::Jacobi => {
-            // Two arrays of 8 KiB rows; aggregate memory holds about 1.5 times the data.
-            let bytes = 2 * rows * cols * 8;
-            let cluster = cluster(nodes, (bytes as f64 * 1.5 / nodes as f64) as u64);
-            jacobi(cluster, rows, cols)
-        }
-        Program::Cg => {
-            let bytes = rows * 16 * 12;
-            let cluster = cluster(nodes, (bytes as f64 * 1.2 / nodes as f64) as u64 + 4096);
-            cg(cluster, rows)
-        }
+        Program::Jacobi => jacobi(cluster, rows, JACOBI_COLS),
+        Program::Cg => cg(cluster, rows),
     }
 }
 

@@ -1438,3 +1438,45 @@ fn counts_beyond_what_the_model_replays_are_errors() {
         .for_each(|n| n.groups[0].trips = f64::from(super::MAX_PASSES));
     assert!(c.try_model().is_ok());
 }
+
+/// Measurements taken on one cluster predict another with the same nodes but other disks as
+/// that cluster's own measurements do: a measured rate per byte scales by measured / target
+/// bandwidth, a cost per call by target / measured latency. The synthetic measurements are
+/// exactly `calls · latency + bytes / bandwidth`, so the two predictions agree to rounding.
+#[test]
+fn another_clusters_disks_rescale_the_measured_io() {
+    use crate::synthetic::{workload, workload_on, Program};
+    for program in [Program::Jacobi, Program::Cg] {
+        let rows = 4000;
+        let measured = workload(program, 4, rows);
+        let mut other = measured.cluster.clone();
+        for (i, n) in other.nodes.iter_mut().enumerate() {
+            n.disk_read_bps *= [2.0, 0.5, 1.0, 3.0][i];
+            n.disk_write_bps *= [0.5, 2.0, 1.0, 1.0][i];
+            n.disk_latency_s *= [3.0, 1.0, 0.5, 1.0][i];
+        }
+        let own = workload_on(program, other.clone(), rows);
+        let block = mheta_runtime::distribution::Distribution::block(rows, 4)
+            .unwrap()
+            .rows;
+        let truth = Model::new(&own.structure, &own.measurements, &other)
+            .unwrap()
+            .predict(&block)
+            .unwrap();
+        let moved = Model::new(&measured.structure, &measured.measurements, &other)
+            .unwrap()
+            .predict(&block)
+            .unwrap();
+        let io = |p: &Prediction| p.nodes.iter().map(|n| n.io_s).sum::<f64>();
+        assert!(io(&truth) > 0.0, "{program:?}: no I/O to rescale");
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1e-12);
+        assert!(
+            close(io(&moved), io(&truth)) && close(moved.iteration_s, truth.iteration_s),
+            "{program:?}: I/O {} against {}, iteration {} against {}",
+            io(&moved),
+            io(&truth),
+            moved.iteration_s,
+            truth.iteration_s
+        );
+    }
+}

@@ -299,9 +299,11 @@ impl<'a> Builder<'a> {
             .filter(|a| !a.distributed)
             .map(|a| a.bytes_per_row as f64)
             .sum();
-        let read_ratio = ratio(target.disk_read_bps, measured.disk_read_bps);
-        let write_ratio = ratio(target.disk_write_bps, measured.disk_write_bps);
-        let latency_ratio = ratio(measured.disk_latency_s, target.disk_latency_s);
+        // Seconds per byte scale as measured / target bandwidth (a faster disk moves a byte in
+        // less time); seconds per call as target / measured latency.
+        let read_ratio = ratio(measured.disk_read_bps, target.disk_read_bps);
+        let write_ratio = ratio(measured.disk_write_bps, target.disk_write_bps);
+        let latency_ratio = ratio(target.disk_latency_s, measured.disk_latency_s);
         let field = |name: &str| format!("nodes[{i}].{name}");
         let o_r = check(&field("read_overhead_s"), n.read_overhead_s)? * latency_ratio;
         let o_w = check(&field("write_overhead_s"), n.write_overhead_s)? * latency_ratio;
