@@ -39,16 +39,18 @@ pub struct PredictArgs {
 pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
     let mut inputs = Inputs::load(&args.structure, &args.measurements, args.cluster.as_deref())?;
     if args.retarget {
-        inputs.measurements =
-            mheta_model::retarget::retarget(&inputs.measurements, &inputs.cluster).with_context(
-                || {
-                    format!(
-                        "--retarget: `{}` cannot be re-cast for the ranks of `{}`",
-                        args.measurements.display(),
-                        args.cluster.as_deref().unwrap_or(Path::new("")).display()
-                    )
-                },
-            )?;
+        inputs.measurements = mheta_model::retarget::retarget(
+            &inputs.measurements,
+            &inputs.structure,
+            &inputs.cluster,
+        )
+        .with_context(|| {
+            format!(
+                "--retarget: `{}` cannot be re-cast for the ranks of `{}`",
+                args.measurements.display(),
+                args.cluster.as_deref().unwrap_or(Path::new("")).display()
+            )
+        })?;
     }
     let model = inputs.model()?;
     let dist = inputs.distribution(&args.distribution)?;

@@ -321,7 +321,7 @@ impl<'a> Builder<'a> {
 }
 
 /// The root of a rooted collective: the first literal rank among the participants, else 0.
-fn root_of(event: &CommEvent) -> usize {
+pub(crate) fn root_of(event: &CommEvent) -> usize {
     event
         .participants
         .iter()

@@ -7,6 +7,7 @@
 //! bandwidths, per-call disk overheads by the ratio of disk latencies.
 
 mod events;
+pub(crate) use events::root_of;
 
 use std::collections::HashMap;
 
