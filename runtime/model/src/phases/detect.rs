@@ -46,10 +46,12 @@
 //! possible phase that includes `A ∪ B`", as §3.2 states).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap};
 
 use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef as _;
+use petgraph::Direction::{Incoming, Outgoing};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::graph::DependencyGraph;
 
@@ -62,7 +64,50 @@ pub struct Phase {
     pub instances: Vec<Vec<NodeIndex>>,
     /// The phases it was made from (`A ⊕ B`), or `None` for an atomic phase.
     pub made_from: Option<(usize, usize)>,
-    by_node: HashMap<NodeIndex, Vec<usize>>,
+    by_node: ByNode,
+}
+
+/// The instances holding each block, as sorted arrays (a block's list is found by binary
+/// search, not by hashing).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct ByNode {
+    /// The blocks some instance holds, ascending.
+    nodes: Vec<NodeIndex>,
+    /// `instances[starts[k]..starts[k + 1]]` hold `nodes[k]`.
+    starts: Vec<u32>,
+    /// Instance indices, ascending within each block's range.
+    instances: Vec<u32>,
+}
+
+impl ByNode {
+    fn new(instances: &[Vec<NodeIndex>]) -> Self {
+        let mut pairs: Vec<(NodeIndex, u32)> = instances
+            .iter()
+            .enumerate()
+            .flat_map(|(i, inst)| inst.iter().map(move |&v| (v, i as u32)))
+            .collect();
+        pairs.sort_unstable();
+        let mut out = ByNode {
+            instances: Vec::with_capacity(pairs.len()),
+            ..ByNode::default()
+        };
+        for (v, i) in pairs {
+            if out.nodes.last() != Some(&v) {
+                out.nodes.push(v);
+                out.starts.push(out.instances.len() as u32);
+            }
+            out.instances.push(i);
+        }
+        out.starts.push(out.instances.len() as u32);
+        out
+    }
+
+    fn get(&self, v: NodeIndex) -> &[u32] {
+        match self.nodes.binary_search(&v) {
+            Ok(k) => &self.instances[self.starts[k] as usize..self.starts[k + 1] as usize],
+            Err(_) => &[],
+        }
+    }
 }
 
 impl Phase {
@@ -71,12 +116,7 @@ impl Phase {
         instances: Vec<Vec<NodeIndex>>,
         made_from: Option<(usize, usize)>,
     ) -> Self {
-        let mut by_node: HashMap<NodeIndex, Vec<usize>> = HashMap::new();
-        for (i, inst) in instances.iter().enumerate() {
-            for &v in inst {
-                by_node.entry(v).or_default().push(i);
-            }
-        }
+        let by_node = ByNode::new(&instances);
         Phase {
             key,
             instances,
@@ -122,10 +162,11 @@ impl Phase {
     }
 
     fn contains_instance(&self, set: &[NodeIndex]) -> bool {
-        set.first().is_some_and(|v| {
+        set.first().is_some_and(|&v| {
             self.by_node
                 .get(v)
-                .is_some_and(|list| list.iter().any(|&i| is_subset(set, &self.instances[i])))
+                .iter()
+                .any(|&i| is_subset(set, &self.instances[i as usize]))
         })
     }
 }
@@ -157,12 +198,17 @@ impl Detection {
     /// phase at the end of each run of equal-`Occ` merges, and the atomic phases nothing with
     /// their `Occ` grew from), best quality first.
     pub fn valuable(&self) -> Vec<usize> {
+        // Only phases of equal Occ can extend each other: compare within those groups.
+        let mut by_occ: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
+        for (p, phase) in self.phases.iter().enumerate() {
+            by_occ.entry(phase.occurrences()).or_default().push(p);
+        }
         let mut out: Vec<usize> = (0..self.phases.len())
             .filter(|&p| {
                 let phase = &self.phases[p];
-                !self.phases.iter().enumerate().any(|(q, other)| {
+                !by_occ[&phase.occurrences()].iter().any(|&q| {
+                    let other = &self.phases[q];
                     q != p
-                        && other.occurrences() == phase.occurrences()
                         && other.blocks() > phase.blocks()
                         && phase.instances.iter().all(|i| other.contains_instance(i))
                 })
@@ -183,41 +229,54 @@ struct Candidate {
     quality: (usize, usize),
     key: Vec<u32>,
     instances: Vec<Vec<NodeIndex>>,
-    /// Every distinct joined `a ∪ b`, to decide whether the pair lies within a phase (`U_i`).
+    /// Every distinct joined `a ∪ b`, sorted, to decide whether the pair lies within a phase
+    /// (`U_i`).
     spans: Vec<Vec<NodeIndex>>,
     /// False while `quality` is only an upper bound (`instances` and `key` empty).
     evaluated: bool,
 }
 
 /// Runs the phase-detection algorithm of §3.3 (see the module documentation) on `g`.
+///
+/// # Cost
+/// What the algorithm computes is fixed by the paper; what follows only avoids recomputing it.
+/// Blocks index per-block arrays instead of hash maps; the closure (⊕) of a union and the
+/// canonical form of a closed set are computed once and remembered, so a union reached from
+/// many pairs is closed and canonicalised once; a phase's instances by block are sorted arrays;
+/// `U_i` looks only at the pairs still pending, and only at those whose first union lies in
+/// blocks the new phase covers.
 pub fn detect(g: &DependencyGraph) -> Detection {
     let n = g.len();
+    let mut work = Workspace::new(g);
     // S_0: atomic phases, one per label, in label order.
     let mut by_label: Vec<Vec<Vec<NodeIndex>>> = vec![Vec::new(); g.labels.len()];
     for v in g.graph.node_indices() {
         by_label[g.graph[v].label as usize].push(vec![v]);
     }
     let mut phases: Vec<Phase> = Vec::new();
-    let mut known: HashMap<Vec<u32>, usize> = HashMap::new();
-    let mut membership: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
+    let mut known: FxHashSet<Vec<u32>> = FxHashSet::default();
+    // The (phase, instance) pairs holding each block, phases ascending.
+    let mut membership: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
     for instances in by_label.into_iter().filter(|i| !i.is_empty()) {
-        let key = canonical_form(g, &instances[0]);
-        let p = phases.len();
+        let key = work.canonical_form(g, &instances[0]);
+        let p = phases.len() as u32;
         for (i, inst) in instances.iter().enumerate() {
-            membership[inst[0].index()].push((p, i));
+            membership[inst[0].index()].push((p, i as u32));
         }
-        known.insert(key.clone(), p);
+        known.insert(key.clone());
         phases.push(Phase::new(key, instances, None));
     }
     let atomic_of: Vec<usize> = g
         .graph
         .node_indices()
-        .map(|v| membership[v.index()][0].0)
+        .map(|v| membership[v.index()][0].0 as usize)
         .collect();
     // S_0* := E, as pairs of atomic phases.
     let mut pending: Vec<Option<Candidate>> = Vec::new();
+    // Indices of `pending` that may still be `Some` (compacted by U_i).
+    let mut live: Vec<usize> = Vec::new();
     let mut queue: BinaryHeap<((usize, usize), Reverse<usize>)> = BinaryHeap::new();
-    let mut paired: HashSet<(usize, usize)> = HashSet::new();
+    let mut paired: FxHashSet<(usize, usize)> = FxHashSet::default();
     for e in g.graph.edge_references() {
         let pair = (atomic_of[e.source().index()], atomic_of[e.target().index()]);
         if paired.insert(pair) {
@@ -226,12 +285,14 @@ pub fn detect(g: &DependencyGraph) -> Detection {
                 continue;
             }
             queue.push((c.quality, Reverse(pending.len())));
+            live.push(pending.len());
             pending.push(Some(c));
         }
     }
     let cap = n.saturating_mul(n).max(1);
     let mut merges = Vec::new();
     let mut truncated = false;
+    let mut covered = vec![false; n];
     // The best pending pair: the largest quality, then the earliest (a max-heap on (Q, -index)
     // with pairs removed by U_i skipped when they surface).
     while let Some((_, Reverse(chosen))) = queue.pop() {
@@ -242,8 +303,8 @@ pub fn detect(g: &DependencyGraph) -> Detection {
             continue;
         };
         if !slot.evaluated {
-            evaluate(g, slot);
-            if slot.instances.is_empty() || known.contains_key(&slot.key) {
+            work.evaluate(g, slot);
+            if slot.instances.is_empty() || known.contains(&slot.key) {
                 pending[chosen] = None;
             } else {
                 queue.push((slot.quality, Reverse(chosen)));
@@ -260,48 +321,58 @@ pub fn detect(g: &DependencyGraph) -> Detection {
         if c.instances.is_empty() {
             continue;
         }
-        if known.contains_key(&c.key) {
+        if known.contains(&c.key) {
             // Made since the pair was queued: nothing new, and not an iteration.
             continue;
         }
         let new = phases.len();
         for (i, inst) in c.instances.iter().enumerate() {
             for &v in inst {
-                membership[v.index()].push((new, i));
+                membership[v.index()].push((new as u32, i as u32));
             }
         }
-        known.insert(c.key.clone(), new);
+        known.insert(c.key.clone());
         phases.push(Phase::new(c.key, c.instances, Some(c.pair)));
         merges.push(Merge {
             pair: c.pair,
             quality: c.quality,
             phase: new,
         });
-        // U_i: pairs lying entirely within the new phase.
+        // U_i: pairs lying entirely within the new phase. Every union of such a pair lies in
+        // the blocks the new phase covers, which rules most pairs out without a search.
         let made = &phases[new];
-        for slot in pending.iter_mut() {
-            if slot
-                .as_ref()
-                .is_some_and(|p| p.spans.iter().all(|s| made.contains_instance(s)))
-            {
-                *slot = None;
+        for &v in &made.by_node.nodes {
+            covered[v.index()] = true;
+        }
+        live.retain(|&k| {
+            let Some(p) = pending[k].as_ref() else {
+                return false;
+            };
+            let within = p.spans[0].iter().all(|v| covered[v.index()])
+                && p.spans.iter().all(|s| made.contains_instance(s));
+            if within {
+                pending[k] = None;
             }
+            !within
+        });
+        for &v in &made.by_node.nodes {
+            covered[v.index()] = false;
         }
         // T_i: pairs of the new phase with the phases joined to it by an edge.
         let mut before: BTreeSet<usize> = BTreeSet::new();
         let mut after: BTreeSet<usize> = BTreeSet::new();
         for inst in &made.instances {
             for &u in inst {
-                for (side, outside) in [
-                    (&mut before, g.preds(u).collect::<Vec<_>>()),
-                    (&mut after, g.succs(u).collect::<Vec<_>>()),
-                ] {
-                    for w in outside {
+                for (side, direction) in [(&mut before, Incoming), (&mut after, Outgoing)] {
+                    for w in g.graph.neighbors_directed(u, direction) {
                         if inst.binary_search(&w).is_ok() {
                             continue;
                         }
                         for &(p, i) in &membership[w.index()] {
-                            if !is_subset(&phases[p].instances[i], inst) {
+                            let p = p as usize;
+                            if !side.contains(&p)
+                                && !is_subset(&phases[p].instances[i as usize], inst)
+                            {
                                 side.insert(p);
                             }
                         }
@@ -319,6 +390,7 @@ pub fn detect(g: &DependencyGraph) -> Detection {
                 let c = join(g, &phases, pair);
                 if !c.spans.is_empty() {
                     queue.push((c.quality, Reverse(pending.len())));
+                    live.push(pending.len());
                     pending.push(Some(c));
                 }
             }
@@ -336,92 +408,233 @@ pub fn detect(g: &DependencyGraph) -> Detection {
 /// (ties: the smaller canonical form).
 fn join(g: &DependencyGraph, phases: &[Phase], pair: (usize, usize)) -> Candidate {
     let (a, b) = (&phases[pair.0], &phases[pair.1]);
-    let mut seen: HashSet<(usize, usize)> = HashSet::new();
-    let mut spans: BTreeSet<Vec<NodeIndex>> = BTreeSet::new();
+    let mut seen: FxHashSet<(u32, u32)> = FxHashSet::default();
+    let mut spans: Vec<Vec<NodeIndex>> = Vec::new();
     for (ia, inst_a) in a.instances.iter().enumerate() {
         for &u in inst_a {
             for v in g.succs(u) {
-                let Some(list) = b.by_node.get(&v) else {
-                    continue;
-                };
-                for &ib in list {
-                    if !seen.insert((ia, ib)) {
+                for &ib in b.by_node.get(v) {
+                    if !seen.insert((ia as u32, ib)) {
                         continue;
                     }
-                    let inst_b = &b.instances[ib];
+                    let inst_b = &b.instances[ib as usize];
                     if is_subset(inst_a, inst_b) || is_subset(inst_b, inst_a) {
                         continue;
                     }
-                    let mut union: Vec<NodeIndex> = inst_a.iter().chain(inst_b).copied().collect();
-                    union.sort_unstable();
-                    union.dedup();
-                    spans.insert(union);
+                    spans.push(union(inst_a, inst_b));
                 }
             }
         }
     }
+    spans.sort_unstable();
+    spans.dedup();
     // Each instance of A ⊕ B comes from at least one distinct union: an upper bound on Occ.
     Candidate {
         pair,
         quality: (spans.len(), g.len()),
         key: Vec::new(),
         instances: Vec::new(),
-        spans: spans.into_iter().collect(),
+        spans,
         evaluated: false,
     }
 }
 
-/// Closes every union of a [`join`] (⊕) and keeps the best isomorphism class: its quality,
-/// canonical form and instances.
-fn evaluate(g: &DependencyGraph, c: &mut Candidate) {
-    let mut groups: HashMap<Vec<u32>, Vec<Vec<NodeIndex>>> = HashMap::new();
-    let mut distinct: HashSet<Vec<NodeIndex>> = HashSet::new();
-    for union in &c.spans {
-        let closed = concatenate(g, union);
-        if distinct.insert(closed.clone()) {
-            groups
-                .entry(canonical_form(g, &closed))
-                .or_default()
-                .push(closed);
+/// The sorted union of two sorted block sets.
+fn union(a: &[NodeIndex], b: &[NodeIndex]) -> Vec<NodeIndex> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => {
+                out.push(a[i]);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push(b[j]);
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                out.push(a[i]);
+                i += 1;
+                j += 1;
+            }
         }
     }
-    let best = groups.into_iter().max_by(|(ka, ia), (kb, ib)| {
-        (ia.len(), ia[0].len())
-            .cmp(&(ib.len(), ib[0].len()))
-            .then_with(|| kb.cmp(ka))
-    });
-    if let Some((key, instances)) = best {
-        c.quality = (instances.len(), instances[0].len());
-        c.key = key;
-        c.instances = instances;
-    } else {
-        c.quality = (0, 0);
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
+/// Scratch space and memory of [`detect`]: per-block arrays (reset after each use) and the
+/// closures and canonical forms already computed.
+struct Workspace {
+    inside: Vec<bool>,
+    position: Vec<u32>,
+    stack: Vec<NodeIndex>,
+    /// A union of a join → its closure (⊕), as an index into `closed`.
+    closures: FxHashMap<Vec<NodeIndex>, u32>,
+    /// Closed sets → their index into `closed`.
+    closed_ids: FxHashMap<Vec<NodeIndex>, u32>,
+    /// Closed sets with the index of their canonical form in `forms`.
+    closed: Vec<(Vec<NodeIndex>, u32)>,
+    /// Canonical forms → their index in `forms`.
+    form_ids: FxHashMap<Vec<u32>, u32>,
+    forms: Vec<Vec<u32>>,
+}
+
+impl Workspace {
+    fn new(g: &DependencyGraph) -> Self {
+        Workspace {
+            inside: vec![false; g.len()],
+            position: vec![u32::MAX; g.len()],
+            stack: Vec::new(),
+            closures: FxHashMap::default(),
+            closed_ids: FxHashMap::default(),
+            closed: Vec::new(),
+            form_ids: FxHashMap::default(),
+            forms: Vec::new(),
+        }
     }
-    c.evaluated = true;
+
+    /// The closed set of a union, by its index into `closed`: computed once per union.
+    fn closure_of(&mut self, g: &DependencyGraph, union: &[NodeIndex]) -> u32 {
+        if let Some(&id) = self.closures.get(union) {
+            return id;
+        }
+        let set = self.concatenate(g, union);
+        let id = match self.closed_ids.get(&set) {
+            Some(&id) => id,
+            None => {
+                let form = self.canonical_form(g, &set);
+                let form_id = match self.form_ids.get(&form) {
+                    Some(&f) => f,
+                    None => {
+                        let f = self.forms.len() as u32;
+                        self.form_ids.insert(form.clone(), f);
+                        self.forms.push(form);
+                        f
+                    }
+                };
+                let id = self.closed.len() as u32;
+                self.closed_ids.insert(set.clone(), id);
+                self.closed.push((set, form_id));
+                id
+            }
+        };
+        self.closures.insert(union.to_vec(), id);
+        id
+    }
+
+    /// Closes every union of a [`join`] (⊕) and keeps the best isomorphism class: its quality,
+    /// canonical form and instances.
+    fn evaluate(&mut self, g: &DependencyGraph, c: &mut Candidate) {
+        // Canonical form → the distinct closed sets in it, in the order first reached.
+        let mut groups: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+        let mut distinct: FxHashSet<u32> = FxHashSet::default();
+        for union in &c.spans {
+            let id = self.closure_of(g, union);
+            if distinct.insert(id) {
+                groups
+                    .entry(self.closed[id as usize].1)
+                    .or_default()
+                    .push(id);
+            }
+        }
+        let closed = &self.closed;
+        let forms = &self.forms;
+        let best = groups.into_iter().max_by(|(fa, ia), (fb, ib)| {
+            let size = |i: &Vec<u32>| closed[i[0] as usize].0.len();
+            (ia.len(), size(ia))
+                .cmp(&(ib.len(), size(ib)))
+                .then_with(|| forms[*fb as usize].cmp(&forms[*fa as usize]))
+        });
+        if let Some((form, ids)) = best {
+            c.instances = ids.iter().map(|&i| closed[i as usize].0.clone()).collect();
+            c.quality = (c.instances.len(), c.instances[0].len());
+            c.key = forms[form as usize].clone();
+        } else {
+            c.quality = (0, 0);
+        }
+        c.evaluated = true;
+    }
+
+    /// See [`concatenate`].
+    fn concatenate(&mut self, g: &DependencyGraph, union: &[NodeIndex]) -> Vec<NodeIndex> {
+        let inside = &mut self.inside;
+        let stack = &mut self.stack;
+        let mut set: Vec<NodeIndex> = union.to_vec();
+        for &v in union {
+            inside[v.index()] = true;
+        }
+        stack.clear();
+        stack.extend_from_slice(union);
+        while let Some(v) = stack.pop() {
+            if g.preds(v).any(|p| inside[p.index()]) {
+                for p in g.preds(v) {
+                    if !inside[p.index()] {
+                        inside[p.index()] = true;
+                        set.push(p);
+                        stack.push(p);
+                    }
+                }
+            }
+            // A block that just joined may make a block already in the set need its feeders.
+            for s in g.succs(v) {
+                if inside[s.index()] && g.preds(s).any(|p| !inside[p.index()]) {
+                    stack.push(s);
+                }
+            }
+        }
+        for &v in &set {
+            inside[v.index()] = false;
+        }
+        set.sort_unstable();
+        set
+    }
+
+    /// See [`canonical_form`].
+    fn canonical_form(&mut self, g: &DependencyGraph, set: &[NodeIndex]) -> Vec<u32> {
+        let mut nodes = set.to_vec();
+        nodes.sort_by_key(|&v| (g.graph[v].rank, g.graph[v].index));
+        let mut key = Vec::with_capacity(nodes.len() * 3 + 1);
+        let (mut local, mut current, mut base) = (0u32, None, 0u32);
+        for (i, &v) in nodes.iter().enumerate() {
+            let b = &g.graph[v];
+            if current != Some(b.rank) {
+                if current.is_some() {
+                    local += 1;
+                }
+                (current, base) = (Some(b.rank), b.index);
+            }
+            key.extend([local, b.index - base, b.label]);
+            self.position[v.index()] = i as u32;
+        }
+        key.push(u32::MAX);
+        let mut edges: Vec<(u32, u32, u32)> = Vec::new();
+        for &v in &nodes {
+            for e in g.graph.edges(v) {
+                let to = self.position[e.target().index()];
+                if to != u32::MAX {
+                    edges.push((self.position[v.index()], to, *e.weight() as u32));
+                }
+            }
+        }
+        for &v in &nodes {
+            self.position[v.index()] = u32::MAX;
+        }
+        edges.sort_unstable();
+        key.extend(edges.into_iter().flat_map(|(a, b, k)| [a, b, k]));
+        key
+    }
 }
 
 /// `A ∪ B` closed under "feeds" (Def. 5, to a fixed point): while a block of the set has a
 /// predecessor inside it, all its predecessors join. The result is sorted.
 pub fn concatenate(g: &DependencyGraph, union: &[NodeIndex]) -> Vec<NodeIndex> {
-    let mut set: BTreeSet<NodeIndex> = union.iter().copied().collect();
-    let mut work: Vec<NodeIndex> = set.iter().copied().collect();
-    while let Some(v) = work.pop() {
-        let preds: Vec<NodeIndex> = g.preds(v).collect();
-        if preds.iter().any(|p| set.contains(p)) {
-            for p in preds {
-                if set.insert(p) {
-                    work.push(p);
-                }
-            }
-        }
-        // A block that just joined may make a block already in the set need its feeders.
-        for s in g.succs(v).collect::<Vec<_>>() {
-            if set.contains(&s) && g.preds(s).any(|p| !set.contains(&p)) {
-                work.push(s);
-            }
-        }
-    }
-    set.into_iter().collect()
+    let mut sorted = union.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    Workspace::new(g).concatenate(g, &sorted)
 }
 
 /// True when the set is a phase by Def. 3: connected (ignoring direction), and every block with
@@ -430,12 +643,12 @@ pub fn is_phase(g: &DependencyGraph, set: &[NodeIndex]) -> bool {
     if set.is_empty() {
         return false;
     }
-    let inside: HashSet<NodeIndex> = set.iter().copied().collect();
+    let inside: FxHashSet<NodeIndex> = set.iter().copied().collect();
     let closed = set.iter().all(|&v| {
         let mut preds = g.preds(v);
         !g.preds(v).any(|p| inside.contains(&p)) || preds.all(|p| inside.contains(&p))
     });
-    let mut reached: HashSet<NodeIndex> = HashSet::from([set[0]]);
+    let mut reached: FxHashSet<NodeIndex> = FxHashSet::from_iter([set[0]]);
     let mut work = vec![set[0]];
     while let Some(v) = work.pop() {
         for w in g.preds(v).chain(g.succs(v)) {
@@ -450,34 +663,7 @@ pub fn is_phase(g: &DependencyGraph, set: &[NodeIndex]) -> bool {
 /// The canonical form of an instance's labelled induced subgraph (see the module
 /// documentation): equal forms mean isomorphic instances.
 pub fn canonical_form(g: &DependencyGraph, set: &[NodeIndex]) -> Vec<u32> {
-    let mut nodes = set.to_vec();
-    nodes.sort_by_key(|&v| (g.graph[v].rank, g.graph[v].index));
-    let mut key = Vec::with_capacity(nodes.len() * 3 + 1);
-    let mut position: HashMap<NodeIndex, u32> = HashMap::new();
-    let (mut local, mut current, mut base) = (0u32, None, 0u32);
-    for (i, &v) in nodes.iter().enumerate() {
-        let b = &g.graph[v];
-        if current != Some(b.rank) {
-            if current.is_some() {
-                local += 1;
-            }
-            (current, base) = (Some(b.rank), b.index);
-        }
-        key.extend([local, b.index - base, b.label]);
-        position.insert(v, i as u32);
-    }
-    key.push(u32::MAX);
-    let mut edges: Vec<(u32, u32, u32)> = Vec::new();
-    for &v in &nodes {
-        for e in g.graph.edges(v) {
-            if let Some(&to) = position.get(&e.target()) {
-                edges.push((position[&v], to, *e.weight() as u32));
-            }
-        }
-    }
-    edges.sort_unstable();
-    key.extend(edges.into_iter().flat_map(|(a, b, k)| [a, b, k]));
-    key
+    Workspace::new(g).canonical_form(g, set)
 }
 
 fn is_subset(small: &[NodeIndex], big: &[NodeIndex]) -> bool {
