@@ -236,6 +236,19 @@ struct Candidate {
     evaluated: bool,
 }
 
+/// A pending pair as `U_i` first looks at it: its index in `pending`, the first block of its first
+/// union and that union's size (a pair lies within a phase only if its unions fit in the phase's
+/// instances).
+type Live = (u32, u32, u32);
+
+fn live_entry(k: usize, c: &Candidate) -> Live {
+    (
+        k as u32,
+        c.spans[0][0].index() as u32,
+        c.spans[0].len() as u32,
+    )
+}
+
 /// Runs the phase-detection algorithm of §3.3 (see the module documentation) on `g`.
 ///
 /// # Cost
@@ -273,8 +286,8 @@ pub fn detect(g: &DependencyGraph) -> Detection {
         .collect();
     // S_0* := E, as pairs of atomic phases.
     let mut pending: Vec<Option<Candidate>> = Vec::new();
-    // Indices of `pending` that may still be `Some` (compacted by U_i).
-    let mut live: Vec<usize> = Vec::new();
+    // The pairs of `pending` that may still be `Some` (compacted by U_i).
+    let mut live: Vec<Live> = Vec::new();
     let mut queue: BinaryHeap<((usize, usize), Reverse<usize>)> = BinaryHeap::new();
     let mut paired: FxHashSet<(usize, usize)> = FxHashSet::default();
     for e in g.graph.edge_references() {
@@ -285,7 +298,7 @@ pub fn detect(g: &DependencyGraph) -> Detection {
                 continue;
             }
             queue.push((c.quality, Reverse(pending.len())));
-            live.push(pending.len());
+            live.push(live_entry(pending.len(), &c));
             pending.push(Some(c));
         }
     }
@@ -344,7 +357,13 @@ pub fn detect(g: &DependencyGraph) -> Detection {
         for &v in &made.by_node.nodes {
             covered[v.index()] = true;
         }
-        live.retain(|&k| {
+        let size = made.blocks();
+        live.retain(|&(k, first, len)| {
+            if len as usize > size || !covered[first as usize] {
+                // Cannot lie within; if it has left `pending` meanwhile, a later pass drops it.
+                return true;
+            }
+            let k = k as usize;
             let Some(p) = pending[k].as_ref() else {
                 return false;
             };
@@ -390,7 +409,7 @@ pub fn detect(g: &DependencyGraph) -> Detection {
                 let c = join(g, &phases, pair);
                 if !c.spans.is_empty() {
                     queue.push((c.quality, Reverse(pending.len())));
-                    live.push(pending.len());
+                    live.push(live_entry(pending.len(), &c));
                     pending.push(Some(c));
                 }
             }
