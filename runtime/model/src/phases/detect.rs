@@ -231,7 +231,8 @@ struct Candidate {
     instances: Vec<Vec<NodeIndex>>,
     /// Every distinct joined `a ∪ b`, sorted, to decide whether the pair lies within a phase
     /// (`U_i`).
-    spans: Vec<Vec<NodeIndex>>,
+    /// As indices into the workspace's unions, in the order of the block sets.
+    spans: Vec<u32>,
     /// False while `quality` is only an upper bound (`instances` and `key` empty).
     evaluated: bool,
 }
@@ -241,12 +242,9 @@ struct Candidate {
 /// instances).
 type Live = (u32, u32, u32);
 
-fn live_entry(k: usize, c: &Candidate) -> Live {
-    (
-        k as u32,
-        c.spans[0][0].index() as u32,
-        c.spans[0].len() as u32,
-    )
+fn live_entry(k: usize, c: &Candidate, work: &Workspace) -> Live {
+    let first = &work.unions[c.spans[0] as usize];
+    (k as u32, first[0].index() as u32, first.len() as u32)
 }
 
 /// Runs the phase-detection algorithm of §3.3 (see the module documentation) on `g`.
@@ -293,12 +291,12 @@ pub fn detect(g: &DependencyGraph) -> Detection {
     for e in g.graph.edge_references() {
         let pair = (atomic_of[e.source().index()], atomic_of[e.target().index()]);
         if paired.insert(pair) {
-            let c = join(g, &phases, pair);
+            let c = work.join(g, &phases, pair);
             if c.spans.is_empty() {
                 continue;
             }
             queue.push((c.quality, Reverse(pending.len())));
-            live.push(live_entry(pending.len(), &c));
+            live.push(live_entry(pending.len(), &c, &work));
             pending.push(Some(c));
         }
     }
@@ -306,6 +304,7 @@ pub fn detect(g: &DependencyGraph) -> Detection {
     let mut merges = Vec::new();
     let mut truncated = false;
     let mut covered = vec![false; n];
+    let mut side: Vec<u8> = Vec::new();
     // The best pending pair: the largest quality, then the earliest (a max-heap on (Q, -index)
     // with pairs removed by U_i skipped when they surface).
     while let Some((_, Reverse(chosen))) = queue.pop() {
@@ -367,8 +366,13 @@ pub fn detect(g: &DependencyGraph) -> Detection {
             let Some(p) = pending[k].as_ref() else {
                 return false;
             };
-            let within = p.spans[0].iter().all(|v| covered[v.index()])
-                && p.spans.iter().all(|s| made.contains_instance(s));
+            let unions = &work.unions;
+            let within = unions[p.spans[0] as usize]
+                .iter()
+                .all(|v| covered[v.index()])
+                && p.spans
+                    .iter()
+                    .all(|&s| made.contains_instance(&unions[s as usize]));
             if within {
                 pending[k] = None;
             }
@@ -378,27 +382,38 @@ pub fn detect(g: &DependencyGraph) -> Detection {
             covered[v.index()] = false;
         }
         // T_i: pairs of the new phase with the phases joined to it by an edge.
-        let mut before: BTreeSet<usize> = BTreeSet::new();
-        let mut after: BTreeSet<usize> = BTreeSet::new();
+        // side[p] & 1: p joins the new phase before it; & 2: after it.
+        side.resize(phases.len(), 0);
+        let (mut before, mut after): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
         for inst in &made.instances {
             for &u in inst {
-                for (side, direction) in [(&mut before, Incoming), (&mut after, Outgoing)] {
+                for (bit, direction) in [(1u8, Incoming), (2u8, Outgoing)] {
                     for w in g.graph.neighbors_directed(u, direction) {
                         if inst.binary_search(&w).is_ok() {
                             continue;
                         }
                         for &(p, i) in &membership[w.index()] {
                             let p = p as usize;
-                            if !side.contains(&p)
+                            if side[p] & bit == 0
                                 && !is_subset(&phases[p].instances[i as usize], inst)
                             {
-                                side.insert(p);
+                                side[p] |= bit;
+                                if bit == 1 {
+                                    before.push(p);
+                                } else {
+                                    after.push(p);
+                                }
                             }
                         }
                     }
                 }
             }
         }
+        for &p in before.iter().chain(&after) {
+            side[p] = 0;
+        }
+        before.sort_unstable();
+        after.sort_unstable();
         let pairs: Vec<(usize, usize)> = before
             .into_iter()
             .map(|c| (c, new))
@@ -406,10 +421,10 @@ pub fn detect(g: &DependencyGraph) -> Detection {
             .collect();
         for pair in pairs {
             if paired.insert(pair) {
-                let c = join(g, &phases, pair);
+                let c = work.join(g, &phases, pair);
                 if !c.spans.is_empty() {
                     queue.push((c.quality, Reverse(pending.len())));
-                    live.push(live_entry(pending.len(), &c));
+                    live.push(live_entry(pending.len(), &c, &work));
                     pending.push(Some(c));
                 }
             }
@@ -419,42 +434,6 @@ pub fn detect(g: &DependencyGraph) -> Detection {
         phases,
         merges,
         truncated,
-    }
-}
-
-/// `A ⊕ B` over instances: every `a ⊕ b` for instances joined by an edge from `a` to `b` (neither
-/// inside the other), grouped by canonical form; the pair's result is the group of best quality
-/// (ties: the smaller canonical form).
-fn join(g: &DependencyGraph, phases: &[Phase], pair: (usize, usize)) -> Candidate {
-    let (a, b) = (&phases[pair.0], &phases[pair.1]);
-    let mut seen: FxHashSet<(u32, u32)> = FxHashSet::default();
-    let mut spans: Vec<Vec<NodeIndex>> = Vec::new();
-    for (ia, inst_a) in a.instances.iter().enumerate() {
-        for &u in inst_a {
-            for v in g.succs(u) {
-                for &ib in b.by_node.get(v) {
-                    if !seen.insert((ia as u32, ib)) {
-                        continue;
-                    }
-                    let inst_b = &b.instances[ib as usize];
-                    if is_subset(inst_a, inst_b) || is_subset(inst_b, inst_a) {
-                        continue;
-                    }
-                    spans.push(union(inst_a, inst_b));
-                }
-            }
-        }
-    }
-    spans.sort_unstable();
-    spans.dedup();
-    // Each instance of A ⊕ B comes from at least one distinct union: an upper bound on Occ.
-    Candidate {
-        pair,
-        quality: (spans.len(), g.len()),
-        key: Vec::new(),
-        instances: Vec::new(),
-        spans,
-        evaluated: false,
     }
 }
 
@@ -490,8 +469,11 @@ struct Workspace {
     inside: Vec<bool>,
     position: Vec<u32>,
     stack: Vec<NodeIndex>,
-    /// A union of a join → its closure (⊕), as an index into `closed`.
-    closures: FxHashMap<Vec<NodeIndex>, u32>,
+    /// The unions of joins, each once, with their index in `unions`.
+    union_ids: FxHashMap<Vec<NodeIndex>, u32>,
+    unions: Vec<Vec<NodeIndex>>,
+    /// The closure (⊕) of each union, as an index into `closed`, once computed.
+    closures: Vec<u32>,
     /// Closed sets → their index into `closed`.
     closed_ids: FxHashMap<Vec<NodeIndex>, u32>,
     /// Closed sets with the index of their canonical form in `forms`.
@@ -507,7 +489,9 @@ impl Workspace {
             inside: vec![false; g.len()],
             position: vec![u32::MAX; g.len()],
             stack: Vec::new(),
-            closures: FxHashMap::default(),
+            union_ids: FxHashMap::default(),
+            unions: Vec::new(),
+            closures: Vec::new(),
             closed_ids: FxHashMap::default(),
             closed: Vec::new(),
             form_ids: FxHashMap::default(),
@@ -515,12 +499,64 @@ impl Workspace {
         }
     }
 
-    /// The closed set of a union, by its index into `closed`: computed once per union.
-    fn closure_of(&mut self, g: &DependencyGraph, union: &[NodeIndex]) -> u32 {
-        if let Some(&id) = self.closures.get(union) {
+    /// `A ⊕ B` over instances: every `a ⊕ b` for instances joined by an edge from `a` to `b`
+    /// (neither inside the other), grouped by canonical form; the pair's result is the group of
+    /// best quality (ties: the smaller canonical form). This gathers the distinct unions `a ∪ b`;
+    /// [`Workspace::evaluate`] closes and groups them.
+    fn join(&mut self, g: &DependencyGraph, phases: &[Phase], pair: (usize, usize)) -> Candidate {
+        let (a, b) = (&phases[pair.0], &phases[pair.1]);
+        // seen[ib] == ia + 1: the instance pair (ia, ib) has been looked at.
+        let mut seen: Vec<u32> = vec![0; b.instances.len()];
+        let mut spans: Vec<u32> = Vec::new();
+        for (ia, inst_a) in a.instances.iter().enumerate() {
+            let stamp = ia as u32 + 1;
+            for &u in inst_a {
+                for v in g.succs(u) {
+                    for &ib in b.by_node.get(v) {
+                        if std::mem::replace(&mut seen[ib as usize], stamp) == stamp {
+                            continue;
+                        }
+                        let inst_b = &b.instances[ib as usize];
+                        if is_subset(inst_a, inst_b) || is_subset(inst_b, inst_a) {
+                            continue;
+                        }
+                        spans.push(self.intern_union(union(inst_a, inst_b)));
+                    }
+                }
+            }
+        }
+        let unions = &self.unions;
+        spans.sort_unstable_by(|&x, &y| unions[x as usize].cmp(&unions[y as usize]));
+        spans.dedup();
+        // Each instance of A ⊕ B comes from at least one distinct union: an upper bound on Occ.
+        Candidate {
+            pair,
+            quality: (spans.len(), g.len()),
+            key: Vec::new(),
+            instances: Vec::new(),
+            spans,
+            evaluated: false,
+        }
+    }
+
+    fn intern_union(&mut self, set: Vec<NodeIndex>) -> u32 {
+        if let Some(&id) = self.union_ids.get(&set) {
             return id;
         }
-        let set = self.concatenate(g, union);
+        let id = self.unions.len() as u32;
+        self.union_ids.insert(set.clone(), id);
+        self.unions.push(set);
+        self.closures.push(u32::MAX);
+        id
+    }
+
+    /// The closed set of a union, by its index into `closed`: computed once per union.
+    fn closure_of(&mut self, g: &DependencyGraph, union: u32) -> u32 {
+        let known = self.closures[union as usize];
+        if known != u32::MAX {
+            return known;
+        }
+        let set = self.concatenate_id(g, union);
         let id = match self.closed_ids.get(&set) {
             Some(&id) => id,
             None => {
@@ -540,7 +576,7 @@ impl Workspace {
                 id
             }
         };
-        self.closures.insert(union.to_vec(), id);
+        self.closures[union as usize] = id;
         id
     }
 
@@ -550,7 +586,7 @@ impl Workspace {
         // Canonical form → the distinct closed sets in it, in the order first reached.
         let mut groups: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
         let mut distinct: FxHashSet<u32> = FxHashSet::default();
-        for union in &c.spans {
+        for &union in &c.spans {
             let id = self.closure_of(g, union);
             if distinct.insert(id) {
                 groups
@@ -577,16 +613,20 @@ impl Workspace {
         c.evaluated = true;
     }
 
-    /// See [`concatenate`].
-    fn concatenate(&mut self, g: &DependencyGraph, union: &[NodeIndex]) -> Vec<NodeIndex> {
+    fn concatenate_id(&mut self, g: &DependencyGraph, union: u32) -> Vec<NodeIndex> {
+        let set = self.unions[union as usize].clone();
+        self.close(g, set)
+    }
+
+    /// See [`concatenate`]; `set` is sorted.
+    fn close(&mut self, g: &DependencyGraph, mut set: Vec<NodeIndex>) -> Vec<NodeIndex> {
         let inside = &mut self.inside;
         let stack = &mut self.stack;
-        let mut set: Vec<NodeIndex> = union.to_vec();
-        for &v in union {
+        for &v in &set {
             inside[v.index()] = true;
         }
         stack.clear();
-        stack.extend_from_slice(union);
+        stack.extend_from_slice(&set);
         while let Some(v) = stack.pop() {
             if g.preds(v).any(|p| inside[p.index()]) {
                 for p in g.preds(v) {
@@ -653,7 +693,7 @@ pub fn concatenate(g: &DependencyGraph, union: &[NodeIndex]) -> Vec<NodeIndex> {
     let mut sorted = union.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
-    Workspace::new(g).concatenate(g, &sorted)
+    Workspace::new(g).close(g, sorted)
 }
 
 /// True when the set is a phase by Def. 3: connected (ignoring direction), and every block with
