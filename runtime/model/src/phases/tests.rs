@@ -451,3 +451,61 @@ fn the_runtime_trace_format_round_trips() {
     assert_eq!(g.label(g.ranks[1][0]), "receive -1 #0");
     assert!(g.to_dot().starts_with("digraph dependencies {"));
 }
+
+/// A wavefront pipeline of `t` identical tiles on 4 ranks (as rna and rsmpi-wavefront run one
+/// pass): rank 0 sends each tile on (event 1), ranks 1 and 2 receive it (event 0) and send it
+/// on, rank 3 receives it. Blocks are labelled by their closing call, so rank 0 has `t` send
+/// blocks, ranks 1 and 2 alternate receive and send blocks, rank 3 has `t` receive blocks.
+fn pipeline_trace(t: usize) -> String {
+    let p = 4;
+    let ranks: Vec<Vec<(String, Option<u32>)>> = (0..p)
+        .map(|r| {
+            (0..t)
+                .flat_map(|_| {
+                    let mut calls = Vec::new();
+                    if r > 0 {
+                        calls.push((format!("receive {}", r - 1), Some(0)));
+                    }
+                    if r + 1 < p {
+                        calls.push((format!("send {}", r + 1), Some(1)));
+                    }
+                    calls
+                })
+                .collect()
+        })
+        .collect();
+    trace_json(&ranks, 2 * t)
+}
+
+/// The pipeline's tile is found with its count. The atomic phases are the send blocks (ranks
+/// 0–2, Occ 3t) and the receive blocks (ranks 1–3, Occ 3t); one tile on ranks 0–2 — rank 0's
+/// send block, then ranks 1 and 2's receive and send blocks, 5 blocks joined by the tile's two
+/// messages — occurs t times, once per tile on each of those ranks. (Rank 3's receive block is
+/// not part of it: the phase of best quality containing it is the Occ t−1 two-tile phase that
+/// spans every rank.) The length is modest: the number of pairs in `S*` grows steeply with the
+/// pipeline's length (study/phases.md).
+#[test]
+fn a_pipeline_of_identical_tiles() {
+    for t in [3, 4, 5] {
+        let trace = Trace::parse(&pipeline_trace(t), "pipe.json").unwrap();
+        let a = analyse(&trace, "pipe.json").unwrap();
+        assert!(!a.detection.truncated);
+        assert_eq!(a.graph.len(), 2 * (t + 1) + 2 * (2 * t + 1));
+        let tile = a
+            .phases
+            .iter()
+            .find(|p| p.occurrences == t && p.ranks == vec![t, t, t, 0])
+            .unwrap_or_else(|| panic!("t = {t}: no tile phase in {:?}", a.phases));
+        assert_eq!(tile.blocks, 5, "t = {t}");
+        assert_eq!(tile.events, vec![0, 1]);
+        let atomic: Vec<_> = a
+            .phases
+            .iter()
+            .filter(|p| p.blocks == 1 && p.occurrences == 3 * t)
+            .map(|p| p.ranks.clone())
+            .collect();
+        assert_eq!(atomic, vec![vec![t, t, t, 0], vec![0, t, t, t]], "t = {t}");
+        let main = &a.phases[a.main_loop.expect("a phase spanning every rank")];
+        assert_eq!((main.occurrences, main.blocks), (t - 1, 12), "t = {t}");
+    }
+}
