@@ -2,12 +2,14 @@
 //! for Runtime Optimization"): independent blocks and the dependency graph of a run's Chrome
 //! trace ([`graph`], Defs. 1–2), and the phases the detection algorithm of §3.3 finds in it
 //! ([`detect`], Defs. 3–5). [`analyse`] does both and summarises the valuable phases;
-//! [`agreement`] maps the repeating phase of the main loop onto a structure file's events.
+//! [`agreement`] maps the repeating phase of the main loop onto a structure file's events and,
+//! through [`sections`], its parallel sections' boundaries.
 //!
 //! Pure computation: the caller reads the trace and the structure.
 
 pub mod detect;
 pub mod graph;
+pub mod sections;
 pub mod trace;
 
 #[cfg(test)]
@@ -19,6 +21,7 @@ use mheta_runtime::format::{SectionItem, Structure};
 
 pub use detect::{detect, Detection, Merge, Phase};
 pub use graph::{Block, DependencyGraph, EdgeKind};
+pub use sections::{ClosingCall, ExtraBoundary, SectionAgreement};
 pub use trace::Trace;
 
 use crate::ModelError;
@@ -40,6 +43,9 @@ pub struct PhaseSummary {
     pub events: Vec<u32>,
     /// Blocks ended by a call that belongs to no structure event.
     pub unattributed_calls: usize,
+    /// One occurrence's calls closing its blocks, per rank (index = rank) in block order.
+    #[serde(skip)]
+    pub closing_calls: Vec<Vec<ClosingCall>>,
 }
 
 /// What [`analyse`] finds in a trace.
@@ -92,6 +98,16 @@ pub fn analyse(trace: &Trace, file: &str) -> Result<Analysis, ModelError> {
 pub fn summarise(g: &DependencyGraph, phase: &Phase) -> PhaseSummary {
     let mut one = phase.instances.first().cloned().unwrap_or_default();
     one.sort_by_key(|&v| (g.graph[v].rank, g.graph[v].index));
+    let mut closing_calls: Vec<Vec<ClosingCall>> = vec![Vec::new(); g.ranks.len()];
+    for &v in &one {
+        let b = &g.graph[v];
+        if b.has_call {
+            closing_calls[b.rank as usize].push(ClosingCall {
+                label: g.label(v).to_string(),
+                event: b.event,
+            });
+        }
+    }
     let events: BTreeSet<u32> = phase
         .instances
         .iter()
@@ -112,6 +128,7 @@ pub fn summarise(g: &DependencyGraph, phase: &Phase) -> PhaseSummary {
             .iter()
             .filter(|&&v| g.graph[v].has_call && g.graph[v].event.is_none())
             .count(),
+        closing_calls,
     }
 }
 
@@ -129,14 +146,18 @@ pub struct Agreement {
     pub conditional_absent: Vec<u32>,
     /// Communication calls in the phase that belong to no structure event (an analyzer miss).
     pub unattributed_calls: usize,
-    /// Whether there is no disagreement.
+    /// The solver's section boundaries against the phase's ([`sections`]); `None` without a
+    /// main-loop phase or a solver.
+    pub sections: Option<SectionAgreement>,
+    /// Whether there is no disagreement, in events or in section boundaries.
     pub agree: bool,
 }
 
 /// Maps the main-loop phase onto the structure's events and lists every disagreement: an event
 /// the run shows that the structure lacks, an event (run every iteration) the structure has
-/// that the run does not show, a call in the phase outside any event. Without a main-loop phase
-/// every structure event is missing from the run.
+/// that the run does not show, a call in the phase outside any event; then compares the
+/// solver's section boundaries with the phase's ([`sections::compare`]). Without a main-loop
+/// phase every structure event is missing from the run.
 pub fn agreement(phase: Option<&PhaseSummary>, structure: &Structure) -> Agreement {
     let seen: BTreeSet<u32> = phase
         .map(|p| p.events.iter().copied().collect())
@@ -170,16 +191,19 @@ pub fn agreement(phase: Option<&PhaseSummary>, structure: &Structure) -> Agreeme
         let structure_only: Vec<u32> = every.difference(&seen).copied().collect();
         let conditional_absent: Vec<u32> = conditional.difference(&seen).copied().collect();
         let unattributed_calls = phase.map_or(0, |p| p.unattributed_calls);
+        let sections = phase.map(|p| sections::compare(&p.closing_calls, solver));
         let agree = phase.is_some()
             && run_only.is_empty()
             && structure_only.is_empty()
-            && unattributed_calls == 0;
+            && unattributed_calls == 0
+            && sections.as_ref().is_some_and(|s| s.agree);
         let a = Agreement {
             solver: solver.name.clone(),
             run_only,
             structure_only,
             conditional_absent,
             unattributed_calls,
+            sections,
             agree,
         };
         if best.as_ref().map_or(true, |(s, _)| shared > *s) {
@@ -192,6 +216,7 @@ pub fn agreement(phase: Option<&PhaseSummary>, structure: &Structure) -> Agreeme
         structure_only: Vec::new(),
         conditional_absent: Vec::new(),
         unattributed_calls: phase.map_or(0, |p| p.unattributed_calls),
+        sections: None,
         agree: false,
     })
 }

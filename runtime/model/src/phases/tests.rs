@@ -329,6 +329,7 @@ fn structure_agreement_lists_both_directions() {
         labels: Vec::new(),
         events: vec![0, 2],
         unattributed_calls: 0,
+        closing_calls: Vec::new(),
     };
     let structure: Structure = serde_json::from_value(json!({
         "schema": "mheta-structure/1", "crate": "x", "solvers": [{
@@ -348,8 +349,20 @@ fn structure_agreement_lists_both_directions() {
     assert_eq!(a.structure_only, vec![1]);
     assert_eq!(a.conditional_absent, vec![3]);
     assert!(!a.agree);
+    // Both ranks show section 0's boundary (event 0), then section 1's (event 1).
+    let calls = vec![
+        ClosingCall {
+            label: "send +1 #0".into(),
+            event: Some(0),
+        },
+        ClosingCall {
+            label: "all_reduce #1".into(),
+            event: Some(1),
+        },
+    ];
     let fine = PhaseSummary {
         events: vec![0, 1],
+        closing_calls: vec![calls.clone(), calls],
         ..summary
     };
     assert!(agreement(Some(&fine), &structure).agree);
@@ -508,4 +521,139 @@ fn a_pipeline_of_identical_tiles() {
         let main = &a.phases[a.main_loop.expect("a phase spanning every rank")];
         assert_eq!((main.occurrences, main.blocks), (t - 1, 12), "t = {t}");
     }
+}
+
+/// A structure of one solver with the given sections (`[{"id", "items", "comm"}]`).
+fn structure_with(sections: serde_json::Value) -> Structure {
+    serde_json::from_value(json!({
+        "schema": "mheta-structure/1", "crate": "x", "solvers": [{
+            "name": "x::solve", "span": {"file": "a.rs", "line": 1, "column": 1},
+            "main_loop": {"span": {"file": "a.rs", "line": 2, "column": 1}, "kind": "for"},
+            "variables": [], "diagnostics": [], "sections": sections
+        }]
+    }))
+    .unwrap()
+}
+
+/// The main-loop phase of a trace whose ranks all make `calls` (name, event) `k` times.
+fn main_phase_of(p: usize, k: usize, calls: &[(&str, Option<u32>)]) -> PhaseSummary {
+    let ranks: Vec<Vec<(String, Option<u32>)>> = (0..p)
+        .map(|r| {
+            (0..k)
+                .flat_map(|_| {
+                    calls.iter().map(move |&(name, event)| {
+                        let name = name
+                            .replace("NEXT", &((r + 1) % p).to_string())
+                            .replace("PREV", &((r + p - 1) % p).to_string());
+                        (name, event)
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let trace = Trace::parse(&trace_json(&ranks, calls.len()), "s.json").unwrap();
+    let a = analyse(&trace, "s.json").unwrap();
+    let main = a.main_loop.expect("a main-loop phase");
+    a.phases[main].clone()
+}
+
+/// Jacobi's shape: section 0 ends with the halo exchange (event 0: a send and a receive, one
+/// boundary), section 1 with the residual's all-reduce (event 1). Every rank shows both
+/// boundaries in order: the sections agree.
+#[test]
+fn section_boundaries_agree() {
+    let main = main_phase_of(
+        4,
+        3,
+        &[
+            ("send NEXT", Some(0)),
+            ("receive PREV", Some(0)),
+            ("all_reduce", Some(1)),
+        ],
+    );
+    let structure = structure_with(json!([
+        {"id": 0, "items": [], "comm": event(0, 1.0)},
+        {"id": 1, "items": [], "comm": event(1, 1.0)},
+    ]));
+    let a = agreement(Some(&main), &structure);
+    let s = a.sections.clone().unwrap();
+    assert_eq!(s.structure, vec![(0, 0), (1, 1)]);
+    assert_eq!(s.run.len(), 4);
+    for seq in &s.run {
+        // A rotation of [0, 1]: the instance need not start with the iteration.
+        assert!(seq == &vec![0, 1] || seq == &vec![1, 0], "{seq:?}");
+    }
+    assert!(s.run_only.is_empty() && s.structure_only.is_empty() && s.out_of_order.is_empty());
+    assert!(s.order_compared && s.agree);
+    assert!(a.agree, "{a:?}");
+}
+
+/// The run shows a boundary the structure lacks: a barrier, in no structure event, between the
+/// halo exchange and the all-reduce, so section 1 is two blocks on every rank, not one. It is
+/// reported on every rank, in section 1 (the section the next boundary closes).
+#[test]
+fn a_boundary_the_structure_lacks() {
+    let main = main_phase_of(
+        3,
+        3,
+        &[
+            ("send NEXT", Some(0)),
+            ("receive PREV", Some(0)),
+            ("barrier", None),
+            ("all_reduce", Some(1)),
+        ],
+    );
+    let structure = structure_with(json!([
+        {"id": 0, "items": [], "comm": event(0, 1.0)},
+        {"id": 1, "items": [], "comm": event(1, 1.0)},
+    ]));
+    let a = agreement(Some(&main), &structure);
+    let s = a.sections.clone().unwrap();
+    assert_eq!(
+        s.run_only,
+        (0..3)
+            .map(|rank| ExtraBoundary {
+                rank,
+                section: Some(1),
+                call: "barrier".into(),
+            })
+            .collect::<Vec<_>>()
+    );
+    assert!(s.structure_only.is_empty() && s.out_of_order.is_empty());
+    assert!(!s.agree && !a.agree);
+}
+
+/// Three sections closed by all-reduces 0, 1, 2; the run makes them in the order 0, 2, 1, which
+/// no rotation of the structure's order gives; and a structure with a fourth section whose
+/// every-iteration boundary (event 3) the run never shows.
+#[test]
+fn section_boundaries_out_of_order_or_missing() {
+    let main = main_phase_of(
+        2,
+        3,
+        &[
+            ("all_reduce", Some(0)),
+            ("all_reduce", Some(2)),
+            ("all_reduce", Some(1)),
+        ],
+    );
+    let three = structure_with(json!([
+        {"id": 0, "items": [], "comm": event(0, 1.0)},
+        {"id": 1, "items": [], "comm": event(1, 1.0)},
+        {"id": 2, "items": [], "comm": event(2, 1.0)},
+    ]));
+    let s = agreement(Some(&main), &three).sections.unwrap();
+    assert_eq!(s.out_of_order, vec![0, 1]);
+    assert!(!s.agree);
+    let main = main_phase_of(2, 3, &[("all_reduce", Some(0)), ("all_reduce", Some(1))]);
+    let four = structure_with(json!([
+        {"id": 0, "items": [], "comm": event(0, 1.0)},
+        {"id": 1, "items": [], "comm": event(1, 1.0)},
+        {"id": 2, "items": [], "comm": null},
+        {"id": 3, "items": [], "comm": event(3, 1.0)},
+    ]));
+    let s = agreement(Some(&main), &four).sections.unwrap();
+    assert_eq!(s.structure_only, vec![3]);
+    assert!(s.out_of_order.is_empty(), "{s:?}");
+    assert!(!s.agree);
 }
