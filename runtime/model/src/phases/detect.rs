@@ -250,12 +250,15 @@ fn live_entry(k: usize, c: &Candidate, work: &Workspace) -> Live {
 /// Runs the phase-detection algorithm of §3.3 (see the module documentation) on `g`.
 ///
 /// # Cost
-/// What the algorithm computes is fixed by the paper; what follows only avoids recomputing it.
-/// Blocks index per-block arrays instead of hash maps; the closure (⊕) of a union and the
-/// canonical form of a closed set are computed once and remembered, so a union reached from
-/// many pairs is closed and canonicalised once; a phase's instances by block are sorted arrays;
-/// `U_i` looks only at the pairs still pending, and only at those whose first union lies in
-/// blocks the new phase covers.
+/// What the algorithm computes is fixed by the paper; the implementation only avoids computing
+/// the same thing twice. The unions `a ∪ b` of joins are interned (a pair keeps their ids), and
+/// each union is closed (⊕) and each closed set canonicalised once, however many pairs reach it;
+/// scratch arrays indexed by block replace hash sets; a phase's instances by block are sorted
+/// arrays; `U_i` looks only at the pairs still pending, skipping without a search those whose
+/// first union is larger than the new phase or starts outside it; `T_i` marks the phases it
+/// has paired in an array. What remains is the algorithm's own size: `S*` gains a pair for every
+/// phase joined to each new one, and on long pipelines of identical blocks (many overlapping
+/// instances per phase) that is most of `S` at every merge (study/phases.md).
 pub fn detect(g: &DependencyGraph) -> Detection {
     let n = g.len();
     let mut work = Workspace::new(g);
