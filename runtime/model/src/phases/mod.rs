@@ -57,8 +57,7 @@ pub struct Analysis {
     pub detection: Detection,
     /// The valuable phases, best quality first.
     pub phases: Vec<PhaseSummary>,
-    /// Index into `phases` of the repeating phase of the main loop: of the phases occurring more
-    /// than once whose every occurrence spans every rank, the best by quality (Def. 4).
+    /// Index into `phases` of the repeating phase of the main loop ([`main_loop_of`]).
     pub main_loop: Option<usize>,
     /// Main-loop iterations each rank recorded (`cat` "iteration"), K.
     pub iterations: Vec<usize>,
@@ -74,17 +73,8 @@ pub fn analyse(trace: &Trace, file: &str) -> Result<Analysis, ModelError> {
         .into_iter()
         .map(|p| summarise(&graph, &detection.phases[p]))
         .collect();
-    let main_loop = phases
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.occurrences >= 2 && p.ranks.iter().all(|&k| k == p.occurrences))
-        .max_by(|(i, a), (j, b)| {
-            (a.occurrences, a.blocks)
-                .cmp(&(b.occurrences, b.blocks))
-                .then(j.cmp(i))
-        })
-        .map(|(i, _)| i);
-    let iterations = trace.ranks.iter().map(|r| r.iterations).collect();
+    let iterations: Vec<usize> = trace.ranks.iter().map(|r| r.iterations).collect();
+    let main_loop = main_loop_of(&phases, &iterations);
     Ok(Analysis {
         graph,
         detection,
@@ -92,6 +82,36 @@ pub fn analyse(trace: &Trace, file: &str) -> Result<Analysis, ModelError> {
         main_loop,
         iterations,
     })
+}
+
+/// The repeating phase of the main loop among `phases` (best quality first), given the
+/// main-loop iterations each rank recorded: of the phases occurring more than once whose every
+/// occurrence spans every rank once, the best by quality (Def. 4) — and, when every rank
+/// recorded the same K ≥ 2 iterations and such a phase occurs exactly K times, the best of
+/// those. Without the iteration count a pipeline's tiles can win: with three tiles per pass, a
+/// phase of two tiles across all ranks occurs 2K times and outranks the body, which occurs K
+/// times.
+pub fn main_loop_of(phases: &[PhaseSummary], iterations: &[usize]) -> Option<usize> {
+    let spanning =
+        |p: &PhaseSummary| p.occurrences >= 2 && p.ranks.iter().all(|&k| k == p.occurrences);
+    let k = iterations
+        .first()
+        .copied()
+        .filter(|&k| k >= 2 && iterations.iter().all(|&i| i == k));
+    let per_iteration = |p: &PhaseSummary| Some(p.occurrences) == k;
+    let best = |keep: &dyn Fn(&PhaseSummary) -> bool| {
+        phases
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| spanning(p) && keep(p))
+            .max_by(|(i, a), (j, b)| {
+                (a.occurrences, a.blocks)
+                    .cmp(&(b.occurrences, b.blocks))
+                    .then(j.cmp(i))
+            })
+            .map(|(i, _)| i)
+    };
+    best(&per_iteration).or_else(|| best(&|_| true))
 }
 
 /// The report line of one phase.

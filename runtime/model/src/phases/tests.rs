@@ -657,3 +657,37 @@ fn section_boundaries_out_of_order_or_missing() {
     assert!(s.out_of_order.is_empty(), "{s:?}");
     assert!(!s.agree);
 }
+
+/// The main-loop phase of rna with three tiles per pass (192 columns, K = 3 iterations, 4
+/// ranks), as `mheta phases` found it: a phase of two tiles across all ranks occurs 6 times,
+/// once per rank each time, and outranks the iteration body (Occ 3, 22 blocks). With the
+/// iteration count the body is chosen; without it (no `iteration` records), the best spanning
+/// phase.
+#[test]
+fn the_main_loop_phase_occurs_once_per_recorded_iteration() {
+    let phase = |occurrences: usize, blocks: usize, ranks: Vec<usize>| PhaseSummary {
+        occurrences,
+        blocks,
+        seconds: 0.0,
+        ranks,
+        labels: Vec::new(),
+        events: Vec::new(),
+        unattributed_calls: 0,
+        closing_calls: Vec::new(),
+    };
+    let phases = vec![
+        phase(27, 1, vec![9, 9, 9, 0]),
+        phase(12, 1, vec![3, 3, 3, 3]),
+        phase(6, 12, vec![6, 6, 6, 6]),
+        phase(3, 22, vec![3, 3, 3, 3]),
+        phase(2, 44, vec![2, 2, 2, 2]),
+        phase(1, 70, vec![1, 1, 1, 1]),
+    ];
+    assert_eq!(main_loop_of(&phases, &[3, 3, 3, 3]), Some(3));
+    assert_eq!(main_loop_of(&phases, &[0, 0, 0, 0]), Some(2));
+    // Ranks that disagree on K: no count to go by.
+    assert_eq!(main_loop_of(&phases, &[3, 3, 2, 3]), Some(2));
+    // No spanning phase occurs K times: the best spanning one.
+    assert_eq!(main_loop_of(&phases, &[5, 5, 5, 5]), Some(2));
+    assert_eq!(main_loop_of(&phases[..2], &[3, 3, 3, 3]), None);
+}
