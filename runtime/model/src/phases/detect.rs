@@ -47,11 +47,12 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
+use std::hash::{Hash, Hasher as _};
 
 use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef as _;
 use petgraph::Direction::{Incoming, Outgoing};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
 use super::graph::DependencyGraph;
 
@@ -227,13 +228,14 @@ impl Detection {
 struct Candidate {
     pair: (usize, usize),
     quality: (usize, usize),
-    key: Vec<u32>,
-    instances: Vec<Vec<NodeIndex>>,
-    /// Every distinct joined `a ∪ b`, sorted, to decide whether the pair lies within a phase
-    /// (`U_i`).
-    /// As indices into the workspace's unions, in the order of the block sets.
+    /// The canonical form of `A ⊕ B`, as an index into the workspace's forms.
+    key: u32,
+    /// The instances of `A ⊕ B`, as indices into the workspace's closed sets.
+    instances: Vec<u32>,
+    /// Every distinct joined `a ∪ b`, to decide whether the pair lies within a phase (`U_i`):
+    /// indices into the workspace's unions, in the order of the block sets.
     spans: Vec<u32>,
-    /// False while `quality` is only an upper bound (`instances` and `key` empty).
+    /// False while `quality` is only an upper bound (`instances` empty).
     evaluated: bool,
 }
 
@@ -243,7 +245,7 @@ struct Candidate {
 type Live = (u32, u32, u32);
 
 fn live_entry(k: usize, c: &Candidate, work: &Workspace) -> Live {
-    let first = &work.unions[c.spans[0] as usize];
+    let first = work.unions.get(c.spans[0]);
     (k as u32, first[0].index() as u32, first.len() as u32)
 }
 
@@ -268,7 +270,8 @@ pub fn detect(g: &DependencyGraph) -> Detection {
         by_label[g.graph[v].label as usize].push(vec![v]);
     }
     let mut phases: Vec<Phase> = Vec::new();
-    let mut known: FxHashSet<Vec<u32>> = FxHashSet::default();
+    // The canonical forms of the phases in S, as indices into the workspace's forms.
+    let mut known: FxHashSet<u32> = FxHashSet::default();
     // The (phase, instance) pairs holding each block, phases ascending.
     let mut membership: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
     for instances in by_label.into_iter().filter(|i| !i.is_empty()) {
@@ -277,7 +280,7 @@ pub fn detect(g: &DependencyGraph) -> Detection {
         for (i, inst) in instances.iter().enumerate() {
             membership[inst[0].index()].push((p, i as u32));
         }
-        known.insert(key.clone());
+        known.insert(work.forms.intern(key.clone()));
         phases.push(Phase::new(key, instances, None));
     }
     let atomic_of: Vec<usize> = g
@@ -341,13 +344,19 @@ pub fn detect(g: &DependencyGraph) -> Detection {
             continue;
         }
         let new = phases.len();
-        for (i, inst) in c.instances.iter().enumerate() {
+        let instances: Vec<Vec<NodeIndex>> = c
+            .instances
+            .iter()
+            .map(|&i| work.closed.get(i).to_vec())
+            .collect();
+        for (i, inst) in instances.iter().enumerate() {
             for &v in inst {
                 membership[v.index()].push((new as u32, i as u32));
             }
         }
-        known.insert(c.key.clone());
-        phases.push(Phase::new(c.key, c.instances, Some(c.pair)));
+        known.insert(c.key);
+        let key = work.forms.get(c.key).to_vec();
+        phases.push(Phase::new(key, instances, Some(c.pair)));
         merges.push(Merge {
             pair: c.pair,
             quality: c.quality,
@@ -370,12 +379,10 @@ pub fn detect(g: &DependencyGraph) -> Detection {
                 return false;
             };
             let unions = &work.unions;
-            let within = unions[p.spans[0] as usize]
-                .iter()
-                .all(|v| covered[v.index()])
+            let within = unions.get(p.spans[0]).iter().all(|v| covered[v.index()])
                 && p.spans
                     .iter()
-                    .all(|&s| made.contains_instance(&unions[s as usize]));
+                    .all(|&s| made.contains_instance(unions.get(s)));
             if within {
                 pending[k] = None;
             }
@@ -466,24 +473,78 @@ fn union(a: &[NodeIndex], b: &[NodeIndex]) -> Vec<NodeIndex> {
     out
 }
 
+/// Block sets or forms, each stored once and named by its index; found by hash, so a set is
+/// not kept twice (as a map key and as the item).
+struct Interner<T> {
+    items: Vec<Vec<T>>,
+    /// Hash → the last item with it; `next` chains items sharing a hash.
+    by_hash: FxHashMap<u64, u32>,
+    next: Vec<u32>,
+}
+
+impl<T: Hash + Eq> Interner<T> {
+    fn new() -> Self {
+        Interner {
+            items: Vec::new(),
+            by_hash: FxHashMap::default(),
+            next: Vec::new(),
+        }
+    }
+
+    fn hash(item: &[T]) -> u64 {
+        let mut h = FxHasher::default();
+        item.hash(&mut h);
+        h.finish()
+    }
+
+    fn find(&self, item: &[T], hash: u64) -> Option<u32> {
+        let mut at = *self.by_hash.get(&hash)?;
+        while at != u32::MAX {
+            if self.items[at as usize] == item {
+                return Some(at);
+            }
+            at = self.next[at as usize];
+        }
+        None
+    }
+
+    /// The index of `item`, stored if new.
+    fn intern(&mut self, item: Vec<T>) -> u32 {
+        self.intern_new(item).0
+    }
+
+    /// The index of `item` and whether it is new.
+    fn intern_new(&mut self, item: Vec<T>) -> (u32, bool) {
+        let hash = Self::hash(&item);
+        if let Some(id) = self.find(&item, hash) {
+            return (id, false);
+        }
+        let id = self.items.len() as u32;
+        let previous = self.by_hash.insert(hash, id).unwrap_or(u32::MAX);
+        self.next.push(previous);
+        self.items.push(item);
+        (id, true)
+    }
+
+    fn get(&self, id: u32) -> &[T] {
+        &self.items[id as usize]
+    }
+}
+
 /// Scratch space and memory of [`detect`]: per-block arrays (reset after each use) and the
-/// closures and canonical forms already computed.
+/// unions, closures and canonical forms already computed.
 struct Workspace {
     inside: Vec<bool>,
     position: Vec<u32>,
     stack: Vec<NodeIndex>,
-    /// The unions of joins, each once, with their index in `unions`.
-    union_ids: FxHashMap<Vec<NodeIndex>, u32>,
-    unions: Vec<Vec<NodeIndex>>,
+    /// The unions of joins.
+    unions: Interner<NodeIndex>,
     /// The closure (⊕) of each union, as an index into `closed`, once computed.
     closures: Vec<u32>,
-    /// Closed sets → their index into `closed`.
-    closed_ids: FxHashMap<Vec<NodeIndex>, u32>,
-    /// Closed sets with the index of their canonical form in `forms`.
-    closed: Vec<(Vec<NodeIndex>, u32)>,
-    /// Canonical forms → their index in `forms`.
-    form_ids: FxHashMap<Vec<u32>, u32>,
-    forms: Vec<Vec<u32>>,
+    /// Closed sets, with the index of each one's canonical form in `forms`.
+    closed: Interner<NodeIndex>,
+    closed_form: Vec<u32>,
+    forms: Interner<u32>,
 }
 
 impl Workspace {
@@ -492,13 +553,11 @@ impl Workspace {
             inside: vec![false; g.len()],
             position: vec![u32::MAX; g.len()],
             stack: Vec::new(),
-            union_ids: FxHashMap::default(),
-            unions: Vec::new(),
+            unions: Interner::new(),
             closures: Vec::new(),
-            closed_ids: FxHashMap::default(),
-            closed: Vec::new(),
-            form_ids: FxHashMap::default(),
-            forms: Vec::new(),
+            closed: Interner::new(),
+            closed_form: Vec::new(),
+            forms: Interner::new(),
         }
     }
 
@@ -529,13 +588,13 @@ impl Workspace {
             }
         }
         let unions = &self.unions;
-        spans.sort_unstable_by(|&x, &y| unions[x as usize].cmp(&unions[y as usize]));
+        spans.sort_unstable_by(|&x, &y| unions.get(x).cmp(unions.get(y)));
         spans.dedup();
         // Each instance of A ⊕ B comes from at least one distinct union: an upper bound on Occ.
         Candidate {
             pair,
             quality: (spans.len(), g.len()),
-            key: Vec::new(),
+            key: u32::MAX,
             instances: Vec::new(),
             spans,
             evaluated: false,
@@ -543,13 +602,10 @@ impl Workspace {
     }
 
     fn intern_union(&mut self, set: Vec<NodeIndex>) -> u32 {
-        if let Some(&id) = self.union_ids.get(&set) {
-            return id;
+        let (id, new) = self.unions.intern_new(set);
+        if new {
+            self.closures.push(u32::MAX);
         }
-        let id = self.unions.len() as u32;
-        self.union_ids.insert(set.clone(), id);
-        self.unions.push(set);
-        self.closures.push(u32::MAX);
         id
     }
 
@@ -560,22 +616,15 @@ impl Workspace {
             return known;
         }
         let set = self.concatenate_id(g, union);
-        let id = match self.closed_ids.get(&set) {
-            Some(&id) => id,
+        let hash = Interner::hash(&set);
+        let id = match self.closed.find(&set, hash) {
+            Some(id) => id,
             None => {
                 let form = self.canonical_form(g, &set);
-                let form_id = match self.form_ids.get(&form) {
-                    Some(&f) => f,
-                    None => {
-                        let f = self.forms.len() as u32;
-                        self.form_ids.insert(form.clone(), f);
-                        self.forms.push(form);
-                        f
-                    }
-                };
-                let id = self.closed.len() as u32;
-                self.closed_ids.insert(set.clone(), id);
-                self.closed.push((set, form_id));
+                let form_id = self.forms.intern(form);
+                let id = self.closed.intern(set);
+                debug_assert_eq!(id as usize, self.closed_form.len());
+                self.closed_form.push(form_id);
                 id
             }
         };
@@ -593,7 +642,7 @@ impl Workspace {
             let id = self.closure_of(g, union);
             if distinct.insert(id) {
                 groups
-                    .entry(self.closed[id as usize].1)
+                    .entry(self.closed_form[id as usize])
                     .or_default()
                     .push(id);
             }
@@ -601,15 +650,15 @@ impl Workspace {
         let closed = &self.closed;
         let forms = &self.forms;
         let best = groups.into_iter().max_by(|(fa, ia), (fb, ib)| {
-            let size = |i: &Vec<u32>| closed[i[0] as usize].0.len();
+            let size = |i: &Vec<u32>| closed.get(i[0]).len();
             (ia.len(), size(ia))
                 .cmp(&(ib.len(), size(ib)))
-                .then_with(|| forms[*fb as usize].cmp(&forms[*fa as usize]))
+                .then_with(|| forms.get(*fb).cmp(forms.get(*fa)))
         });
         if let Some((form, ids)) = best {
-            c.instances = ids.iter().map(|&i| closed[i as usize].0.clone()).collect();
-            c.quality = (c.instances.len(), c.instances[0].len());
-            c.key = forms[form as usize].clone();
+            c.quality = (ids.len(), closed.get(ids[0]).len());
+            c.instances = ids;
+            c.key = form;
         } else {
             c.quality = (0, 0);
         }
@@ -617,7 +666,7 @@ impl Workspace {
     }
 
     fn concatenate_id(&mut self, g: &DependencyGraph, union: u32) -> Vec<NodeIndex> {
-        let set = self.unions[union as usize].clone();
+        let set = self.unions.get(union).to_vec();
         self.close(g, set)
     }
 
