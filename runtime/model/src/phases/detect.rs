@@ -291,7 +291,8 @@ pub fn detect(g: &DependencyGraph) -> Detection {
         .map(|v| membership[v.index()][0].0 as usize)
         .collect();
     // S_0* := E, as pairs of atomic phases.
-    let mut pending: Vec<Option<Candidate>> = Vec::new();
+    // Boxed: a taken or removed pair leaves a pointer-sized hole, not a whole candidate.
+    let mut pending: Vec<Option<Box<Candidate>>> = Vec::new();
     // The pairs of `pending` that may still be `Some` (compacted by U_i).
     let mut live: Vec<Live> = Vec::new();
     let mut queue: BinaryHeap<((usize, usize), Reverse<usize>)> = BinaryHeap::new();
@@ -305,7 +306,7 @@ pub fn detect(g: &DependencyGraph) -> Detection {
             }
             queue.push((c.quality, Reverse(pending.len())));
             live.push(live_entry(pending.len(), &c, &work));
-            pending.push(Some(c));
+            pending.push(Some(Box::new(c)));
         }
     }
     let cap = n.saturating_mul(n).max(1);
@@ -437,7 +438,7 @@ pub fn detect(g: &DependencyGraph) -> Detection {
                 if !c.spans.is_empty() {
                     queue.push((c.quality, Reverse(pending.len())));
                     live.push(live_entry(pending.len(), &c, &work));
-                    pending.push(Some(c));
+                    pending.push(Some(Box::new(c)));
                 }
             }
         }
