@@ -6,7 +6,8 @@ Usage (from the repository root, after `cargo build --release -p jacobi -p cg` a
 -p mheta-cli`):
 
     python3 study/npt.py [--program jacobi] [--out study/npt] [--iterations 10] [--target 2500]
-    python3 study/npt.py --program cg --out study/npt-cg --target 50000 --fit-sizes 20000,40000,60000
+    python3 study/npt.py --program cg --out study/npt-cg --target 200000 --fit-sizes 100000,200000,300000
+    python3 study/npt.py --program rna --out study/npt-rna --target 8000 --fit-sizes 4000,8000,12000
 
 Groups: `fast` (HY1's varying-CPU kind at power 1.0: 256 MiB, normal disk) and `small` (HY1's
 small-memory, slow-disk kind: power 0.5, 6 MiB, 50/40 MB/s, 8 ms), four nodes each, one or two
@@ -107,8 +108,9 @@ def mheta_json(mheta, args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--program", default="jacobi", choices=["jacobi", "cg"],
-                    help="the fixture, and the model family of the same name")
+    ap.add_argument("--program", default="jacobi", choices=["jacobi", "cg", "rna"],
+                    help="the fixture")
+    ap.add_argument("--family", help="the NP-T model family (default: the program's, pipeline for rna)")
     ap.add_argument("--out", default="study/npt")
     ap.add_argument("--binary", help="the fixture's binary (default target/release/PROGRAM)")
     ap.add_argument("--fit-sizes", default="1000,2000,3000",
@@ -118,6 +120,7 @@ def main():
     ap.add_argument("--target", type=int, default=2500)
     a = ap.parse_args()
     binary = a.binary or f"target/release/{a.program}"
+    family = a.family or {"rna": "pipeline"}.get(a.program, a.program)
     fit_sizes = [int(n) for n in a.fit_sizes.split(",")]
     os.makedirs(a.out, exist_ok=True)
     groups = [{"name": g["name"], "nodes": g["nodes"]} for g in GROUPS]
@@ -158,7 +161,7 @@ def main():
     with open(os.path.join(a.out, "mheta.json"), "w") as f:
         json.dump({"size": a.target, "predictions": predicted}, f, indent=1)
 
-    allocate = mheta_json(a.mheta, ["allocate", runs_file, "--family", a.program, "--size",
+    allocate = mheta_json(a.mheta, ["allocate", runs_file, "--family", family, "--size",
                                     str(a.target), "--measured",
                                     measured_file, "--top", "1000", "--json"])
     with open(os.path.join(a.out, "allocate.json"), "w") as f:

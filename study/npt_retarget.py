@@ -28,7 +28,7 @@ spec.loader.exec_module(npt)
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--program", default="jacobi", choices=["jacobi", "cg"])
+    ap.add_argument("--program", default="jacobi", choices=["jacobi", "cg", "rna"])
     ap.add_argument("--out", default="study/npt")
     ap.add_argument("--target", type=int, default=2500)
     ap.add_argument("--iterations", type=int, default=10)

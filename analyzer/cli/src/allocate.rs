@@ -20,7 +20,7 @@ pub struct AllocateArgs {
     /// The problem size N to allocate processes for.
     #[arg(long)]
     pub size: u64,
-    /// The model family (himeno, fem, hpl, ffte of the seed's Table V, or ours, jacobi and cg).
+    /// The model family (himeno, fem, hpl, ffte of the seed's Table V, or ours, jacobi, cg and pipeline).
     #[arg(long, default_value = "jacobi", value_parser = parse_family)]
     pub family: Family,
     /// How the coefficients are extracted.

@@ -42,7 +42,7 @@ pub struct FitArgs {
     /// allocation: [[P_i, M_i], ...], seconds or timings}]).
     #[arg(value_name = "RUNS")]
     pub runs: PathBuf,
-    /// The model family of the seed's Table V (himeno, fem, hpl, ffte) or ours (jacobi, cg).
+    /// The model family of the seed's Table V (himeno, fem, hpl, ffte) or ours (jacobi, cg, pipeline).
     #[arg(long, default_value = "jacobi", value_parser = parse_family)]
     pub family: Family,
     /// Fit by this method only (default: both, OLS then NNLS).

@@ -16,12 +16,12 @@ pub struct PhasesArgs {
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// The program's structure (`mheta analyze` output, `mheta-structure/1`): compare the main
-    /// loop's phase with its events.
+    /// loop's phase with its events and its sections' boundaries.
     #[arg(long, value_name = "FILE")]
     pub structure: Option<PathBuf>,
     /// Print `{"phases": [{"occurrences", "blocks", "seconds", ...}], "agree": true|false|null}`;
     /// each phase also has `ranks`, `labels`, `events`, `main_loop` and, for the main loop's
-    /// with `--structure`, `agreement`.
+    /// with `--structure`, `agreement` (events, and the section boundaries in `sections`).
     #[arg(long, conflicts_with = "dot")]
     pub json: bool,
     /// Print the dependency graph in DOT (Graphviz) instead of the phases.
@@ -133,6 +133,55 @@ fn render(a: &phases::Analysis, agreement: Option<&Agreement>) -> String {
                 out,
                 "  {} calls in the main-loop phase belong to no structure event",
                 ag.unattributed_calls
+            );
+        }
+        if let Some(s) = &ag.sections {
+            let bounds: Vec<String> = s
+                .structure
+                .iter()
+                .map(|(section, event)| format!("{section} (event {event})"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  section boundaries in the structure: {}",
+                if bounds.is_empty() {
+                    "none a run can show".to_string()
+                } else {
+                    bounds.join(", ")
+                }
+            );
+            for (rank, seq) in s.run.iter().enumerate() {
+                let _ = writeln!(out, "    rank {rank} shows sections {seq:?}");
+            }
+            for x in &s.run_only {
+                let place = x
+                    .section
+                    .map_or("no section".to_string(), |k| format!("section {k}"));
+                let _ = writeln!(
+                    out,
+                    "  rank {}, {place}: the run shows a boundary (`{}`) the structure lacks",
+                    x.rank, x.call
+                );
+            }
+            for k in &s.structure_only {
+                let _ = writeln!(
+                    out,
+                    "  section {k}: its boundary is in the structure, no rank shows it"
+                );
+            }
+            for r in &s.out_of_order {
+                let _ = writeln!(
+                    out,
+                    "  rank {r}: the boundaries come in another order than the structure's sections"
+                );
+            }
+            if !s.order_compared {
+                out.push_str("  (repeated groups: the order of the boundaries is not compared)\n");
+            }
+            let _ = writeln!(
+                out,
+                "  sections {}",
+                if s.agree { "agree" } else { "disagree" }
             );
         }
         let _ = writeln!(out, "  {}", if ag.agree { "agree" } else { "disagree" });

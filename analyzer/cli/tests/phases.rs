@@ -56,7 +56,33 @@ fn main_loop_phase_occurs_k_times_on_every_rank() {
         assert_eq!(phase["occurrences"], k, "{fixture}");
         assert_eq!(phase["ranks"], serde_json::json!([k, k, k]), "{fixture}");
         assert_eq!(doc["agree"], true, "{fixture}: {}", phase["agreement"]);
+        // The section boundaries agree too: every rank shows each boundary of the structure
+        // once per iteration (a rank may lack a point-to-point one, never a collective).
+        let sections = &phase["agreement"]["sections"];
+        assert_eq!(sections["agree"], true, "{fixture}: {sections}");
+        let run = sections["run"].as_array().unwrap();
+        assert_eq!(run.len(), 3, "{fixture}");
+        let structure = sections["structure"].as_array().unwrap();
+        assert!(!structure.is_empty(), "{fixture}");
+        for seq in run {
+            assert!(!seq.as_array().unwrap().is_empty(), "{fixture}: {sections}");
+        }
     }
+}
+
+/// The text names the section boundaries the structure has and each rank shows.
+#[test]
+fn text_reports_section_boundaries() {
+    let trace = data("cg.trace.json");
+    let s = data("cg.structure.json");
+    let (ok, out, err) = phases(&[&trace], &["--structure", s.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("section boundaries in the structure: 0 (event 0), 1 (event 1)"),
+        "{out}"
+    );
+    assert!(out.contains("rank 2 shows sections"), "{out}");
+    assert!(out.contains("sections agree"), "{out}");
 }
 
 /// The JSON other tools read: `phases` objects with `occurrences`, `blocks`, `seconds`, and
@@ -97,6 +123,11 @@ fn a_structure_of_another_program_disagrees() {
     assert!(out.contains("disagree"), "{out}");
     assert!(
         out.contains("in the structure, not in the run's main-loop phase"),
+        "{out}"
+    );
+    assert!(out.contains("sections disagree"), "{out}");
+    assert!(
+        out.contains("its boundary is in the structure, no rank shows it"),
         "{out}"
     );
 }

@@ -36,6 +36,17 @@
 //! P-T:  T(N, P)     = (k0 / P) · T_b(N) + k1 T_b(N) + k2 + k3 P
 //! NP-T: T(N, P)     = (1/P)(k0 N + k1) + k2 N + k3 + k4 P
 //! ```
+//!
+//! **`pipeline`, ours**, for the rna fixture (a wavefront: `N` rows distributed, `C` columns
+//! swept in tiles of `b`): a rank computes its `N/P` rows of a tile, then passes its last row's
+//! `b` values to the next rank, so the last rank finishes after `C/b + P − 1` tile steps of
+//! `(N/P) · b` cells and one message each: `(C/b + P − 1)((N/P) b c + m)`, which expands to
+//! `(1/P) · O(N)` (the sweep), `O(N) − (1/P) · O(N)` (the `P − 1` steps of filling the pipeline),
+//! `O(1)` and `P · O(1)` (messages). The same terms as `cg`:
+//!
+//! ```text
+//! NP-T: T(N, P)     = (1/P)(k0 N + k1) + k2 N + k3 + k4 P                   (pipeline)
+//! ```
 
 use std::fmt;
 use std::str::FromStr;
@@ -58,17 +69,21 @@ pub enum Family {
     /// Ours, for the CG fixture: the Jacobi terms plus the all-gather's `O(N)` (module
     /// documentation).
     Cg,
+    /// Ours, for the rna fixture's wavefront: the terms of `cg`, from the pipeline's fill
+    /// (module documentation).
+    Pipeline,
 }
 
 impl Family {
     /// Every family, in the order they are listed.
-    pub const ALL: [Family; 6] = [
+    pub const ALL: [Family; 7] = [
         Family::Himeno,
         Family::Fem,
         Family::Hpl,
         Family::Ffte,
         Family::Jacobi,
         Family::Cg,
+        Family::Pipeline,
     ];
 
     /// The name `--family` takes.
@@ -80,6 +95,7 @@ impl Family {
             Family::Ffte => "ffte",
             Family::Jacobi => "jacobi",
             Family::Cg => "cg",
+            Family::Pipeline => "pipeline",
         }
     }
 
@@ -88,7 +104,7 @@ impl Family {
         match self {
             Family::Himeno | Family::Fem | Family::Hpl => vec![n * n * n, n * n, n, 1.0],
             Family::Ffte => vec![n * n.log2(), n, n.cbrt(), 1.0],
-            Family::Jacobi | Family::Cg => vec![n, 1.0],
+            Family::Jacobi | Family::Cg | Family::Pipeline => vec![n, 1.0],
         }
     }
 
@@ -97,7 +113,7 @@ impl Family {
         match self {
             Family::Himeno | Family::Fem | Family::Hpl => &["N^3", "N^2", "N", "1"],
             Family::Ffte => &["N log N", "N", "N^(1/3)", "1"],
-            Family::Jacobi | Family::Cg => &["N", "1"],
+            Family::Jacobi | Family::Cg | Family::Pipeline => &["N", "1"],
         }
     }
 
@@ -113,7 +129,7 @@ impl Family {
             Family::Hpl => vec![p * base, base / p, 1.0],
             Family::Ffte => vec![base / p, p * base, 1.0],
             Family::Jacobi => vec![base / p, 1.0, p],
-            Family::Cg => vec![base / p, base, 1.0, p],
+            Family::Cg | Family::Pipeline => vec![base / p, base, 1.0, p],
         }
     }
 
@@ -124,7 +140,7 @@ impl Family {
             Family::Hpl => &["P T", "T/P", "1"],
             Family::Ffte => &["T/P", "P T", "1"],
             Family::Jacobi => &["T/P", "1", "P"],
-            Family::Cg => &["T/P", "T", "1", "P"],
+            Family::Cg | Family::Pipeline => &["T/P", "T", "1", "P"],
         }
     }
 
@@ -149,7 +165,7 @@ impl Family {
             ],
             Family::Ffte => vec![q * n * n.log2(), q * n, q, p, n, n.cbrt(), 1.0],
             Family::Jacobi => vec![q * n, q, 1.0, p],
-            Family::Cg => vec![q * n, q, n, 1.0, p],
+            Family::Cg | Family::Pipeline => vec![q * n, q, n, 1.0, p],
         }
     }
 
@@ -164,7 +180,7 @@ impl Family {
             ],
             Family::Ffte => &["N log N/P", "N/P", "1/P", "P", "N", "N^(1/3)", "1"],
             Family::Jacobi => &["N/P", "1/P", "1", "P"],
-            Family::Cg => &["N/P", "1/P", "N", "1", "P"],
+            Family::Cg | Family::Pipeline => &["N/P", "1/P", "N", "1", "P"],
         }
     }
 }
@@ -177,7 +193,7 @@ impl fmt::Display for Family {
 
 /// A name that is no family.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("unknown model family `{0}` (expected himeno, fem, hpl, ffte, jacobi or cg)")]
+#[error("unknown model family `{0}` (expected himeno, fem, hpl, ffte, jacobi, cg or pipeline)")]
 pub struct UnknownFamily(pub String);
 
 impl FromStr for Family {
@@ -220,6 +236,7 @@ mod tests {
         // CG NP-T: (1/P)(N, 1), N, 1, P.
         assert_eq!(Family::Cg.npt_row(n, p), [2.0, 0.25, 8.0, 1.0, 4.0]);
         assert_eq!(Family::Cg.nt_row(n), [8.0, 1.0]);
+        assert_eq!(Family::Pipeline.npt_row(n, p), Family::Cg.npt_row(n, p));
         // P-T with a base time of 10 s.
         assert_eq!(Family::Himeno.pt_row(10.0, p), [2.5, 1.0, 2.0]);
         assert_eq!(Family::Hpl.pt_row(10.0, p), [40.0, 2.5, 1.0]);

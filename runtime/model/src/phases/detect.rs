@@ -46,12 +46,17 @@
 //! possible phase that includes `A ∪ B`", as §3.2 states).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeSet, BinaryHeap};
 
 use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef as _;
+use petgraph::Direction::{Incoming, Outgoing};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::graph::DependencyGraph;
+use workspace::Workspace;
+
+mod workspace;
 
 /// One phase: an isomorphism class of connected subgraphs, with its instances.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,7 +67,50 @@ pub struct Phase {
     pub instances: Vec<Vec<NodeIndex>>,
     /// The phases it was made from (`A ⊕ B`), or `None` for an atomic phase.
     pub made_from: Option<(usize, usize)>,
-    by_node: HashMap<NodeIndex, Vec<usize>>,
+    by_node: ByNode,
+}
+
+/// The instances holding each block, as sorted arrays (a block's list is found by binary
+/// search, not by hashing).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct ByNode {
+    /// The blocks some instance holds, ascending.
+    nodes: Vec<NodeIndex>,
+    /// `instances[starts[k]..starts[k + 1]]` hold `nodes[k]`.
+    starts: Vec<u32>,
+    /// Instance indices, ascending within each block's range.
+    instances: Vec<u32>,
+}
+
+impl ByNode {
+    fn new(instances: &[Vec<NodeIndex>]) -> Self {
+        let mut pairs: Vec<(NodeIndex, u32)> = instances
+            .iter()
+            .enumerate()
+            .flat_map(|(i, inst)| inst.iter().map(move |&v| (v, i as u32)))
+            .collect();
+        pairs.sort_unstable();
+        let mut out = ByNode {
+            instances: Vec::with_capacity(pairs.len()),
+            ..ByNode::default()
+        };
+        for (v, i) in pairs {
+            if out.nodes.last() != Some(&v) {
+                out.nodes.push(v);
+                out.starts.push(out.instances.len() as u32);
+            }
+            out.instances.push(i);
+        }
+        out.starts.push(out.instances.len() as u32);
+        out
+    }
+
+    fn get(&self, v: NodeIndex) -> &[u32] {
+        match self.nodes.binary_search(&v) {
+            Ok(k) => &self.instances[self.starts[k] as usize..self.starts[k + 1] as usize],
+            Err(_) => &[],
+        }
+    }
 }
 
 impl Phase {
@@ -71,12 +119,7 @@ impl Phase {
         instances: Vec<Vec<NodeIndex>>,
         made_from: Option<(usize, usize)>,
     ) -> Self {
-        let mut by_node: HashMap<NodeIndex, Vec<usize>> = HashMap::new();
-        for (i, inst) in instances.iter().enumerate() {
-            for &v in inst {
-                by_node.entry(v).or_default().push(i);
-            }
-        }
+        let by_node = ByNode::new(&instances);
         Phase {
             key,
             instances,
@@ -122,10 +165,11 @@ impl Phase {
     }
 
     fn contains_instance(&self, set: &[NodeIndex]) -> bool {
-        set.first().is_some_and(|v| {
+        set.first().is_some_and(|&v| {
             self.by_node
                 .get(v)
-                .is_some_and(|list| list.iter().any(|&i| is_subset(set, &self.instances[i])))
+                .iter()
+                .any(|&i| is_subset(set, &self.instances[i as usize]))
         })
     }
 }
@@ -157,12 +201,17 @@ impl Detection {
     /// phase at the end of each run of equal-`Occ` merges, and the atomic phases nothing with
     /// their `Occ` grew from), best quality first.
     pub fn valuable(&self) -> Vec<usize> {
+        // Only phases of equal Occ can extend each other: compare within those groups.
+        let mut by_occ: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
+        for (p, phase) in self.phases.iter().enumerate() {
+            by_occ.entry(phase.occurrences()).or_default().push(p);
+        }
         let mut out: Vec<usize> = (0..self.phases.len())
             .filter(|&p| {
                 let phase = &self.phases[p];
-                !self.phases.iter().enumerate().any(|(q, other)| {
+                !by_occ[&phase.occurrences()].iter().any(|&q| {
+                    let other = &self.phases[q];
                     q != p
-                        && other.occurrences() == phase.occurrences()
                         && other.blocks() > phase.blocks()
                         && phase.instances.iter().all(|i| other.contains_instance(i))
                 })
@@ -181,57 +230,90 @@ impl Detection {
 struct Candidate {
     pair: (usize, usize),
     quality: (usize, usize),
-    key: Vec<u32>,
-    instances: Vec<Vec<NodeIndex>>,
-    /// Every distinct joined `a ∪ b`, to decide whether the pair lies within a phase (`U_i`).
-    spans: Vec<Vec<NodeIndex>>,
-    /// False while `quality` is only an upper bound (`instances` and `key` empty).
+    /// The canonical form of `A ⊕ B`, as an index into the workspace's forms.
+    key: u32,
+    /// The instances of `A ⊕ B`, as indices into the workspace's closed sets.
+    instances: Vec<u32>,
+    /// Every distinct joined `a ∪ b`, to decide whether the pair lies within a phase (`U_i`):
+    /// indices into the workspace's unions, in the order of the block sets.
+    spans: Vec<u32>,
+    /// False while `quality` is only an upper bound (`instances` empty).
     evaluated: bool,
 }
 
+/// A pending pair as `U_i` first looks at it: its index in `pending`, the first block of its first
+/// union and that union's size (a pair lies within a phase only if its unions fit in the phase's
+/// instances).
+type Live = (u32, u32, u32);
+
+fn live_entry(k: usize, c: &Candidate, work: &Workspace) -> Live {
+    let first = work.unions.get(c.spans[0]);
+    (k as u32, first[0].index() as u32, first.len() as u32)
+}
+
 /// Runs the phase-detection algorithm of §3.3 (see the module documentation) on `g`.
+///
+/// # Cost
+/// What the algorithm computes is fixed by the paper; the implementation only avoids computing
+/// the same thing twice. The unions `a ∪ b` of joins are interned (a pair keeps their ids), and
+/// each union is closed (⊕) and each closed set canonicalised once, however many pairs reach it;
+/// scratch arrays indexed by block replace hash sets; a phase's instances by block are sorted
+/// arrays; `U_i` looks only at the pairs still pending, skipping without a search those whose
+/// first union is larger than the new phase or starts outside it; `T_i` marks the phases it
+/// has paired in an array. What remains is the algorithm's own size: `S*` gains a pair for every
+/// phase joined to each new one, and on long pipelines of identical blocks (many overlapping
+/// instances per phase) that is most of `S` at every merge (study/phases.md).
 pub fn detect(g: &DependencyGraph) -> Detection {
     let n = g.len();
+    let mut work = Workspace::new(g);
     // S_0: atomic phases, one per label, in label order.
     let mut by_label: Vec<Vec<Vec<NodeIndex>>> = vec![Vec::new(); g.labels.len()];
     for v in g.graph.node_indices() {
         by_label[g.graph[v].label as usize].push(vec![v]);
     }
     let mut phases: Vec<Phase> = Vec::new();
-    let mut known: HashMap<Vec<u32>, usize> = HashMap::new();
-    let mut membership: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
+    // The canonical forms of the phases in S, as indices into the workspace's forms.
+    let mut known: FxHashSet<u32> = FxHashSet::default();
+    // The (phase, instance) pairs holding each block, phases ascending.
+    let mut membership: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
     for instances in by_label.into_iter().filter(|i| !i.is_empty()) {
-        let key = canonical_form(g, &instances[0]);
-        let p = phases.len();
+        let key = work.canonical_form(g, &instances[0]);
+        let p = phases.len() as u32;
         for (i, inst) in instances.iter().enumerate() {
-            membership[inst[0].index()].push((p, i));
+            membership[inst[0].index()].push((p, i as u32));
         }
-        known.insert(key.clone(), p);
+        known.insert(work.forms.intern(key.clone()));
         phases.push(Phase::new(key, instances, None));
     }
     let atomic_of: Vec<usize> = g
         .graph
         .node_indices()
-        .map(|v| membership[v.index()][0].0)
+        .map(|v| membership[v.index()][0].0 as usize)
         .collect();
     // S_0* := E, as pairs of atomic phases.
-    let mut pending: Vec<Option<Candidate>> = Vec::new();
+    // Boxed: a taken or removed pair leaves a pointer-sized hole, not a whole candidate.
+    let mut pending: Vec<Option<Box<Candidate>>> = Vec::new();
+    // The pairs of `pending` that may still be `Some` (compacted by U_i).
+    let mut live: Vec<Live> = Vec::new();
     let mut queue: BinaryHeap<((usize, usize), Reverse<usize>)> = BinaryHeap::new();
-    let mut paired: HashSet<(usize, usize)> = HashSet::new();
+    let mut paired: FxHashSet<(usize, usize)> = FxHashSet::default();
     for e in g.graph.edge_references() {
         let pair = (atomic_of[e.source().index()], atomic_of[e.target().index()]);
         if paired.insert(pair) {
-            let c = join(g, &phases, pair);
+            let c = work.join(g, &phases, pair);
             if c.spans.is_empty() {
                 continue;
             }
             queue.push((c.quality, Reverse(pending.len())));
-            pending.push(Some(c));
+            live.push(live_entry(pending.len(), &c, &work));
+            pending.push(Some(Box::new(c)));
         }
     }
     let cap = n.saturating_mul(n).max(1);
     let mut merges = Vec::new();
     let mut truncated = false;
+    let mut covered = vec![false; n];
+    let mut side: Vec<u8> = Vec::new();
     // The best pending pair: the largest quality, then the earliest (a max-heap on (Q, -index)
     // with pairs removed by U_i skipped when they surface).
     while let Some((_, Reverse(chosen))) = queue.pop() {
@@ -242,8 +324,8 @@ pub fn detect(g: &DependencyGraph) -> Detection {
             continue;
         };
         if !slot.evaluated {
-            evaluate(g, slot);
-            if slot.instances.is_empty() || known.contains_key(&slot.key) {
+            work.evaluate(g, slot);
+            if slot.instances.is_empty() || known.contains(&slot.key) {
                 pending[chosen] = None;
             } else {
                 queue.push((slot.quality, Reverse(chosen)));
@@ -260,55 +342,91 @@ pub fn detect(g: &DependencyGraph) -> Detection {
         if c.instances.is_empty() {
             continue;
         }
-        if known.contains_key(&c.key) {
+        if known.contains(&c.key) {
             // Made since the pair was queued: nothing new, and not an iteration.
             continue;
         }
         let new = phases.len();
-        for (i, inst) in c.instances.iter().enumerate() {
+        let instances: Vec<Vec<NodeIndex>> = c
+            .instances
+            .iter()
+            .map(|&i| work.closed.get(i).to_vec())
+            .collect();
+        for (i, inst) in instances.iter().enumerate() {
             for &v in inst {
-                membership[v.index()].push((new, i));
+                membership[v.index()].push((new as u32, i as u32));
             }
         }
-        known.insert(c.key.clone(), new);
-        phases.push(Phase::new(c.key, c.instances, Some(c.pair)));
+        known.insert(c.key);
+        let key = work.forms.get(c.key).to_vec();
+        phases.push(Phase::new(key, instances, Some(c.pair)));
         merges.push(Merge {
             pair: c.pair,
             quality: c.quality,
             phase: new,
         });
-        // U_i: pairs lying entirely within the new phase.
+        // U_i: pairs lying entirely within the new phase. Every union of such a pair lies in
+        // the blocks the new phase covers, which rules most pairs out without a search.
         let made = &phases[new];
-        for slot in pending.iter_mut() {
-            if slot
-                .as_ref()
-                .is_some_and(|p| p.spans.iter().all(|s| made.contains_instance(s)))
-            {
-                *slot = None;
+        for &v in &made.by_node.nodes {
+            covered[v.index()] = true;
+        }
+        let size = made.blocks();
+        live.retain(|&(k, first, len)| {
+            if len as usize > size || !covered[first as usize] {
+                // Cannot lie within; if it has left `pending` meanwhile, a later pass drops it.
+                return true;
             }
+            let k = k as usize;
+            let Some(p) = pending[k].as_ref() else {
+                return false;
+            };
+            let unions = &work.unions;
+            let within = unions.get(p.spans[0]).iter().all(|v| covered[v.index()])
+                && p.spans
+                    .iter()
+                    .all(|&s| made.contains_instance(unions.get(s)));
+            if within {
+                pending[k] = None;
+            }
+            !within
+        });
+        for &v in &made.by_node.nodes {
+            covered[v.index()] = false;
         }
         // T_i: pairs of the new phase with the phases joined to it by an edge.
-        let mut before: BTreeSet<usize> = BTreeSet::new();
-        let mut after: BTreeSet<usize> = BTreeSet::new();
+        // side[p] & 1: p joins the new phase before it; & 2: after it.
+        side.resize(phases.len(), 0);
+        let (mut before, mut after): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
         for inst in &made.instances {
             for &u in inst {
-                for (side, outside) in [
-                    (&mut before, g.preds(u).collect::<Vec<_>>()),
-                    (&mut after, g.succs(u).collect::<Vec<_>>()),
-                ] {
-                    for w in outside {
+                for (bit, direction) in [(1u8, Incoming), (2u8, Outgoing)] {
+                    for w in g.graph.neighbors_directed(u, direction) {
                         if inst.binary_search(&w).is_ok() {
                             continue;
                         }
                         for &(p, i) in &membership[w.index()] {
-                            if !is_subset(&phases[p].instances[i], inst) {
-                                side.insert(p);
+                            let p = p as usize;
+                            if side[p] & bit == 0
+                                && !is_subset(&phases[p].instances[i as usize], inst)
+                            {
+                                side[p] |= bit;
+                                if bit == 1 {
+                                    before.push(p);
+                                } else {
+                                    after.push(p);
+                                }
                             }
                         }
                     }
                 }
             }
         }
+        for &p in before.iter().chain(&after) {
+            side[p] = 0;
+        }
+        before.sort_unstable();
+        after.sort_unstable();
         let pairs: Vec<(usize, usize)> = before
             .into_iter()
             .map(|c| (c, new))
@@ -316,10 +434,11 @@ pub fn detect(g: &DependencyGraph) -> Detection {
             .collect();
         for pair in pairs {
             if paired.insert(pair) {
-                let c = join(g, &phases, pair);
+                let c = work.join(g, &phases, pair);
                 if !c.spans.is_empty() {
                     queue.push((c.quality, Reverse(pending.len())));
-                    pending.push(Some(c));
+                    live.push(live_entry(pending.len(), &c, &work));
+                    pending.push(Some(Box::new(c)));
                 }
             }
         }
@@ -331,97 +450,13 @@ pub fn detect(g: &DependencyGraph) -> Detection {
     }
 }
 
-/// `A ⊕ B` over instances: every `a ⊕ b` for instances joined by an edge from `a` to `b` (neither
-/// inside the other), grouped by canonical form; the pair's result is the group of best quality
-/// (ties: the smaller canonical form).
-fn join(g: &DependencyGraph, phases: &[Phase], pair: (usize, usize)) -> Candidate {
-    let (a, b) = (&phases[pair.0], &phases[pair.1]);
-    let mut seen: HashSet<(usize, usize)> = HashSet::new();
-    let mut spans: BTreeSet<Vec<NodeIndex>> = BTreeSet::new();
-    for (ia, inst_a) in a.instances.iter().enumerate() {
-        for &u in inst_a {
-            for v in g.succs(u) {
-                let Some(list) = b.by_node.get(&v) else {
-                    continue;
-                };
-                for &ib in list {
-                    if !seen.insert((ia, ib)) {
-                        continue;
-                    }
-                    let inst_b = &b.instances[ib];
-                    if is_subset(inst_a, inst_b) || is_subset(inst_b, inst_a) {
-                        continue;
-                    }
-                    let mut union: Vec<NodeIndex> = inst_a.iter().chain(inst_b).copied().collect();
-                    union.sort_unstable();
-                    union.dedup();
-                    spans.insert(union);
-                }
-            }
-        }
-    }
-    // Each instance of A ⊕ B comes from at least one distinct union: an upper bound on Occ.
-    Candidate {
-        pair,
-        quality: (spans.len(), g.len()),
-        key: Vec::new(),
-        instances: Vec::new(),
-        spans: spans.into_iter().collect(),
-        evaluated: false,
-    }
-}
-
-/// Closes every union of a [`join`] (⊕) and keeps the best isomorphism class: its quality,
-/// canonical form and instances.
-fn evaluate(g: &DependencyGraph, c: &mut Candidate) {
-    let mut groups: HashMap<Vec<u32>, Vec<Vec<NodeIndex>>> = HashMap::new();
-    let mut distinct: HashSet<Vec<NodeIndex>> = HashSet::new();
-    for union in &c.spans {
-        let closed = concatenate(g, union);
-        if distinct.insert(closed.clone()) {
-            groups
-                .entry(canonical_form(g, &closed))
-                .or_default()
-                .push(closed);
-        }
-    }
-    let best = groups.into_iter().max_by(|(ka, ia), (kb, ib)| {
-        (ia.len(), ia[0].len())
-            .cmp(&(ib.len(), ib[0].len()))
-            .then_with(|| kb.cmp(ka))
-    });
-    if let Some((key, instances)) = best {
-        c.quality = (instances.len(), instances[0].len());
-        c.key = key;
-        c.instances = instances;
-    } else {
-        c.quality = (0, 0);
-    }
-    c.evaluated = true;
-}
-
 /// `A ∪ B` closed under "feeds" (Def. 5, to a fixed point): while a block of the set has a
 /// predecessor inside it, all its predecessors join. The result is sorted.
 pub fn concatenate(g: &DependencyGraph, union: &[NodeIndex]) -> Vec<NodeIndex> {
-    let mut set: BTreeSet<NodeIndex> = union.iter().copied().collect();
-    let mut work: Vec<NodeIndex> = set.iter().copied().collect();
-    while let Some(v) = work.pop() {
-        let preds: Vec<NodeIndex> = g.preds(v).collect();
-        if preds.iter().any(|p| set.contains(p)) {
-            for p in preds {
-                if set.insert(p) {
-                    work.push(p);
-                }
-            }
-        }
-        // A block that just joined may make a block already in the set need its feeders.
-        for s in g.succs(v).collect::<Vec<_>>() {
-            if set.contains(&s) && g.preds(s).any(|p| !set.contains(&p)) {
-                work.push(s);
-            }
-        }
-    }
-    set.into_iter().collect()
+    let mut sorted = union.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    Workspace::new(g).close(g, sorted)
 }
 
 /// True when the set is a phase by Def. 3: connected (ignoring direction), and every block with
@@ -430,12 +465,12 @@ pub fn is_phase(g: &DependencyGraph, set: &[NodeIndex]) -> bool {
     if set.is_empty() {
         return false;
     }
-    let inside: HashSet<NodeIndex> = set.iter().copied().collect();
+    let inside: FxHashSet<NodeIndex> = set.iter().copied().collect();
     let closed = set.iter().all(|&v| {
         let mut preds = g.preds(v);
         !g.preds(v).any(|p| inside.contains(&p)) || preds.all(|p| inside.contains(&p))
     });
-    let mut reached: HashSet<NodeIndex> = HashSet::from([set[0]]);
+    let mut reached: FxHashSet<NodeIndex> = FxHashSet::from_iter([set[0]]);
     let mut work = vec![set[0]];
     while let Some(v) = work.pop() {
         for w in g.preds(v).chain(g.succs(v)) {
@@ -450,34 +485,7 @@ pub fn is_phase(g: &DependencyGraph, set: &[NodeIndex]) -> bool {
 /// The canonical form of an instance's labelled induced subgraph (see the module
 /// documentation): equal forms mean isomorphic instances.
 pub fn canonical_form(g: &DependencyGraph, set: &[NodeIndex]) -> Vec<u32> {
-    let mut nodes = set.to_vec();
-    nodes.sort_by_key(|&v| (g.graph[v].rank, g.graph[v].index));
-    let mut key = Vec::with_capacity(nodes.len() * 3 + 1);
-    let mut position: HashMap<NodeIndex, u32> = HashMap::new();
-    let (mut local, mut current, mut base) = (0u32, None, 0u32);
-    for (i, &v) in nodes.iter().enumerate() {
-        let b = &g.graph[v];
-        if current != Some(b.rank) {
-            if current.is_some() {
-                local += 1;
-            }
-            (current, base) = (Some(b.rank), b.index);
-        }
-        key.extend([local, b.index - base, b.label]);
-        position.insert(v, i as u32);
-    }
-    key.push(u32::MAX);
-    let mut edges: Vec<(u32, u32, u32)> = Vec::new();
-    for &v in &nodes {
-        for e in g.graph.edges(v) {
-            if let Some(&to) = position.get(&e.target()) {
-                edges.push((position[&v], to, *e.weight() as u32));
-            }
-        }
-    }
-    edges.sort_unstable();
-    key.extend(edges.into_iter().flat_map(|(a, b, k)| [a, b, k]));
-    key
+    Workspace::new(g).canonical_form(g, set)
 }
 
 fn is_subset(small: &[NodeIndex], big: &[NodeIndex]) -> bool {

@@ -2,12 +2,14 @@
 //! for Runtime Optimization"): independent blocks and the dependency graph of a run's Chrome
 //! trace ([`graph`], Defs. 1–2), and the phases the detection algorithm of §3.3 finds in it
 //! ([`detect`], Defs. 3–5). [`analyse`] does both and summarises the valuable phases;
-//! [`agreement`] maps the repeating phase of the main loop onto a structure file's events.
+//! [`agreement`] maps the repeating phase of the main loop onto a structure file's events and,
+//! through [`sections`], its parallel sections' boundaries.
 //!
 //! Pure computation: the caller reads the trace and the structure.
 
 pub mod detect;
 pub mod graph;
+pub mod sections;
 pub mod trace;
 
 #[cfg(test)]
@@ -19,6 +21,7 @@ use mheta_runtime::format::{SectionItem, Structure};
 
 pub use detect::{detect, Detection, Merge, Phase};
 pub use graph::{Block, DependencyGraph, EdgeKind};
+pub use sections::{ClosingCall, ExtraBoundary, SectionAgreement};
 pub use trace::Trace;
 
 use crate::ModelError;
@@ -40,6 +43,9 @@ pub struct PhaseSummary {
     pub events: Vec<u32>,
     /// Blocks ended by a call that belongs to no structure event.
     pub unattributed_calls: usize,
+    /// One occurrence's calls closing its blocks, per rank (index = rank) in block order.
+    #[serde(skip)]
+    pub closing_calls: Vec<Vec<ClosingCall>>,
 }
 
 /// What [`analyse`] finds in a trace.
@@ -51,8 +57,7 @@ pub struct Analysis {
     pub detection: Detection,
     /// The valuable phases, best quality first.
     pub phases: Vec<PhaseSummary>,
-    /// Index into `phases` of the repeating phase of the main loop: of the phases occurring more
-    /// than once whose every occurrence spans every rank, the best by quality (Def. 4).
+    /// Index into `phases` of the repeating phase of the main loop ([`main_loop_of`]).
     pub main_loop: Option<usize>,
     /// Main-loop iterations each rank recorded (`cat` "iteration"), K.
     pub iterations: Vec<usize>,
@@ -68,17 +73,8 @@ pub fn analyse(trace: &Trace, file: &str) -> Result<Analysis, ModelError> {
         .into_iter()
         .map(|p| summarise(&graph, &detection.phases[p]))
         .collect();
-    let main_loop = phases
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.occurrences >= 2 && p.ranks.iter().all(|&k| k == p.occurrences))
-        .max_by(|(i, a), (j, b)| {
-            (a.occurrences, a.blocks)
-                .cmp(&(b.occurrences, b.blocks))
-                .then(j.cmp(i))
-        })
-        .map(|(i, _)| i);
-    let iterations = trace.ranks.iter().map(|r| r.iterations).collect();
+    let iterations: Vec<usize> = trace.ranks.iter().map(|r| r.iterations).collect();
+    let main_loop = main_loop_of(&phases, &iterations);
     Ok(Analysis {
         graph,
         detection,
@@ -88,10 +84,50 @@ pub fn analyse(trace: &Trace, file: &str) -> Result<Analysis, ModelError> {
     })
 }
 
+/// The repeating phase of the main loop among `phases` (best quality first), given the
+/// main-loop iterations each rank recorded: of the phases occurring more than once whose every
+/// occurrence spans every rank once, the best by quality (Def. 4) — and, when every rank
+/// recorded the same K ≥ 2 iterations and such a phase occurs exactly K times, the best of
+/// those. Without the iteration count a pipeline's tiles can win: with three tiles per pass, a
+/// phase of two tiles across all ranks occurs 2K times and outranks the body, which occurs K
+/// times.
+pub fn main_loop_of(phases: &[PhaseSummary], iterations: &[usize]) -> Option<usize> {
+    let spanning =
+        |p: &PhaseSummary| p.occurrences >= 2 && p.ranks.iter().all(|&k| k == p.occurrences);
+    let k = iterations
+        .first()
+        .copied()
+        .filter(|&k| k >= 2 && iterations.iter().all(|&i| i == k));
+    let per_iteration = |p: &PhaseSummary| Some(p.occurrences) == k;
+    let best = |keep: &dyn Fn(&PhaseSummary) -> bool| {
+        phases
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| spanning(p) && keep(p))
+            .max_by(|(i, a), (j, b)| {
+                (a.occurrences, a.blocks)
+                    .cmp(&(b.occurrences, b.blocks))
+                    .then(j.cmp(i))
+            })
+            .map(|(i, _)| i)
+    };
+    best(&per_iteration).or_else(|| best(&|_| true))
+}
+
 /// The report line of one phase.
 pub fn summarise(g: &DependencyGraph, phase: &Phase) -> PhaseSummary {
     let mut one = phase.instances.first().cloned().unwrap_or_default();
     one.sort_by_key(|&v| (g.graph[v].rank, g.graph[v].index));
+    let mut closing_calls: Vec<Vec<ClosingCall>> = vec![Vec::new(); g.ranks.len()];
+    for &v in &one {
+        let b = &g.graph[v];
+        if b.has_call {
+            closing_calls[b.rank as usize].push(ClosingCall {
+                label: g.label(v).to_string(),
+                event: b.event,
+            });
+        }
+    }
     let events: BTreeSet<u32> = phase
         .instances
         .iter()
@@ -112,6 +148,7 @@ pub fn summarise(g: &DependencyGraph, phase: &Phase) -> PhaseSummary {
             .iter()
             .filter(|&&v| g.graph[v].has_call && g.graph[v].event.is_none())
             .count(),
+        closing_calls,
     }
 }
 
@@ -129,14 +166,18 @@ pub struct Agreement {
     pub conditional_absent: Vec<u32>,
     /// Communication calls in the phase that belong to no structure event (an analyzer miss).
     pub unattributed_calls: usize,
-    /// Whether there is no disagreement.
+    /// The solver's section boundaries against the phase's ([`sections`]); `None` without a
+    /// main-loop phase or a solver.
+    pub sections: Option<SectionAgreement>,
+    /// Whether there is no disagreement, in events or in section boundaries.
     pub agree: bool,
 }
 
 /// Maps the main-loop phase onto the structure's events and lists every disagreement: an event
 /// the run shows that the structure lacks, an event (run every iteration) the structure has
-/// that the run does not show, a call in the phase outside any event. Without a main-loop phase
-/// every structure event is missing from the run.
+/// that the run does not show, a call in the phase outside any event; then compares the
+/// solver's section boundaries with the phase's ([`sections::compare`]). Without a main-loop
+/// phase every structure event is missing from the run.
 pub fn agreement(phase: Option<&PhaseSummary>, structure: &Structure) -> Agreement {
     let seen: BTreeSet<u32> = phase
         .map(|p| p.events.iter().copied().collect())
@@ -170,16 +211,19 @@ pub fn agreement(phase: Option<&PhaseSummary>, structure: &Structure) -> Agreeme
         let structure_only: Vec<u32> = every.difference(&seen).copied().collect();
         let conditional_absent: Vec<u32> = conditional.difference(&seen).copied().collect();
         let unattributed_calls = phase.map_or(0, |p| p.unattributed_calls);
+        let sections = phase.map(|p| sections::compare(&p.closing_calls, solver));
         let agree = phase.is_some()
             && run_only.is_empty()
             && structure_only.is_empty()
-            && unattributed_calls == 0;
+            && unattributed_calls == 0
+            && sections.as_ref().is_some_and(|s| s.agree);
         let a = Agreement {
             solver: solver.name.clone(),
             run_only,
             structure_only,
             conditional_absent,
             unattributed_calls,
+            sections,
             agree,
         };
         if best.as_ref().map_or(true, |(s, _)| shared > *s) {
@@ -192,6 +236,7 @@ pub fn agreement(phase: Option<&PhaseSummary>, structure: &Structure) -> Agreeme
         structure_only: Vec::new(),
         conditional_absent: Vec::new(),
         unattributed_calls: phase.map_or(0, |p| p.unattributed_calls),
+        sections: None,
         agree: false,
     })
 }

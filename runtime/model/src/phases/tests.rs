@@ -329,6 +329,7 @@ fn structure_agreement_lists_both_directions() {
         labels: Vec::new(),
         events: vec![0, 2],
         unattributed_calls: 0,
+        closing_calls: Vec::new(),
     };
     let structure: Structure = serde_json::from_value(json!({
         "schema": "mheta-structure/1", "crate": "x", "solvers": [{
@@ -348,8 +349,20 @@ fn structure_agreement_lists_both_directions() {
     assert_eq!(a.structure_only, vec![1]);
     assert_eq!(a.conditional_absent, vec![3]);
     assert!(!a.agree);
+    // Both ranks show section 0's boundary (event 0), then section 1's (event 1).
+    let calls = vec![
+        ClosingCall {
+            label: "send +1 #0".into(),
+            event: Some(0),
+        },
+        ClosingCall {
+            label: "all_reduce #1".into(),
+            event: Some(1),
+        },
+    ];
     let fine = PhaseSummary {
         events: vec![0, 1],
+        closing_calls: vec![calls.clone(), calls],
         ..summary
     };
     assert!(agreement(Some(&fine), &structure).agree);
@@ -450,4 +463,231 @@ fn the_runtime_trace_format_round_trips() {
     assert_eq!(g.graph.edge_count(), 7);
     assert_eq!(g.label(g.ranks[1][0]), "receive -1 #0");
     assert!(g.to_dot().starts_with("digraph dependencies {"));
+}
+
+/// A wavefront pipeline of `t` identical tiles on 4 ranks (as rna and rsmpi-wavefront run one
+/// pass): rank 0 sends each tile on (event 1), ranks 1 and 2 receive it (event 0) and send it
+/// on, rank 3 receives it. Blocks are labelled by their closing call, so rank 0 has `t` send
+/// blocks, ranks 1 and 2 alternate receive and send blocks, rank 3 has `t` receive blocks.
+fn pipeline_trace(t: usize) -> String {
+    let p = 4;
+    let ranks: Vec<Vec<(String, Option<u32>)>> = (0..p)
+        .map(|r| {
+            (0..t)
+                .flat_map(|_| {
+                    let mut calls = Vec::new();
+                    if r > 0 {
+                        calls.push((format!("receive {}", r - 1), Some(0)));
+                    }
+                    if r + 1 < p {
+                        calls.push((format!("send {}", r + 1), Some(1)));
+                    }
+                    calls
+                })
+                .collect()
+        })
+        .collect();
+    trace_json(&ranks, 2 * t)
+}
+
+/// The pipeline's tile is found with its count. The atomic phases are the send blocks (ranks
+/// 0–2, Occ 3t) and the receive blocks (ranks 1–3, Occ 3t); one tile on ranks 0–2 — rank 0's
+/// send block, then ranks 1 and 2's receive and send blocks, 5 blocks joined by the tile's two
+/// messages — occurs t times, once per tile on each of those ranks. (Rank 3's receive block is
+/// not part of it: the phase of best quality containing it is the Occ t−1 two-tile phase that
+/// spans every rank.) The length is modest: the number of pairs in `S*` grows steeply with the
+/// pipeline's length (study/phases.md).
+#[test]
+fn a_pipeline_of_identical_tiles() {
+    for t in [3, 4, 5] {
+        let trace = Trace::parse(&pipeline_trace(t), "pipe.json").unwrap();
+        let a = analyse(&trace, "pipe.json").unwrap();
+        assert!(!a.detection.truncated);
+        assert_eq!(a.graph.len(), 2 * (t + 1) + 2 * (2 * t + 1));
+        let tile = a
+            .phases
+            .iter()
+            .find(|p| p.occurrences == t && p.ranks == vec![t, t, t, 0])
+            .unwrap_or_else(|| panic!("t = {t}: no tile phase in {:?}", a.phases));
+        assert_eq!(tile.blocks, 5, "t = {t}");
+        assert_eq!(tile.events, vec![0, 1]);
+        let atomic: Vec<_> = a
+            .phases
+            .iter()
+            .filter(|p| p.blocks == 1 && p.occurrences == 3 * t)
+            .map(|p| p.ranks.clone())
+            .collect();
+        assert_eq!(atomic, vec![vec![t, t, t, 0], vec![0, t, t, t]], "t = {t}");
+        let main = &a.phases[a.main_loop.expect("a phase spanning every rank")];
+        assert_eq!((main.occurrences, main.blocks), (t - 1, 12), "t = {t}");
+    }
+}
+
+/// A structure of one solver with the given sections (`[{"id", "items", "comm"}]`).
+fn structure_with(sections: serde_json::Value) -> Structure {
+    serde_json::from_value(json!({
+        "schema": "mheta-structure/1", "crate": "x", "solvers": [{
+            "name": "x::solve", "span": {"file": "a.rs", "line": 1, "column": 1},
+            "main_loop": {"span": {"file": "a.rs", "line": 2, "column": 1}, "kind": "for"},
+            "variables": [], "diagnostics": [], "sections": sections
+        }]
+    }))
+    .unwrap()
+}
+
+/// The main-loop phase of a trace whose ranks all make `calls` (name, event) `k` times.
+fn main_phase_of(p: usize, k: usize, calls: &[(&str, Option<u32>)]) -> PhaseSummary {
+    let ranks: Vec<Vec<(String, Option<u32>)>> = (0..p)
+        .map(|r| {
+            (0..k)
+                .flat_map(|_| {
+                    calls.iter().map(move |&(name, event)| {
+                        let name = name
+                            .replace("NEXT", &((r + 1) % p).to_string())
+                            .replace("PREV", &((r + p - 1) % p).to_string());
+                        (name, event)
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let trace = Trace::parse(&trace_json(&ranks, calls.len()), "s.json").unwrap();
+    let a = analyse(&trace, "s.json").unwrap();
+    let main = a.main_loop.expect("a main-loop phase");
+    a.phases[main].clone()
+}
+
+/// Jacobi's shape: section 0 ends with the halo exchange (event 0: a send and a receive, one
+/// boundary), section 1 with the residual's all-reduce (event 1). Every rank shows both
+/// boundaries in order: the sections agree.
+#[test]
+fn section_boundaries_agree() {
+    let main = main_phase_of(
+        4,
+        3,
+        &[
+            ("send NEXT", Some(0)),
+            ("receive PREV", Some(0)),
+            ("all_reduce", Some(1)),
+        ],
+    );
+    let structure = structure_with(json!([
+        {"id": 0, "items": [], "comm": event(0, 1.0)},
+        {"id": 1, "items": [], "comm": event(1, 1.0)},
+    ]));
+    let a = agreement(Some(&main), &structure);
+    let s = a.sections.clone().unwrap();
+    assert_eq!(s.structure, vec![(0, 0), (1, 1)]);
+    assert_eq!(s.run.len(), 4);
+    for seq in &s.run {
+        // A rotation of [0, 1]: the instance need not start with the iteration.
+        assert!(seq == &vec![0, 1] || seq == &vec![1, 0], "{seq:?}");
+    }
+    assert!(s.run_only.is_empty() && s.structure_only.is_empty() && s.out_of_order.is_empty());
+    assert!(s.order_compared && s.agree);
+    assert!(a.agree, "{a:?}");
+}
+
+/// The run shows a boundary the structure lacks: a barrier, in no structure event, between the
+/// halo exchange and the all-reduce, so section 1 is two blocks on every rank, not one. It is
+/// reported on every rank, in section 1 (the section the next boundary closes).
+#[test]
+fn a_boundary_the_structure_lacks() {
+    let main = main_phase_of(
+        3,
+        3,
+        &[
+            ("send NEXT", Some(0)),
+            ("receive PREV", Some(0)),
+            ("barrier", None),
+            ("all_reduce", Some(1)),
+        ],
+    );
+    let structure = structure_with(json!([
+        {"id": 0, "items": [], "comm": event(0, 1.0)},
+        {"id": 1, "items": [], "comm": event(1, 1.0)},
+    ]));
+    let a = agreement(Some(&main), &structure);
+    let s = a.sections.clone().unwrap();
+    assert_eq!(
+        s.run_only,
+        (0..3)
+            .map(|rank| ExtraBoundary {
+                rank,
+                section: Some(1),
+                call: "barrier".into(),
+            })
+            .collect::<Vec<_>>()
+    );
+    assert!(s.structure_only.is_empty() && s.out_of_order.is_empty());
+    assert!(!s.agree && !a.agree);
+}
+
+/// Three sections closed by all-reduces 0, 1, 2; the run makes them in the order 0, 2, 1, which
+/// no rotation of the structure's order gives; and a structure with a fourth section whose
+/// every-iteration boundary (event 3) the run never shows.
+#[test]
+fn section_boundaries_out_of_order_or_missing() {
+    let main = main_phase_of(
+        2,
+        3,
+        &[
+            ("all_reduce", Some(0)),
+            ("all_reduce", Some(2)),
+            ("all_reduce", Some(1)),
+        ],
+    );
+    let three = structure_with(json!([
+        {"id": 0, "items": [], "comm": event(0, 1.0)},
+        {"id": 1, "items": [], "comm": event(1, 1.0)},
+        {"id": 2, "items": [], "comm": event(2, 1.0)},
+    ]));
+    let s = agreement(Some(&main), &three).sections.unwrap();
+    assert_eq!(s.out_of_order, vec![0, 1]);
+    assert!(!s.agree);
+    let main = main_phase_of(2, 3, &[("all_reduce", Some(0)), ("all_reduce", Some(1))]);
+    let four = structure_with(json!([
+        {"id": 0, "items": [], "comm": event(0, 1.0)},
+        {"id": 1, "items": [], "comm": event(1, 1.0)},
+        {"id": 2, "items": [], "comm": null},
+        {"id": 3, "items": [], "comm": event(3, 1.0)},
+    ]));
+    let s = agreement(Some(&main), &four).sections.unwrap();
+    assert_eq!(s.structure_only, vec![3]);
+    assert!(s.out_of_order.is_empty(), "{s:?}");
+    assert!(!s.agree);
+}
+
+/// The main-loop phase of rna with three tiles per pass (192 columns, K = 3 iterations, 4
+/// ranks), as `mheta phases` found it: a phase of two tiles across all ranks occurs 6 times,
+/// once per rank each time, and outranks the iteration body (Occ 3, 22 blocks). With the
+/// iteration count the body is chosen; without it (no `iteration` records), the best spanning
+/// phase.
+#[test]
+fn the_main_loop_phase_occurs_once_per_recorded_iteration() {
+    let phase = |occurrences: usize, blocks: usize, ranks: Vec<usize>| PhaseSummary {
+        occurrences,
+        blocks,
+        seconds: 0.0,
+        ranks,
+        labels: Vec::new(),
+        events: Vec::new(),
+        unattributed_calls: 0,
+        closing_calls: Vec::new(),
+    };
+    let phases = vec![
+        phase(27, 1, vec![9, 9, 9, 0]),
+        phase(12, 1, vec![3, 3, 3, 3]),
+        phase(6, 12, vec![6, 6, 6, 6]),
+        phase(3, 22, vec![3, 3, 3, 3]),
+        phase(2, 44, vec![2, 2, 2, 2]),
+        phase(1, 70, vec![1, 1, 1, 1]),
+    ];
+    assert_eq!(main_loop_of(&phases, &[3, 3, 3, 3]), Some(3));
+    assert_eq!(main_loop_of(&phases, &[0, 0, 0, 0]), Some(2));
+    // Ranks that disagree on K: no count to go by.
+    assert_eq!(main_loop_of(&phases, &[3, 3, 2, 3]), Some(2));
+    // No spanning phase occurs K times: the best spanning one.
+    assert_eq!(main_loop_of(&phases, &[5, 5, 5, 5]), Some(2));
+    assert_eq!(main_loop_of(&phases[..2], &[3, 3, 3, 3]), None);
 }
