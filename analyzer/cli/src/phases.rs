@@ -27,6 +27,11 @@ pub struct PhasesArgs {
     /// Print the dependency graph in DOT (Graphviz) instead of the phases.
     #[arg(long)]
     pub dot: bool,
+    /// The most candidate pairs the detection keeps (about 300 bytes each). A long pipeline of
+    /// identical tiles makes it keep nearly every pair of phases; past this the command stops
+    /// with an error instead of exhausting memory.
+    #[arg(long, value_name = "N", default_value_t = phases::detect::MAX_PAIRS)]
+    pub max_pairs: usize,
 }
 
 pub fn run(args: &PhasesArgs) -> anyhow::Result<()> {
@@ -34,9 +39,22 @@ pub fn run(args: &PhasesArgs) -> anyhow::Result<()> {
     let text =
         std::fs::read_to_string(&args.trace).with_context(|| format!("cannot read `{file}`"))?;
     let trace = phases::Trace::parse(&text, &file)?;
-    let analysis = phases::analyse(&trace, &file)?;
+    let analysis = phases::analyse_within(&trace, &file, args.max_pairs)?;
     if args.dot {
         return super::stdout(&analysis.graph.to_dot());
+    }
+    if let Some(pairs) = analysis.detection.exhausted {
+        bail!(
+            "`{file}`: the phase detection stopped after {} merges: its queue of candidate pairs \
+             reached {pairs} (--max-pairs {}; about {} MB). {} independent blocks on {} ranks are \
+             too many for it (a long pipeline of identical tiles keeps nearly every pair of \
+             phases): record fewer iterations or coarser tiles, or raise --max-pairs",
+            analysis.detection.merges.len(),
+            args.max_pairs,
+            pairs * 300 / 1_000_000,
+            analysis.graph.len(),
+            analysis.graph.ranks.len()
+        );
     }
     let agreement = match &args.structure {
         None => None,

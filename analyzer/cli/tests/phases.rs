@@ -171,3 +171,20 @@ fn bad_input_is_a_clear_error() {
     assert!(err.contains("bad.json"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--max-pairs`: a detection that outgrows its budget of candidate pairs is an error naming
+/// the trace, the budget and what to do, not an exhausted machine.
+#[test]
+fn a_detection_past_its_pair_budget_is_an_error() {
+    let trace = data("rna.trace.json");
+    let (ok, _, stderr) = phases(&[&trace], &["--max-pairs", "100"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("rna.trace.json")
+            && stderr.contains("--max-pairs 100")
+            && stderr.contains("coarser tiles"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = phases(&[&trace], &[]);
+    assert!(ok, "{stderr}");
+}

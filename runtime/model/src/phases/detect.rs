@@ -194,6 +194,9 @@ pub struct Detection {
     pub merges: Vec<Merge>,
     /// True when the run stopped at the `|V|²` iterations §3.4 bounds it by.
     pub truncated: bool,
+    /// `Some(pairs)` when the run stopped because its queue of candidate pairs reached the
+    /// budget of [`detect_within`] (the phases are then those made so far).
+    pub exhausted: Option<usize>,
 }
 
 impl Detection {
@@ -264,6 +267,18 @@ fn live_entry(k: usize, c: &Candidate, work: &Workspace) -> Live {
 /// phase joined to each new one, and on long pipelines of identical blocks (many overlapping
 /// instances per phase) that is most of `S` at every merge (study/phases.md).
 pub fn detect(g: &DependencyGraph) -> Detection {
+    detect_within(g, MAX_PAIRS)
+}
+
+/// The candidate pairs [`detect`] keeps at most (about 300 bytes each: 1.2 GB). rna's trace at
+/// 192 columns (4 ranks, 2 iterations) needs 0.8 million; at 256 columns the queue outgrew
+/// 3 GB. Past the budget the run stops and says so ([`Detection::exhausted`]) rather than
+/// exhausting the machine's memory.
+pub const MAX_PAIRS: usize = 4_000_000;
+
+/// [`detect`] keeping at most `max_pairs` candidate pairs: past that the run stops, with the
+/// phases made so far and [`Detection::exhausted`] set.
+pub fn detect_within(g: &DependencyGraph, max_pairs: usize) -> Detection {
     let n = g.len();
     let mut work = Workspace::new(g);
     // S_0: atomic phases, one per label, in label order.
@@ -312,11 +327,16 @@ pub fn detect(g: &DependencyGraph) -> Detection {
     let cap = n.saturating_mul(n).max(1);
     let mut merges = Vec::new();
     let mut truncated = false;
+    let mut exhausted = None;
     let mut covered = vec![false; n];
     let mut side: Vec<u8> = Vec::new();
     // The best pending pair: the largest quality, then the earliest (a max-heap on (Q, -index)
     // with pairs removed by U_i skipped when they surface).
     while let Some((_, Reverse(chosen))) = queue.pop() {
+        if pending.len() >= max_pairs {
+            exhausted = Some(pending.len());
+            break;
+        }
         // Lazy evaluation: a pair queued with an upper bound of its quality is evaluated when
         // the bound reaches the top, then queued again with its exact quality. Bounds are never
         // below the exact value, so the pair taken is the one eager evaluation would take.
@@ -447,6 +467,7 @@ pub fn detect(g: &DependencyGraph) -> Detection {
         phases,
         merges,
         truncated,
+        exhausted,
     }
 }
 

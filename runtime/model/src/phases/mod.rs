@@ -66,8 +66,14 @@ pub struct Analysis {
 /// Builds the dependency graph of a trace and detects its phases; `file` names the trace in
 /// errors.
 pub fn analyse(trace: &Trace, file: &str) -> Result<Analysis, ModelError> {
+    analyse_within(trace, file, detect::MAX_PAIRS)
+}
+
+/// [`analyse`] with the detection keeping at most `max_pairs` candidate pairs
+/// ([`detect::detect_within`]).
+pub fn analyse_within(trace: &Trace, file: &str, max_pairs: usize) -> Result<Analysis, ModelError> {
     let graph = DependencyGraph::from_trace(trace, file)?;
-    let detection = detect(&graph);
+    let detection = detect::detect_within(&graph, max_pairs);
     let phases: Vec<PhaseSummary> = detection
         .valuable()
         .into_iter()

@@ -691,3 +691,21 @@ fn the_main_loop_phase_occurs_once_per_recorded_iteration() {
     assert_eq!(main_loop_of(&phases, &[5, 5, 5, 5]), Some(2));
     assert_eq!(main_loop_of(&phases[..2], &[3, 3, 3, 3]), None);
 }
+
+/// The detection keeps at most the candidate pairs it is given: past them it stops, says how
+/// many it held, and keeps the phases made so far; within them it runs to the end.
+#[test]
+fn the_pair_budget_stops_the_run_instead_of_the_memory() {
+    let trace = Trace::parse(&pipeline_trace(5), "pipe.json").unwrap();
+    let whole = analyse(&trace, "pipe.json").unwrap();
+    assert_eq!(whole.detection.exhausted, None);
+    let cut = analyse_within(&trace, "pipe.json", 50).unwrap();
+    let pairs = cut.detection.exhausted.expect("stopped at the budget");
+    assert!(pairs >= 50, "{pairs}");
+    assert!(cut.detection.merges.len() < whole.detection.merges.len());
+    // What was made before the budget ran out is what the whole run made first.
+    assert_eq!(
+        cut.detection.merges,
+        whole.detection.merges[..cut.detection.merges.len()]
+    );
+}
