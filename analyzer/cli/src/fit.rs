@@ -130,38 +130,42 @@ fn render(runs: &RunsFile, fits: &[Fitted]) -> String {
     for fit in fits {
         let _ = writeln!(out, "\n{}:", fit.method.name().to_uppercase());
         let group = |i: usize| runs.groups[i].name.as_str();
+        // One line per model: kind, group, configuration, what it was fitted to, error, k.
+        let mut model =
+            |kind: &str, g: usize, config: String, data: String, error: f64, k: &[f64]| {
+                let _ = writeln!(
+                    out,
+                    "  {kind:<4} {:<8} {config}  {data}  error {:>6.2}%  k = {}",
+                    group(g),
+                    100.0 * error,
+                    coefficients(k)
+                );
+            };
         for m in &fit.nt {
-            let _ = writeln!(
-                out,
-                "  N-T  {:<8} P_i={} M_i={}  {} runs  error {:>6.2}%  k = {}",
-                group(m.group),
-                m.nodes,
-                m.ranks,
-                m.runs,
-                100.0 * m.fit_error,
-                coefficients(&m.coefficients)
+            let config = format!("P_i={} M_i={}", m.nodes, m.ranks);
+            model(
+                "N-T",
+                m.group,
+                config,
+                format!("{} runs", m.runs),
+                m.fit_error,
+                &m.coefficients,
             );
         }
         for m in &fit.pt {
-            let _ = writeln!(
-                out,
-                "  P-T  {:<8} M_i={}  {} points  error {:>6.2}%  k = {}",
-                group(m.group),
-                m.ranks,
-                m.points,
-                100.0 * m.fit_error,
-                coefficients(&m.coefficients)
-            );
+            let config = format!("M_i={}", m.ranks);
+            let data = format!("{} points", m.points);
+            model("P-T", m.group, config, data, m.fit_error, &m.coefficients);
         }
         for m in &fit.npt {
-            let _ = writeln!(
-                out,
-                "  NP-T {:<8} M_i={}  {} runs  error {:>6.2}%  k = {}",
-                group(m.group),
-                m.ranks,
-                m.runs,
-                100.0 * m.fit_error,
-                coefficients(&m.coefficients)
+            let config = format!("M_i={}", m.ranks);
+            model(
+                "NP-T",
+                m.group,
+                config,
+                format!("{} runs", m.runs),
+                m.fit_error,
+                &m.coefficients,
             );
         }
         for s in &fit.skipped {

@@ -86,7 +86,7 @@ impl Measurements {
                 _ => None,
             }
         }
-        // Serialising a parsed document cannot fail: its maps have string keys.
+        // What `json::compact` writes always parses.
         let value = serde_json::from_str(&crate::json::compact(self)).ok()?;
         walk(&value, &mut String::new())
     }
