@@ -94,8 +94,9 @@ impl Writer {
         self.out.push('}');
     }
 
-    /// An array of `items`.
-    pub fn array<'a, T: ToJson + 'a>(&mut self, items: impl IntoIterator<Item = &'a T>) {
+    /// An array of `items` (values or references: `&T` is a [`ToJson`] too), written as they
+    /// come.
+    pub fn array<T: ToJson>(&mut self, items: impl IntoIterator<Item = T>) {
         self.out.push('[');
         self.depth += 1;
         let mut empty = true;
@@ -472,68 +473,65 @@ impl Parser<'_> {
                 Err(self.error("nested more than 128 deep"))
             }
             Some(b'[') => {
-                self.pos += 1;
-                self.depth += 1;
                 let mut items = Vec::new();
-                self.skip_ws();
-                if self.peek() == Some(b']') {
-                    self.pos += 1;
-                } else {
-                    loop {
-                        self.skip_ws();
-                        items.push(self.value()?);
-                        self.skip_ws();
-                        match self.peek() {
-                            Some(b',') => self.pos += 1,
-                            Some(b']') => {
-                                self.pos += 1;
-                                break;
-                            }
-                            _ => return Err(self.error("expected `,` or `]`")),
-                        }
-                    }
-                }
-                self.depth -= 1;
+                self.elements(b']', |p| {
+                    items.push(p.value()?);
+                    Ok(())
+                })?;
                 Ok(Value::Array(items))
             }
             Some(b'{') => {
-                self.pos += 1;
-                self.depth += 1;
                 let mut fields = Vec::new();
-                self.skip_ws();
-                if self.peek() == Some(b'}') {
-                    self.pos += 1;
-                } else {
-                    loop {
-                        self.skip_ws();
-                        if self.peek() != Some(b'"') {
-                            return Err(self.error("expected a field name in double quotes"));
-                        }
-                        let key = self.string()?;
-                        self.skip_ws();
-                        if self.peek() != Some(b':') {
-                            return Err(self.error("expected `:`"));
-                        }
-                        self.pos += 1;
-                        self.skip_ws();
-                        fields.push((key, self.value()?));
-                        self.skip_ws();
-                        match self.peek() {
-                            Some(b',') => self.pos += 1,
-                            Some(b'}') => {
-                                self.pos += 1;
-                                break;
-                            }
-                            _ => return Err(self.error("expected `,` or `}`")),
-                        }
+                self.elements(b'}', |p| {
+                    if p.peek() != Some(b'"') {
+                        return Err(p.error("expected a field name in double quotes"));
                     }
-                }
-                self.depth -= 1;
+                    let key = p.string()?;
+                    p.skip_ws();
+                    if p.peek() != Some(b':') {
+                        return Err(p.error("expected `:`"));
+                    }
+                    p.pos += 1;
+                    p.skip_ws();
+                    fields.push((key, p.value()?));
+                    Ok(())
+                })?;
                 Ok(Value::Object(fields))
             }
             Some(b'-' | b'0'..=b'9') => self.number(),
             Some(_) => Err(self.error("expected a value")),
         }
+    }
+
+    /// The elements of an array or object from its opening bracket (at `pos`) to `close`, each
+    /// read by `element` (at its first character), separated by commas.
+    fn elements(
+        &mut self,
+        close: u8,
+        mut element: impl FnMut(&mut Self) -> Result<(), ParseError>,
+    ) -> Result<(), ParseError> {
+        self.pos += 1;
+        self.depth += 1;
+        self.skip_ws();
+        if self.peek() == Some(close) {
+            self.pos += 1;
+        } else {
+            loop {
+                self.skip_ws();
+                element(self)?;
+                self.skip_ws();
+                match self.peek() {
+                    Some(b',') => self.pos += 1,
+                    Some(c) if c == close => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return Err(self.error(&format!("expected `,` or `{}`", close as char))),
+                }
+            }
+        }
+        self.depth -= 1;
+        Ok(())
     }
 
     fn number(&mut self) -> Result<Value, ParseError> {

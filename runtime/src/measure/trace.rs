@@ -60,7 +60,7 @@ fn events(w: &mut Writer, ranks: &[RankRecords]) {
             record: Some(r),
         }))
     });
-    w.array(all.collect::<Vec<_>>().iter());
+    w.array(all);
 }
 
 /// A record's name and category.
