@@ -51,7 +51,7 @@ pub fn run(args: &PhasesArgs) -> anyhow::Result<()> {
              phases): record fewer iterations or coarser tiles, or raise --max-pairs",
             analysis.detection.merges.len(),
             args.max_pairs,
-            pairs * 300 / 1_000_000,
+            pairs * phases::detect::PAIR_BYTES / 1_000_000,
             analysis.graph.len(),
             analysis.graph.ranks.len()
         );

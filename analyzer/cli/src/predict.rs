@@ -38,7 +38,8 @@ pub struct PredictArgs {
 
 pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
     let mut inputs = Inputs::load(&args.structure, &args.measurements, args.cluster.as_deref())?;
-    if args.retarget {
+    // `--retarget` requires `--cluster` (clap).
+    if let (true, Some(cluster)) = (args.retarget, &args.cluster) {
         inputs.measurements = mheta_model::retarget::retarget(
             &inputs.measurements,
             &inputs.structure,
@@ -48,7 +49,7 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
             format!(
                 "--retarget: `{}` cannot be re-cast for the ranks of `{}`",
                 args.measurements.display(),
-                args.cluster.as_deref().unwrap_or(Path::new("")).display()
+                cluster.display()
             )
         })?;
     }

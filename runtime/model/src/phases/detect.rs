@@ -270,7 +270,11 @@ pub fn detect(g: &DependencyGraph) -> Detection {
     detect_within(g, MAX_PAIRS)
 }
 
-/// The candidate pairs [`detect`] keeps at most (about 300 bytes each: 1.2 GB). rna's trace at
+/// The memory one candidate pair takes, about (measured on rna's traces: 0.82 million pairs in
+/// 252 MB), for messages.
+pub const PAIR_BYTES: usize = 300;
+
+/// The candidate pairs [`detect`] keeps at most (about [`PAIR_BYTES`] each: 1.2 GB). rna's trace at
 /// 192 columns (4 ranks, 2 iterations) needs 0.8 million; at 256 columns the queue outgrew
 /// 3 GB. Past the budget the run stops and says so ([`Detection::exhausted`]) rather than
 /// exhausting the machine's memory.
