@@ -68,11 +68,10 @@ impl Configuration {
     /// Rows per rank of a problem of `size` rows, as the program divides them (Block over the
     /// P ranks: the first `size mod P` ranks one more), ranks in group order.
     pub fn rows(&self, size: u64) -> Vec<u64> {
-        let p = self.processes();
-        if p == 0 {
-            return Vec::new();
-        }
-        (0..p).map(|r| size / p + u64::from(r < size % p)).collect()
+        // No processes: no rows.
+        mheta_runtime::distribution::Distribution::block(size, self.processes() as usize)
+            .map(|d| d.rows)
+            .unwrap_or_default()
     }
 }
 
