@@ -107,7 +107,7 @@ fn templates(m: &Measurements, cluster: &ClusterSpec) -> Result<Vec<usize>, Reta
     (0..ranks)
         .map(|j| {
             // A single rank has no neighbour: the first rank's figures, without its peers.
-            let role = Role::of(j, ranks.max(1));
+            let role = Role::of(j, ranks);
             let candidates = (0..measured).filter(|&t| Role::of(t, measured) == role);
             let measured_node = |t: usize| m.cluster.nodes.get(t).copied();
             candidates
