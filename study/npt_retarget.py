@@ -53,7 +53,8 @@ def main():
                                 "predicted_s": p["prediction"]["iteration_s"]})
     with open(os.path.join(a.out, "retarget.json"), "w") as f:
         json.dump({"base": base, "size": a.target, "instrumented_runs": ins.runs,
-                   "measurement_s_under_load": ins.seconds, "predictions": predictions}, f, indent=1)
+                   "measurement_s": ins.seconds,
+                   "load": open("/proc/loadavg").read().split()[:3], "predictions": predictions}, f, indent=1)
 
     def klass(alloc):
         (pf, mf), (ps, ms) = alloc
