@@ -101,8 +101,13 @@ pub mod mpi {
 pub mod __private {
     pub use mheta_runtime::embedded::{register, Embedded};
     pub use mheta_runtime::format::{IoKind, StageKey};
-    /// Whether a solver call takes its instrumented body (one relaxed load per call).
-    pub use mheta_runtime::hooks::regions_active as hooks_active;
+    /// Whether a solver call takes its instrumented body: some rank of the process has hooks
+    /// that time regions, or the environment asks a program that attaches for them (two loads
+    /// per call; see `attach::regions_requested`).
+    #[inline(always)]
+    pub fn hooks_active() -> bool {
+        mheta_runtime::hooks::regions_active() || mheta_runtime::attach::regions_requested()
+    }
     pub use mheta_runtime::hooks::{event, group, iteration, section, tile, Guard, IoGuard};
 
     use mheta_runtime::hooks;

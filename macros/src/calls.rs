@@ -56,15 +56,21 @@ struct Kind {
     received: usize,
     /// A free function whose second argument is the peer (`send_receive_into(&x, &p, ..)`).
     peer_argument: bool,
+    /// Which argument is the rank an exchange receives from (`send_receive_into(&x, &p, &mut
+    /// y, &q)`: the fourth), which may differ from its peer (a ring shift).
+    source: Option<usize>,
 }
 
 fn kind(api: &str) -> Kind {
     let name = api.rsplit("::").next().unwrap_or(api);
     let message = usize::from(name.starts_with("immediate_"));
-    let received = if name.starts_with("send_receive_into") {
-        2
-    } else {
-        message
+    // rsmpi's exchanges: (message, destination, [send tag,] [buffer,] source, [receive tag]).
+    let (received, source) = match name {
+        "send_receive" | "send_receive_replace_into" => (0, Some(2)),
+        "send_receive_with_tags" | "send_receive_replace_into_with_tags" => (0, Some(3)),
+        "send_receive_into" => (2, Some(3)),
+        "send_receive_into_with_tags" => (3, Some(4)),
+        _ => (message, None),
     };
     let k = |call: &str, blocks: bool, sends: bool, receives: bool| Kind {
         call: {
@@ -77,6 +83,7 @@ fn kind(api: &str) -> Kind {
         peer_argument: false,
         message,
         received,
+        source,
     };
     match name {
         n if n.starts_with("send_receive") => Kind {
@@ -273,6 +280,10 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
         (Some(r), false, _) => quote!((&#rsmpi::Peer(&#r)).peer()),
         _ => quote!(::core::option::Option::None),
     };
+    let source = match kind.source.and_then(|i| operands.get(i)) {
+        Some(s) => quote!((&#rsmpi::Peer(&*#s)).peer()),
+        None => quote!(::core::option::Option::None),
+    };
     let (call_kind, blocks) = (&kind.call, kind.blocks);
     let out = quote! {{
         #[allow(unused_imports)]
@@ -281,11 +292,12 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
         // Read before the call: it may consume its receiver (`req.wait()`) or keep its buffers
         // borrowed (`immediate_receive_into` returns a request holding `&mut buf`).
         let __mheta_peer = #peer;
+        let __mheta_source = #source;
         let __mheta_sent: u64 = #sent;
         let __mheta_received: u64 = #got;
         let __mheta_start = #rsmpi::begin();
         let __mheta_out = #call;
-        #rsmpi::end(__mheta_start, #call_kind, __mheta_peer, __mheta_sent, __mheta_received, #blocks);
+        #rsmpi::end(__mheta_start, #call_kind, __mheta_peer, __mheta_source, __mheta_sent, __mheta_received, #blocks);
         __mheta_out
     }};
     syn::parse2(out).expect("the wrapper is an expression")

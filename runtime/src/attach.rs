@@ -36,6 +36,26 @@ pub const DEFAULT_MEASUREMENTS: &str = "mheta-measurements.json";
 #[cfg(any(feature = "mpi", test))]
 pub use settings::EnvSettings;
 
+/// Whether this process's environment asks an attached program for hooks that time regions or
+/// emulate a slower CPU (`MHETA_INSTRUMENT`, `MHETA_MEASUREMENTS`, `MHETA_TRACE` or
+/// `MHETA_CLUSTER`), read once per process; false when the variables do not parse (attaching
+/// reports that) and without feature `mpi`, where nothing attaches.
+///
+/// `#[mheta::solver]` takes its instrumented body when this holds, even before the program has
+/// attached: a program whose solver is `main`, and which attaches inside it, then records from
+/// the moment it attaches (its guards do nothing until then).
+pub fn regions_requested() -> bool {
+    #[cfg(feature = "mpi")]
+    {
+        static REQUESTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *REQUESTED.get_or_init(|| {
+            EnvSettings::from_env().is_ok_and(|env| env.instrument || env.cluster.is_some())
+        })
+    }
+    #[cfg(not(feature = "mpi"))]
+    false
+}
+
 #[cfg(any(feature = "mpi", test))]
 mod settings {
     use std::path::PathBuf;

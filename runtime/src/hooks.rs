@@ -491,18 +491,32 @@ pub fn comm_begin() -> CommStart {
 /// Record a communication call that began at `start`.
 #[inline]
 pub fn comm_end(start: CommStart, call: CallKind, peer: Option<usize>, traffic: &Traffic) {
+    comm_end_from(start, call, peer, None, traffic);
+}
+
+/// [`comm_end`] for an exchange that sent to `peer` and received from `source`
+/// (`send_receive_into(&x, &dest, &mut y, &source)`): the record keeps `source` when it is
+/// another rank than `peer` (see [`Record::id`]).
+pub fn comm_end_from(
+    start: CommStart,
+    call: CallKind,
+    peer: Option<usize>,
+    source: Option<usize>,
+    traffic: &Traffic,
+) {
     let Some((begin_s, open)) = start.0 else {
         return;
     };
     let blocks = start.1;
-    bookkeeping(|| push_comm(begin_s, open, call, peer, traffic, blocks));
+    let source = source.filter(|&s| Some(s) != peer);
+    bookkeeping(|| push_comm(begin_s, open, call, (peer, source), traffic, blocks));
 }
 
 fn push_comm(
     begin_s: f64,
     open: u32,
     call: CallKind,
-    peer: Option<usize>,
+    (peer, source): (Option<usize>, Option<usize>),
     traffic: &Traffic,
     blocks: bool,
 ) {
@@ -515,7 +529,7 @@ fn push_comm(
         let close = r.next_seq();
         r.push_in_context(Record {
             kind: RecordKind::Comm,
-            id: 0,
+            id: source.map_or(NONE, |s| s as u32),
             aux: call as u32,
             key: r.last_stage,
             in_stage: false,

@@ -32,13 +32,22 @@ pub struct PhasesArgs {
     /// with an error instead of exhausting memory.
     #[arg(long, value_name = "N", default_value_t = phases::detect::MAX_PAIRS)]
     pub max_pairs: usize,
+    /// Analyse the run only up to the end of each rank's K-th main-loop iteration (its set-up
+    /// and its first K iterations). The detection's cost grows with the square of the blocks,
+    /// so a long run is read through its first iterations; the main loop's phase then occurs K
+    /// times.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    pub iterations: Option<u64>,
 }
 
 pub fn run(args: &PhasesArgs) -> anyhow::Result<()> {
     let file = args.trace.display().to_string();
     let text =
         std::fs::read_to_string(&args.trace).with_context(|| format!("cannot read `{file}`"))?;
-    let trace = phases::Trace::parse(&text, &file)?;
+    let mut trace = phases::Trace::parse(&text, &file)?;
+    if let Some(k) = args.iterations {
+        trace = trace.first_iterations(k as usize);
+    }
     let analysis = phases::analyse_within(&trace, &file, args.max_pairs)?;
     if args.dot {
         return super::stdout(&analysis.graph.to_dot());

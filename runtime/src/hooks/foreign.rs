@@ -8,7 +8,7 @@
 //! `(&Peer(&x)).peer()`, which takes the `ProcessPeer` method when `x` is a `Process` and the
 //! `AnyPeer` method (one more auto-reference away) otherwise.
 
-use super::{comm_begin, comm_end, CallKind, CommStart};
+use super::{comm_begin, comm_end_from, CallKind, CommStart};
 use crate::comm::Traffic;
 
 /// The start of a wrapped call.
@@ -19,12 +19,14 @@ pub fn begin() -> CommStart {
 
 /// Records a wrapped call that began at `start`. A call that waits for other ranks (`blocks`:
 /// blocking receives, exchanges, collectives, request completion) counts its whole duration as
-/// blocked time; a send counts it as overhead.
+/// blocked time; a send counts it as overhead. `source` is the rank an exchange received from
+/// (`send_receive_into(&x, &peer, &mut y, &source)`), `None` for any other call.
 #[inline]
 pub fn end(
     start: CommStart,
     call: CallKind,
     peer: Option<usize>,
+    source: Option<usize>,
     sent: u64,
     received: u64,
     blocks: bool,
@@ -36,7 +38,7 @@ pub fn end(
         bytes_received: received,
         blocked_s: 0.0,
     };
-    comm_end(start.blocking(blocks), call, peer, &traffic);
+    comm_end_from(start.blocking(blocks), call, peer, source, &traffic);
 }
 
 /// Reads a call's peer: see the module documentation.
@@ -76,8 +78,8 @@ impl ProcessPeer for Peer<'_, &mpi::topology::Process<'_>> {
 
 /// Reads a message's size: see the module documentation. The call site writes
 /// `(&&Message(&*buf)).bytes()`; method lookup tries, in order, [`BufferBytes`] (an `f64`, a
-/// slice of them: impls on `&Message`), [`VecBytes`] (a `Vec`: on `&&Message`) and [`AnyBytes`]
-/// (anything else, 0: on `Message`).
+/// slice of them: impls on `&Message`), [`VecBytes`] (a `Vec` or an array: on `&&Message`) and
+/// [`AnyBytes`] (anything else, 0: on `Message`).
 pub struct Message<'a, T: ?Sized>(pub &'a T);
 
 /// The size of an rsmpi scalar or slice message (feature `mpi`).
@@ -86,9 +88,9 @@ pub trait BufferBytes {
     fn bytes(&self) -> u64;
 }
 
-/// The size of a `Vec` message (feature `mpi`).
+/// The size of a `Vec` or array message (feature `mpi`).
 pub trait VecBytes {
-    /// The vector's contents in bytes.
+    /// The contents in bytes.
     fn bytes(&self) -> u64;
 }
 
@@ -121,6 +123,16 @@ impl<T: mpi::datatype::Equivalence> BufferBytes for &Message<'_, [T]> {
     #[inline]
     fn bytes(&self) -> u64 {
         std::mem::size_of_val(self.0) as u64
+    }
+}
+
+// On `&&Message`, a step after `BufferBytes`: rsmpi may one day make arrays `Equivalence`,
+// which an impl beside `BufferBytes`'s first would then overlap.
+#[cfg(feature = "mpi")]
+impl<T: mpi::datatype::Equivalence, const N: usize> VecBytes for &&Message<'_, [T; N]> {
+    #[inline]
+    fn bytes(&self) -> u64 {
+        std::mem::size_of::<[T; N]>() as u64
     }
 }
 

@@ -27,7 +27,10 @@ pub enum RecordKind {
     /// The memory copy an in-core write of a block would make, timed by an instrumented block
     /// write (see `ooc::OocArray::write_block`); `id` is the variable, `bytes` its size.
     Copy,
-    /// A communication call; `aux` is the [`CallKind`] code, `peer` the peer or root.
+    /// A communication call; `aux` is the [`CallKind`] code, `peer` the peer or root, and `id`
+    /// the rank an exchange received from when that is not `peer` (`send_receive_into(&x,
+    /// &right, &mut y, &left)` sends to `right`, its peer, and receives from `left`), else
+    /// [`NONE`].
     Comm,
 }
 

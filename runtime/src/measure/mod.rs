@@ -31,7 +31,7 @@ pub struct Outputs<'a> {
     pub timings: Option<&'a std::path::Path>,
     /// `mheta-measurements/1` (an instrumented run).
     pub measurements: Option<&'a std::path::Path>,
-    /// The Chrome trace of an instrumented run (written with its measurements).
+    /// The Chrome trace of an instrumented run's records.
     pub trace: Option<&'a std::path::Path>,
 }
 
@@ -50,9 +50,9 @@ pub fn write_outputs(
     if let Some(path) = out.measurements {
         let m = aggregate(settings, structure, micro, ranks)?;
         write_atomic(path, &pretty_json(&m))?;
-        if let Some(path) = out.trace {
-            write_atomic(path, chrome_trace(ranks).as_bytes())?;
-        }
+    }
+    if let Some(path) = out.trace {
+        write_atomic(path, chrome_trace(ranks).as_bytes())?;
     }
     Ok(())
 }

@@ -112,6 +112,7 @@ fn args(o: &mut Object<'_>, r: &Record) {
             o.field("event", &(r.event != NONE).then_some(r.event));
             o.field("messages_received", &t.messages_received);
             o.field("messages_sent", &t.messages_sent);
+            o.optional("source", &(r.id != NONE).then_some(r.id));
         }
         _ => {}
     }

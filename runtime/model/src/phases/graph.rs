@@ -140,21 +140,27 @@ impl DependencyGraph {
         for (r, rank) in trace.ranks.iter().enumerate() {
             let mut prev_end = rank.begin_s;
             for c in &rank.calls {
-                let peer = match c.peer {
-                    Some(p) if (p as usize) >= n => {
-                        return Err(err(
-                            format!("rank {r}"),
-                            format!(
-                                "`{} {p}`: peer {p} is not a rank of the trace (it has {n})",
-                                c.call
-                            ),
-                        ))
-                    }
-                    Some(p) => format!(" {:+}", i64::from(p) - r as i64),
-                    None => String::new(),
+                let relative = |p: Option<u32>, what: &str| match p {
+                    Some(p) if (p as usize) >= n => Err(err(
+                        format!("rank {r}"),
+                        format!(
+                            "`{}`: {what} {p} is not a rank of the trace (it has {n})",
+                            c.call
+                        ),
+                    )),
+                    Some(p) => Ok(format!(" {:+}", i64::from(p) - r as i64)),
+                    None => Ok(String::new()),
+                };
+                let peer = relative(c.peer, "peer")?;
+                // An exchange receiving from another rank than it sends to (a ring shift).
+                let source = relative(c.source, "source")?;
+                let source = if source.is_empty() {
+                    source
+                } else {
+                    format!(" from{source}")
                 };
                 let event = c.event.map_or(String::new(), |e| format!(" #{e}"));
-                let label = format!("{}{peer}{event}", c.call);
+                let label = format!("{}{peer}{source}{event}", c.call);
                 let seconds = (c.begin_s - prev_end).max(0.0);
                 g.push(r as u32, &label, seconds, c.event, true);
                 prev_end = prev_end.max(c.end_s);
@@ -168,16 +174,16 @@ impl DependencyGraph {
         let mut collectives: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (r, rank) in trace.ranks.iter().enumerate() {
             for (i, c) in rank.calls.iter().enumerate() {
-                match c.peer {
-                    Some(p) if c.is_point_to_point() => {
+                match (c.peer, c.received_from()) {
+                    (Some(p), Some(from)) if c.is_point_to_point() => {
                         if c.is_send() {
                             sends.entry((r, p as usize)).or_default().push(i);
                         }
                         if c.is_receive() {
-                            receives.entry((p as usize, r)).or_default().push(i);
+                            receives.entry((from as usize, r)).or_default().push(i);
                         }
                     }
-                    None if c.is_point_to_point() => {
+                    _ if c.is_point_to_point() => {
                         return Err(err(
                             format!("rank {r}, call {i}"),
                             format!(

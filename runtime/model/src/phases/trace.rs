@@ -14,6 +14,10 @@ pub struct CommCall {
     pub call: String,
     /// The peer or root, when the call names one (`"send 3"`).
     pub peer: Option<u32>,
+    /// The rank an exchange received from, when that is not its peer (`args.source`:
+    /// `send_receive_into(&x, &right, &mut y, &left)` sends to `right` and receives from
+    /// `left`).
+    pub source: Option<u32>,
     /// The structure event the call belongs to (`args.event`), when it belongs to one.
     pub event: Option<u32>,
     /// Messages the call sent and received (`args.messages_sent`, `args.messages_received`;
@@ -40,10 +44,15 @@ impl CommCall {
             || (self.call == "receive" && self.messages_sent > 0)
     }
 
-    /// True for a point-to-point call that received from its peer (its message edge ends at
-    /// the block after it).
+    /// True for a point-to-point call that received from its peer, or from its `source` (its
+    /// message edge ends at the block after it).
     pub fn is_receive(&self) -> bool {
         self.call == "receive"
+    }
+
+    /// The rank a receiving call received from: its `source`, else its peer.
+    pub fn received_from(&self) -> Option<u32> {
+        self.source.or(self.peer)
     }
 }
 
@@ -54,6 +63,8 @@ pub struct RankTrace {
     pub calls: Vec<CommCall>,
     /// Main-loop iterations recorded (`cat` "iteration").
     pub iterations: usize,
+    /// When each recorded iteration ended, seconds, in the order the file lists them.
+    pub iteration_ends: Vec<f64>,
     /// Start of the rank's first record, seconds.
     pub begin_s: f64,
     /// End of the rank's last record, seconds.
@@ -68,6 +79,37 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// The run up to the end of each rank's `k`-th main-loop iteration: the calls that began
+    /// before it (the set-up's and those of the first `k` iterations). A rank that recorded
+    /// `k` iterations or fewer is kept whole. Phase detection costs grow with the square of
+    /// the blocks, so a long run is analysed through its first iterations.
+    pub fn first_iterations(&self, k: usize) -> Trace {
+        let ranks = self
+            .ranks
+            .iter()
+            .map(|rank| {
+                let mut ends = rank.iteration_ends.clone();
+                ends.sort_by(f64::total_cmp);
+                let Some(&cut) = ends.get(k.wrapping_sub(1)).filter(|_| rank.iterations > k) else {
+                    return rank.clone();
+                };
+                RankTrace {
+                    calls: rank
+                        .calls
+                        .iter()
+                        .filter(|c| c.begin_s < cut)
+                        .cloned()
+                        .collect(),
+                    iterations: k,
+                    iteration_ends: ends[..k].to_vec(),
+                    begin_s: rank.begin_s,
+                    end_s: cut,
+                }
+            })
+            .collect();
+        Trace { ranks }
+    }
+
     /// Parses the JSON text of a Chrome trace; `file` names it in errors. Errors name the event
     /// index and the field (`traceEvents[12].ts`).
     pub fn parse(text: &str, file: &str) -> Result<Trace, ModelError> {
@@ -155,7 +197,10 @@ impl Trace {
                 (rank.begin_s, rank.end_s, seen[tid]) = (begin_s, end_s, true);
             }
             match cat {
-                "iteration" => rank.iterations += 1,
+                "iteration" => {
+                    rank.iterations += 1;
+                    rank.iteration_ends.push(end_s);
+                }
                 "comm" => {
                     let name = obj
                         .get("name")
@@ -181,19 +226,23 @@ impl Trace {
                             format!("is \"{name}\", expected \"<call>\" or \"<call> <peer>\""),
                         ));
                     }
-                    let event = match obj.get("args").and_then(|a| a.get("event")) {
-                        None | Some(Value::Null) => None,
-                        Some(v) => {
-                            Some(v.as_u64().filter(|&e| e < u64::from(u32::MAX)).ok_or_else(
-                                || {
-                                    err(
-                                        field("args.event"),
-                                        format!("is {v}, expected an event id or null"),
-                                    )
-                                },
-                            )? as u32)
+                    let id = |key: &str, what: &str| -> Result<Option<u32>, ModelError> {
+                        match obj.get("args").and_then(|a| a.get(key)) {
+                            None | Some(Value::Null) => Ok(None),
+                            Some(v) => Ok(Some(
+                                v.as_u64().filter(|&e| e < u64::from(u32::MAX)).ok_or_else(
+                                    || {
+                                        err(
+                                            field(&format!("args.{key}")),
+                                            format!("is {v}, expected {what} or null"),
+                                        )
+                                    },
+                                )? as u32,
+                            )),
                         }
                     };
+                    let event = id("event", "an event id")?;
+                    let source = id("source", "a rank")?;
                     let count = |key: &str| -> Result<u64, ModelError> {
                         match obj.get("args").and_then(|a| a.get(key)) {
                             None | Some(Value::Null) => Ok(0),
@@ -217,6 +266,7 @@ impl Trace {
                     rank.calls.push(CommCall {
                         call,
                         peer,
+                        source,
                         event,
                         messages_sent,
                         messages_received,

@@ -7,7 +7,7 @@
 //! program's. Its collective steps (`attach`, [`Session::rows`], [`Session::finish`]) must be
 //! reached by every rank, like any MPI collective.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ops::Range;
 
 use mpi::topology::Communicator;
@@ -32,6 +32,8 @@ pub struct Session {
     size: usize,
     cluster: ClusterSpec,
     rows: RefCell<Option<(u64, Vec<u64>)>>,
+    /// Measuring began through [`Session::begin`], without rows.
+    began: Cell<bool>,
     offset_s: f64,
     micro: Microbenchmarks,
     hooks: bool,
@@ -97,6 +99,7 @@ pub fn attach<C: Communicator>(world: &C) -> Result<Session, Error> {
         size: w.size,
         cluster,
         rows: RefCell::new(None),
+        began: Cell::new(false),
         offset_s: 0.0,
         micro: Microbenchmarks::default(),
         hooks: false,
@@ -154,10 +157,34 @@ impl Session {
         Ok(self.start(total as u64, counts))
     }
 
-    fn distribute(&self, total: u64, bytes_per_row: Option<u64>) -> Result<Vec<u64>, Error> {
+    /// Starts measuring without handing out rows, for a program that divides its data itself.
+    /// A collective call, made where [`Session::rows`] would be (after the program's set-up,
+    /// before its main loop).
+    ///
+    /// The problem size then stays unknown, so [`Session::finish`] writes the trace and the
+    /// iteration times that were asked for but no measurements, which the model cannot use
+    /// without the rows: setting `MHETA_MEASUREMENTS` is then an error at `finish`.
+    pub fn begin(&self) -> Result<(), Error> {
+        self.check_not_started()?;
+        self.began.set(true);
+        self.start_measuring();
+        Ok(())
+    }
+
+    fn check_not_started(&self) -> Result<(), Error> {
         if self.rows.borrow().is_some() {
             return Err(Error::Session("rows were already handed out".into()));
         }
+        if self.began.get() {
+            return Err(Error::Session(
+                "measuring already began (session.begin() was called)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn distribute(&self, total: u64, bytes_per_row: Option<u64>) -> Result<Vec<u64>, Error> {
+        self.check_not_started()?;
         // Every rank must ask for the same total: the largest total and the largest complement
         // (the smallest total) in one reduction.
         let spread = |c: &MpiComm| -> Result<[u64; 2], Error> {
@@ -199,13 +226,18 @@ impl Session {
         let first: u64 = counts[..self.rank].iter().sum();
         let mine = first as usize..(first + counts[self.rank]) as usize;
         *self.rows.borrow_mut() = Some((total, counts));
+        self.start_measuring();
+        mine
+    }
+
+    /// Every rank's first timed iteration begins together.
+    fn start_measuring(&self) {
         if let Some(comm) = &self.comm {
             if comm.barrier_bytes().is_ok() {
                 clock::reset();
                 hooks::set_recording(true);
             }
         }
-        mine
     }
 
     /// Stops measuring; on rank 0 writes the measurements, trace and timings that were asked
@@ -235,12 +267,36 @@ impl Session {
         if self.rank != 0 {
             return Ok(());
         }
-        let Some((total, counts)) = self.rows.borrow().clone() else {
-            return Err(Error::Session(
-                "session.rows(total) was never called, so the problem size is unknown and \
-                 nothing was written"
-                    .into(),
-            ));
+        let measurements = self.env.measurements_path();
+        let known = self.rows.borrow().clone();
+        let (total, counts, measurements, unwritten) = match known {
+            Some((total, counts)) => (
+                total,
+                counts,
+                self.env.instrument.then_some(measurements.as_path()),
+                None,
+            ),
+            None if self.began.get() => (
+                0,
+                vec![0; self.size],
+                None,
+                self.env.measurements.as_ref().map(|path| Error::Env {
+                    var: "MHETA_MEASUREMENTS",
+                    message: format!(
+                        "={}: not written: the program began measuring with session.begin(), \
+                         without rows, and measurements need the problem size \
+                         (session.rows(total))",
+                        path.display()
+                    ),
+                }),
+            ),
+            None => {
+                return Err(Error::Session(
+                    "neither session.rows(total) nor session.begin() was called, so nothing \
+                     was measured and nothing was written"
+                        .into(),
+                ))
+            }
         };
         let settings = RunSettings {
             size: self.size,
@@ -257,10 +313,9 @@ impl Session {
             scratch: Default::default(),
             comm_timeout: None,
         };
-        let measurements = self.env.measurements_path();
         let outputs = measure::Outputs {
             timings: self.env.timings.as_deref(),
-            measurements: self.env.instrument.then_some(measurements.as_path()),
+            measurements,
             trace: self.env.trace.as_deref(),
         };
         measure::write_outputs(
@@ -270,7 +325,7 @@ impl Session {
             &all,
             outputs,
         )?;
-        Ok(())
+        unwritten.map_or(Ok(()), Err)
     }
 }
 
