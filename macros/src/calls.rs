@@ -357,6 +357,40 @@ mod tests {
         );
         assert!(out.contains("Peer (& * (& right))"), "{out}");
         assert!(out.contains("Message (& * (& mut b))"), "{out}");
+        // The source, which a ring shift's exchange receives from instead of its peer.
+        assert!(
+            out.contains(
+                "let __mheta_source = (& :: mheta :: __private :: rsmpi :: Peer (& * (& left)))"
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_tagged_exchange_takes_its_buffer_and_source_after_the_tags() {
+        // (message, destination, send tag, buffer, source, receive tag)
+        let out = wrapped_statement(
+            "send_receive_into_with_tags(&a, &right, 1, &mut b, &left, 2);",
+            "mpi::send_receive_into_with_tags",
+        );
+        assert!(out.contains("Message (& * (& mut b))"), "{out}");
+        assert!(out.contains("Peer (& * (& left))"), "{out}");
+        // A replace exchange sends and receives in its one buffer.
+        let out = wrapped_statement(
+            "send_receive_replace_into(&mut b, &right, &left);",
+            "mpi::send_receive_replace_into",
+        );
+        assert!(out.contains("Message (& * (& mut b))"), "{out}");
+        assert!(out.contains("Peer (& * (& left))"), "{out}");
+    }
+
+    #[test]
+    fn a_call_that_is_no_exchange_names_no_source() {
+        let out = wrapped_statement("world.process_at_rank(p).send(&x);", "mpi::send");
+        assert!(
+            out.contains("let __mheta_source = :: core :: option :: Option :: None"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -27,9 +27,9 @@ pub struct PhasesArgs {
     /// Print the dependency graph in DOT (Graphviz) instead of the phases.
     #[arg(long)]
     pub dot: bool,
-    /// The most candidate pairs the detection keeps (about 300 bytes each). A long pipeline of
-    /// identical tiles makes it keep nearly every pair of phases; past this the command stops
-    /// with an error instead of exhausting memory.
+    /// The most candidate pairs the detection keeps, and its memory in all (about 300 bytes a
+    /// pair). A long pipeline of identical tiles makes it keep nearly every pair of phases;
+    /// past this the command stops with an error instead of exhausting memory.
     #[arg(long, value_name = "N", default_value_t = phases::detect::MAX_PAIRS)]
     pub max_pairs: usize,
     /// Analyse the run only up to the end of each rank's K-th main-loop iteration (its set-up
@@ -52,15 +52,18 @@ pub fn run(args: &PhasesArgs) -> anyhow::Result<()> {
     if args.dot {
         return super::stdout(&analysis.graph.to_dot());
     }
-    if let Some(pairs) = analysis.detection.exhausted {
+    if let Some(at) = analysis.detection.exhausted {
         bail!(
-            "`{file}`: the phase detection stopped after {} merges: its queue of candidate pairs \
-             reached {pairs} (--max-pairs {}; about {} MB). {} independent blocks on {} ranks are \
-             too many for it (a long pipeline of identical tiles keeps nearly every pair of \
-             phases): record fewer iterations or coarser tiles, or raise --max-pairs",
+            "`{file}`: the phase detection stopped after {} merges, holding {} candidate pairs \
+             and about {} MB (--max-pairs {}: that many pairs, {} MB in all). {} independent \
+             blocks on {} ranks are too many for it (a long pipeline of identical tiles, or a \
+             halo exchange with no collective, keeps nearly every pair of phases): analyse \
+             fewer iterations (--iterations 2), record coarser tiles, or raise --max-pairs",
             analysis.detection.merges.len(),
+            at.pairs,
+            at.bytes / 1_000_000,
             args.max_pairs,
-            pairs * phases::detect::PAIR_BYTES / 1_000_000,
+            args.max_pairs.saturating_mul(phases::detect::PAIR_BYTES) / 1_000_000,
             analysis.graph.len(),
             analysis.graph.ranks.len()
         );

@@ -77,6 +77,10 @@ impl Lowered {
             (shares[0], b.cond_text.clone()),
             (shares[1], format!("!({})", b.cond_text)),
         ];
+        // An arm that runs in every iteration but the first ones (the other runs only in them:
+        // `if k == 1 { .. } else { .. }`) is steady state, charged in full, but its events keep
+        // their condition: a run's first iterations do not show them.
+        let peeled = shares.contains(&0.0);
         // An `if` has at most two arms (`else if` is a branch inside the second).
         for (arm, (share, cond)) in b.arms.into_iter().zip(guards) {
             if share == 0.0 {
@@ -89,7 +93,7 @@ impl Lowered {
                         .with_label("not analysed"),
                     );
                 }
-            } else if share < 1.0 {
+            } else if share < 1.0 || peeled {
                 self.guards.push((share, cond));
                 self.block(arm, ctx, facts);
                 self.guards.pop();

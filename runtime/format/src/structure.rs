@@ -480,6 +480,15 @@ pub struct CommEvent {
     pub alternates: Vec<Span>,
 }
 
+impl CommEvent {
+    /// Whether the event runs in every iteration, the first ones included: not guarded by the
+    /// iteration counter (a guarded event has a frequency below 1, or, when it runs in all but
+    /// the first iterations, a `condition` at frequency 1).
+    pub fn in_every_iteration(&self) -> bool {
+        self.frequency >= 1.0 && self.condition.is_none()
+    }
+}
+
 #[cfg(feature = "read")]
 fn always() -> f64 {
     1.0

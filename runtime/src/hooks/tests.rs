@@ -252,3 +252,34 @@ fn same_records_but_times(stream: &[Record], direct: &[Record]) {
         }
     }
 }
+
+/// An exchange records the rank it received from when that is not its peer (a ring shift's
+/// `send_receive_into(&x, &right, &mut y, &left)`), in `id`, and the Chrome trace writes it as
+/// `args.source`; a call whose source is its peer, and any other call, records `NONE` and
+/// writes none.
+#[test]
+fn an_exchange_records_its_source_and_the_trace_writes_it() {
+    let records = recorded(|| {
+        let _s = stage(key(0, 0));
+        let both = Traffic {
+            messages_received: 1,
+            bytes_received: 16,
+            ..Traffic::sent(16)
+        };
+        comm_end_from(comm_begin(), CallKind::Receive, Some(2), Some(0), &both);
+        comm_end_from(comm_begin(), CallKind::Receive, Some(2), Some(2), &both);
+        comm_end(comm_begin(), CallKind::Send, Some(2), &Traffic::sent(8));
+    });
+    let comm: Vec<(u32, u32)> = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Comm)
+        .map(|r| (r.peer, r.id))
+        .collect();
+    assert_eq!(comm, vec![(2, 0), (2, NONE), (2, NONE)]);
+    let trace = crate::measure::chrome_trace(&[RankRecords {
+        records,
+        ..Default::default()
+    }]);
+    assert_eq!(trace.matches("\"source\":0").count(), 1, "{trace}");
+    assert_eq!(trace.matches("\"source\"").count(), 1, "{trace}");
+}

@@ -194,9 +194,18 @@ pub struct Detection {
     pub merges: Vec<Merge>,
     /// True when the run stopped at the `|V|²` iterations §3.4 bounds it by.
     pub truncated: bool,
-    /// `Some(pairs)` when the run stopped because its queue of candidate pairs reached the
-    /// budget of [`detect_within`] (the phases are then those made so far).
-    pub exhausted: Option<usize>,
+    /// Set when the run stopped at the budget of [`detect_within`] (the phases are then those
+    /// made so far).
+    pub exhausted: Option<Exhausted>,
+}
+
+/// Where a detection stopped at its budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exhausted {
+    /// The candidate pairs it held.
+    pub pairs: usize,
+    /// About the memory it held: the pairs, the phases and the interned block sets.
+    pub bytes: usize,
 }
 
 impl Detection {
@@ -244,6 +253,13 @@ struct Candidate {
     evaluated: bool,
 }
 
+impl Candidate {
+    /// The memory of its vectors.
+    fn bytes(&self) -> usize {
+        4 * (self.instances.capacity() + self.spans.capacity())
+    }
+}
+
 /// A pending pair as `U_i` first looks at it: its index in `pending`, the first block of its first
 /// union and that union's size (a pair lies within a phase only if its unions fit in the phase's
 /// instances).
@@ -274,14 +290,20 @@ pub fn detect(g: &DependencyGraph) -> Detection {
 /// 252 MB), for messages.
 pub const PAIR_BYTES: usize = 300;
 
+/// What a pending pair takes besides its own vectors: its slot and box, its `live` and queue
+/// entries and its `paired` key.
+const PAIR_OVERHEAD: usize = 8 + std::mem::size_of::<Candidate>() + 12 + 24 + 24;
+
 /// The candidate pairs [`detect`] keeps at most (about [`PAIR_BYTES`] each: 1.2 GB). rna's trace at
 /// 192 columns (4 ranks, 2 iterations) needs 0.8 million; at 256 columns the queue outgrew
 /// 3 GB. Past the budget the run stops and says so ([`Detection::exhausted`]) rather than
-/// exhausting the machine's memory.
+/// exhausting the machine's memory. The memory is bounded as a whole too: a halo exchange
+/// without a collective (a loosely coupled run) makes few pairs but many large block sets.
 pub const MAX_PAIRS: usize = 4_000_000;
 
-/// [`detect`] keeping at most `max_pairs` candidate pairs: past that the run stops, with the
-/// phases made so far and [`Detection::exhausted`] set.
+/// [`detect`] keeping at most `max_pairs` candidate pairs, and about `max_pairs` ×
+/// [`PAIR_BYTES`] bytes of memory in all: past either the run stops, with the phases made so
+/// far and [`Detection::exhausted`] set.
 pub fn detect_within(g: &DependencyGraph, max_pairs: usize) -> Detection {
     let n = g.len();
     let mut work = Workspace::new(g);
@@ -316,6 +338,9 @@ pub fn detect_within(g: &DependencyGraph, max_pairs: usize) -> Detection {
     let mut live: Vec<Live> = Vec::new();
     let mut queue: BinaryHeap<((usize, usize), Reverse<usize>)> = BinaryHeap::new();
     let mut paired: FxHashSet<(usize, usize)> = FxHashSet::default();
+    // About the memory of the phases and of the candidates' own vectors (not lowered when a
+    // candidate goes: a budget, not an account).
+    let mut held: usize = 0;
     for e in g.graph.edge_references() {
         let pair = (atomic_of[e.source().index()], atomic_of[e.target().index()]);
         if paired.insert(pair) {
@@ -323,6 +348,7 @@ pub fn detect_within(g: &DependencyGraph, max_pairs: usize) -> Detection {
             if c.spans.is_empty() {
                 continue;
             }
+            held += c.bytes();
             queue.push((c.quality, Reverse(pending.len())));
             live.push(live_entry(pending.len(), &c, &work));
             pending.push(Some(Box::new(c)));
@@ -337,8 +363,13 @@ pub fn detect_within(g: &DependencyGraph, max_pairs: usize) -> Detection {
     // The best pending pair: the largest quality, then the earliest (a max-heap on (Q, -index)
     // with pairs removed by U_i skipped when they surface).
     while let Some((_, Reverse(chosen))) = queue.pop() {
-        if pending.len() >= max_pairs {
-            exhausted = Some(pending.len());
+        // The pairs, or the memory as a whole (the interned sets grow too), past the budget.
+        let bytes = held + work.bytes() + pending.len() * PAIR_OVERHEAD;
+        if pending.len() >= max_pairs || bytes >= max_pairs.saturating_mul(PAIR_BYTES) {
+            exhausted = Some(Exhausted {
+                pairs: pending.len(),
+                bytes,
+            });
             break;
         }
         // Lazy evaluation: a pair queued with an upper bound of its quality is evaluated when
@@ -349,6 +380,7 @@ pub fn detect_within(g: &DependencyGraph, max_pairs: usize) -> Detection {
         };
         if !slot.evaluated {
             work.evaluate(g, slot);
+            held += 4 * slot.instances.capacity();
             if slot.instances.is_empty() || known.contains(&slot.key) {
                 pending[chosen] = None;
             } else {
@@ -383,6 +415,7 @@ pub fn detect_within(g: &DependencyGraph, max_pairs: usize) -> Detection {
         }
         known.insert(c.key);
         let key = work.forms.get(c.key).to_vec();
+        held += instances.iter().map(|i| 24 + 12 * i.len()).sum::<usize>();
         phases.push(Phase::new(key, instances, Some(c.pair)));
         merges.push(Merge {
             pair: c.pair,
@@ -460,6 +493,7 @@ pub fn detect_within(g: &DependencyGraph, max_pairs: usize) -> Detection {
             if paired.insert(pair) {
                 let c = work.join(g, &phases, pair);
                 if !c.spans.is_empty() {
+                    held += c.bytes();
                     queue.push((c.quality, Reverse(pending.len())));
                     live.push(live_entry(pending.len(), &c, &work));
                     pending.push(Some(Box::new(c)));

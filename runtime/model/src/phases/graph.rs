@@ -13,6 +13,13 @@
 //! the first iteration (which also holds the initialisation) the label of every other iteration's
 //! first block, so the main loop's body occurs K times in a trace of K iterations.
 //!
+//! **Request completions** (rsmpi's `wait`, `test`: a `receive` naming no peer and moving no
+//! message) end a block like any call, but a run of them one after another in one main-loop
+//! iteration is one step (`for r in requests { r.wait() }` is a wait-all), so it ends one block:
+//! otherwise the empty blocks
+//! between them, identical labels in a row, let every stretch of the run match every other, and
+//! the detection's phases and pairs grow with the square of the run.
+//!
 //! **Edges** (Def. 2): sequence edges between consecutive blocks of a rank (2.1); message edges
 //! from the block before the k-th send from rank a to rank b to the block after the k-th receive
 //! on b from a (2.2 and 2.4 — the trace records no tags, so messages are matched in MPI's
@@ -137,9 +144,25 @@ impl DependencyGraph {
         };
         let n = trace.ranks.len();
         let mut g = DependencyGraph::new();
+        // Per rank and call: the position of the block the call ends in `g.ranks[rank]` (a
+        // completion after a completion ends the same block as the run's first).
+        let mut ends_block: Vec<Vec<usize>> = Vec::with_capacity(n);
         for (r, rank) in trace.ranks.iter().enumerate() {
             let mut prev_end = rank.begin_s;
-            for c in &rank.calls {
+            let mut positions = Vec::with_capacity(rank.calls.len());
+            let mut ends = rank.iteration_ends.clone();
+            ends.sort_by(f64::total_cmp);
+            let iteration = |c: &super::trace::CommCall| ends.partition_point(|&e| e <= c.begin_s);
+            for (i, c) in rank.calls.iter().enumerate() {
+                let prev = i.checked_sub(1).map(|p| &rank.calls[p]);
+                if c.is_completion()
+                    && prev.is_some_and(|p| p.is_completion() && iteration(p) == iteration(c))
+                {
+                    positions.push(g.ranks[r].len() - 1);
+                    prev_end = prev_end.max(c.end_s);
+                    continue;
+                }
+                positions.push(g.ranks.get(r).map_or(0, Vec::len));
                 let relative = |p: Option<u32>, what: &str| match p {
                     Some(p) if (p as usize) >= n => Err(err(
                         format!("rank {r}"),
@@ -167,6 +190,7 @@ impl DependencyGraph {
             }
             let seconds = (rank.end_s - prev_end).max(0.0);
             g.push(r as u32, "end", seconds, None, false);
+            ends_block.push(positions);
         }
         // Message edges: k-th send a→b with k-th receive on b from a.
         let mut sends: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
@@ -183,6 +207,7 @@ impl DependencyGraph {
                             receives.entry((from as usize, r)).or_default().push(i);
                         }
                     }
+                    _ if c.is_completion() => {}
                     _ if c.is_point_to_point() => {
                         return Err(err(
                             format!("rank {r}, call {i}"),
@@ -213,8 +238,8 @@ impl DependencyGraph {
                 ));
             }
             for (&si, &ri) in s.iter().zip(v) {
-                let from = g.ranks[a][si];
-                let to = g.ranks[b][ri + 1];
+                let from = g.ranks[a][ends_block[a][si]];
+                let to = g.ranks[b][ends_block[b][ri] + 1];
                 g.add_dependency(from, to, EdgeKind::Message);
             }
         }
@@ -241,8 +266,8 @@ impl DependencyGraph {
                 }
                 for b in 0..n {
                     if a != b {
-                        let from = g.ranks[a][collectives[a][k]];
-                        let to = g.ranks[b][collectives[b][k] + 1];
+                        let from = g.ranks[a][ends_block[a][collectives[a][k]]];
+                        let to = g.ranks[b][ends_block[b][collectives[b][k]] + 1];
                         g.add_dependency(from, to, EdgeKind::Collective);
                     }
                 }

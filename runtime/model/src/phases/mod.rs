@@ -198,7 +198,7 @@ pub fn agreement(phase: Option<&PhaseSummary>, structure: &Structure) -> Agreeme
                 SectionItem::Stage(_) => Vec::new(),
             });
             for e in section.comm.as_ref().into_iter().chain(tiles.flatten()) {
-                if e.frequency < 1.0 {
+                if !e.in_every_iteration() {
                     conditional.insert(e.id);
                 } else {
                     every.insert(e.id);

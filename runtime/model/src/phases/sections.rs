@@ -73,7 +73,7 @@ pub fn compare(calls: &[Vec<ClosingCall>], solver: &Solver) -> SectionAgreement 
         if let Some(e) = &section.comm {
             closing.insert(e.id, section.id);
             structure.push((section.id, e.id));
-            if e.frequency >= 1.0 {
+            if e.in_every_iteration() {
                 every.insert(section.id);
             }
         }

@@ -50,6 +50,16 @@ impl CommCall {
         self.call == "receive"
     }
 
+    /// True for a request's completion (rsmpi's `wait`, `test`), which the runtime records as a
+    /// `receive` naming no peer and moving no message: it ends a block but has no message edge
+    /// (the message belongs to the immediate call that posted the request).
+    pub fn is_completion(&self) -> bool {
+        self.call == "receive"
+            && self.peer.is_none()
+            && self.messages_sent == 0
+            && self.messages_received == 0
+    }
+
     /// The rank a receiving call received from: its `source`, else its peer.
     pub fn received_from(&self) -> Option<u32> {
         self.source.or(self.peer)

@@ -45,6 +45,8 @@ pub(super) struct Interner<T> {
     /// Hash → the last item with it; `next` chains items sharing a hash.
     by_hash: FxHashMap<u64, u32>,
     next: Vec<u32>,
+    /// About the memory the items and their indexes take.
+    bytes: usize,
 }
 
 impl<T: Hash + Eq> Interner<T> {
@@ -53,7 +55,13 @@ impl<T: Hash + Eq> Interner<T> {
             items: Vec::new(),
             by_hash: FxHashMap::default(),
             next: Vec::new(),
+            bytes: 0,
         }
+    }
+
+    /// About the memory the interned items take, with their vectors' headers and the index.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
     }
 
     pub(super) fn hash(item: &[T]) -> u64 {
@@ -87,6 +95,8 @@ impl<T: Hash + Eq> Interner<T> {
         let id = self.items.len() as u32;
         let previous = self.by_hash.insert(hash, id).unwrap_or(u32::MAX);
         self.next.push(previous);
+        // The item's elements, its Vec in `items`, its `next` entry and a hash-map slot.
+        self.bytes += item.capacity() * std::mem::size_of::<T>() + 24 + 4 + 16;
         self.items.push(item);
         (id, true)
     }
@@ -113,6 +123,14 @@ pub(super) struct Workspace {
 }
 
 impl Workspace {
+    /// About the memory the interned unions, closed sets and forms take.
+    pub(super) fn bytes(&self) -> usize {
+        self.unions.bytes()
+            + self.closed.bytes()
+            + self.forms.bytes()
+            + 4 * (self.closures.len() + self.closed_form.len())
+    }
+
     pub(super) fn new(g: &DependencyGraph) -> Self {
         Workspace {
             inside: vec![false; g.len()],
