@@ -810,3 +810,35 @@ fn the_pair_budget_stops_the_run_instead_of_the_memory() {
         whole.detection.merges[..cut.detection.merges.len()]
     );
 }
+
+/// A periodic halo exchange with no collective: ranks drift apart, the graph is a grid of
+/// iterations × ranks, and the detection keeps few pairs but many large block sets. The budget bounds that
+/// memory too: the run stops on its bytes with far fewer pairs than it allows (the pair count
+/// alone let such runs exhaust the machine).
+#[test]
+fn the_budget_bounds_the_memory_of_few_pairs() {
+    let (p, k) = (4, 5);
+    let ranks: Vec<Vec<(String, Option<u32>)>> = (0..p)
+        .map(|r| {
+            let (left, right) = ((r + p - 1) % p, (r + 1) % p);
+            (0..k)
+                .flat_map(|_| {
+                    [
+                        (format!("send {right}"), Some(0)),
+                        (format!("send {left}"), Some(0)),
+                        (format!("receive {left}"), Some(0)),
+                        (format!("receive {right}"), Some(0)),
+                    ]
+                })
+                .collect()
+        })
+        .collect();
+    let trace = Trace::parse(&trace_json(&ranks, 4), "grid.json").unwrap();
+    let budget = 20_000;
+    let a = analyse_within(&trace, "grid.json", budget).unwrap();
+    let at = a.detection.exhausted.expect("stopped at the budget");
+    assert!(
+        at.pairs < budget / 2 && at.bytes >= budget * super::detect::PAIR_BYTES,
+        "{at:?}"
+    );
+}
