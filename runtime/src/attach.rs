@@ -36,25 +36,43 @@ pub const DEFAULT_MEASUREMENTS: &str = "mheta-measurements.json";
 #[cfg(any(feature = "mpi", test))]
 pub use settings::EnvSettings;
 
-/// Whether this process's environment asks an attached program for hooks that time regions or
-/// emulate a slower CPU (`MHETA_INSTRUMENT`, `MHETA_MEASUREMENTS`, `MHETA_TRACE` or
-/// `MHETA_CLUSTER`), read once per process; false when the variables do not parse (attaching
-/// reports that) and without feature `mpi`, where nothing attaches.
+/// Whether this process has not attached yet and its environment asks an attaching program for
+/// hooks that time regions or emulate a slower CPU: instrumenting (`MHETA_INSTRUMENT`,
+/// `MHETA_MEASUREMENTS`, `MHETA_TRACE`), or an `MHETA_CLUSTER` with a node slower than this
+/// machine (which node is this process's is not known before MPI starts). The environment is
+/// read once per process; false when it does not parse (attaching reports that), once the
+/// process has attached (the hooks' own state, `hooks::regions_active`, then decides exactly),
+/// and without feature `mpi`, where nothing attaches.
 ///
-/// `#[mheta::solver]` takes its instrumented body when this holds, even before the program has
-/// attached: a program whose solver is `main`, and which attaches inside it, then records from
-/// the moment it attaches (its guards do nothing until then).
+/// `#[mheta::solver]` takes its instrumented body when this holds: a program whose solver is
+/// `main`, entered before it attaches inside it, then records from the moment it attaches (its
+/// guards do nothing until then). A solver called after attaching is not affected.
 pub fn regions_requested() -> bool {
     #[cfg(feature = "mpi")]
     {
+        use std::sync::atomic::Ordering;
+        if ATTACHED.load(Ordering::Relaxed) {
+            return false;
+        }
         static REQUESTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         *REQUESTED.get_or_init(|| {
-            EnvSettings::from_env().is_ok_and(|env| env.instrument || env.cluster.is_some())
+            EnvSettings::from_env().is_ok_and(|env| {
+                env.instrument
+                    || env.cluster.as_deref().is_some_and(|path| {
+                        crate::format::ClusterSpec::load(path)
+                            .is_ok_and(|c| (0..c.nodes.len()).any(|r| c.least_cpu(r) < 1.0))
+                    })
+            })
         })
     }
     #[cfg(not(feature = "mpi"))]
     false
 }
+
+/// Set when the process attaches (`comm::mpi::attach`).
+#[cfg(feature = "mpi")]
+pub(crate) static ATTACHED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 #[cfg(any(feature = "mpi", test))]
 mod settings {

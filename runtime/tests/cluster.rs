@@ -324,6 +324,12 @@ fn a_load_schedule_applies_to_every_node_of_its_table() {
     let by_time = parse(&with_load("[[node.load]]\nat = \"1.5s\"\ncpu = 0.5\n")).unwrap();
     assert_eq!(by_time.load_of(1)[0].at, LoadAt::Seconds(1.5));
     assert!(by_time.load_of(2).is_empty());
+    // The least power a node has: its own less the largest share its load takes.
+    for r in 0..3 {
+        let node = cluster.nodes[r].cpu;
+        let expected = if r < 2 { node * 0.25 } else { node };
+        assert_eq!(cluster.least_cpu(r), expected, "rank {r}");
+    }
 }
 
 #[test]

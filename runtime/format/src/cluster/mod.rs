@@ -324,6 +324,18 @@ impl ClusterSpec {
         self.loads.get(rank).map_or(&[], Vec::as_slice)
     }
 
+    /// The least CPU power `rank`'s node has while its program runs: its power less the largest
+    /// share its load schedule takes. Below 1, a wall clock emulates it by slowing the program's
+    /// compute regions.
+    pub fn least_cpu(&self, rank: usize) -> f64 {
+        let taken = self
+            .load_of(rank)
+            .iter()
+            .filter_map(|s| s.cpu_share)
+            .fold(0.0, f64::max);
+        self.nodes.get(rank).map_or(1.0, |n| n.cpu) * (1.0 - taken)
+    }
+
     /// The cluster used when no `--cluster` is given: `ranks` identical nodes that are this
     /// machine (CPU power 1.0), with unbounded memory and no emulated disk or network cost.
     pub fn this_machine(ranks: usize) -> ClusterSpec {
