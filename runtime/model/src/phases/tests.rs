@@ -517,6 +517,14 @@ fn bad_traces_are_errors_naming_file_and_field() {
             "peer 5 is not a rank",
         ),
         (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "receive 0", "args": {"source": "left"}}]}"#,
+            "traceEvents[0].args.source is \"left\", expected a rank or null",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "receive 0", "args": {"source": 7, "messages_received": 1}}]}"#,
+            "source 7 is not a rank",
+        ),
+        (
             r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "send 1"},
                 {"ph": "X", "tid": 1, "ts": 1, "dur": 1, "cat": "stage", "name": "stage 0.0"}]}"#,
             "rank 0 sends 1 messages to rank 1, which receives 0",
