@@ -16,8 +16,9 @@
 //! [`Error::Env`](crate::error::Error::Env) naming the variable. With none of them set,
 //! attaching does nothing.
 //!
-//! Only an MPI session (`comm::mpi::attach`) reads them: without feature `mpi` this module holds
-//! just the names.
+//! Only an MPI session (`comm::mpi::attach`) reads them, and, before it attaches,
+//! [`regions_requested`]: without feature `mpi` this module holds just the names, and
+//! `regions_requested` is false.
 
 /// Every variable an attached program reads.
 pub const VARIABLES: [&str; 7] = [

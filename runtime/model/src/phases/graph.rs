@@ -14,11 +14,15 @@
 //! first block, so the main loop's body occurs K times in a trace of K iterations.
 //!
 //! **Request completions** (rsmpi's `wait`, `test`: a `receive` naming no peer and moving no
-//! message) end a block like any call, but a run of them one after another in one main-loop
+//! message) end a block like any call, but have no message edge (the message belongs to the
+//! immediate call that posted the request). A run of them one after another in one main-loop
 //! iteration is one step (`for r in requests { r.wait() }` is a wait-all), so it ends one block:
-//! otherwise the empty blocks
-//! between them, identical labels in a row, let every stretch of the run match every other, and
-//! the detection's phases and pairs grow with the square of the run.
+//! otherwise the empty blocks between them, identical labels in a row, let every stretch of the
+//! run match every other, and the detection's phases and pairs grow with the square of the run.
+//!
+//! **Exchanges** (rsmpi's `send_receive_into`) send to their peer and receive from their
+//! `source` when the trace names one (a ring shift), else from their peer; the label then names
+//! both (`receive +1 from -1`).
 //!
 //! **Edges** (Def. 2): sequence edges between consecutive blocks of a rank (2.1); message edges
 //! from the block before the k-th send from rank a to rank b to the block after the k-th receive
