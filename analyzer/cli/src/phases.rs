@@ -53,12 +53,19 @@ pub fn run(args: &PhasesArgs) -> anyhow::Result<()> {
         return super::stdout(&analysis.graph.to_dot());
     }
     if let Some(at) = analysis.detection.exhausted {
+        // Fewer iterations help only a trace that has more than two.
+        let most = trace.ranks.iter().map(|r| r.iterations).max().unwrap_or(0);
+        let fewer = if most > 2 {
+            "analyse fewer iterations (--iterations 2), "
+        } else {
+            ""
+        };
         bail!(
             "`{file}`: the phase detection stopped after {} merges, holding {} candidate pairs \
              and about {} MB (--max-pairs {}: that many pairs, {} MB in all). {} independent \
              blocks on {} ranks are too many for it (a long pipeline of identical tiles, or a \
-             halo exchange with no collective, keeps nearly every pair of phases): analyse \
-             fewer iterations (--iterations 2), record coarser tiles, or raise --max-pairs",
+             halo exchange with no collective, keeps nearly every pair of phases): {fewer}record \
+             coarser tiles, or raise --max-pairs",
             analysis.detection.merges.len(),
             at.pairs,
             at.bytes / 1_000_000,
