@@ -189,22 +189,37 @@ fn trace_json(ranks: &[Vec<(String, Option<u32>)>], per: usize) -> String {
     json!({"traceEvents": events, "displayTimeUnit": "ms"}).to_string()
 }
 
-/// A ring shift then an all-reduce, `k` iterations on `p` ranks (like Jacobi's main loop).
-fn ring_trace(p: usize, k: usize) -> String {
+/// The trace of `p` ranks that each make `calls` (name, event) `k` times, one iteration each
+/// time; in a name, `NEXT` and `PREV` stand for the rank's neighbours on a ring.
+fn periodic_trace(p: usize, k: usize, calls: &[(&str, Option<u32>)]) -> String {
     let ranks: Vec<Vec<(String, Option<u32>)>> = (0..p)
         .map(|r| {
             (0..k)
                 .flat_map(|_| {
-                    [
-                        (format!("send {}", (r + 1) % p), Some(0)),
-                        (format!("receive {}", (r + p - 1) % p), Some(0)),
-                        ("all_reduce".to_string(), Some(1)),
-                    ]
+                    calls.iter().map(move |&(name, event)| {
+                        let name = name
+                            .replace("NEXT", &((r + 1) % p).to_string())
+                            .replace("PREV", &((r + p - 1) % p).to_string());
+                        (name, event)
+                    })
                 })
                 .collect()
         })
         .collect();
-    trace_json(&ranks, 3)
+    trace_json(&ranks, calls.len())
+}
+
+/// A ring shift then an all-reduce, `k` iterations on `p` ranks (like Jacobi's main loop).
+fn ring_trace(p: usize, k: usize) -> String {
+    periodic_trace(
+        p,
+        k,
+        &[
+            ("send NEXT", Some(0)),
+            ("receive PREV", Some(0)),
+            ("all_reduce", Some(1)),
+        ],
+    )
 }
 
 /// The requirement of issue 18: in a trace of K iterations the main loop's body is a phase
@@ -267,28 +282,19 @@ fn a_send_receive_is_a_send_and_a_receive() {
 
 /// A ring shift by rsmpi's `send_receive_into(&x, &right, &mut y, &left)`, which sends to one
 /// neighbour and receives from the other: the runtime records it as a `receive` naming the
-/// destination, with the source in `args.source` (written `receive R<L!` here). Each shift's
+/// destination, with the source in `args.source` (written `receive NEXT<PREV!` here). Each shift's
 /// message goes from a rank's block to its right neighbour's next block, so the graph pairs
 /// every message (naming the destination alone, rank 1 would seem to receive from rank 2,
 /// which never sends to it), and the body is one phase per iteration.
 #[test]
 fn a_ring_shift_receives_from_its_source() {
     let (p, k) = (4, 3);
-    let ranks: Vec<Vec<(String, Option<u32>)>> = (0..p)
-        .map(|r| {
-            let (left, right) = ((r + p - 1) % p, (r + 1) % p);
-            (0..k)
-                .flat_map(|_| {
-                    [
-                        (format!("receive {right}<{left}!"), Some(0)),
-                        (format!("receive {left}<{right}!"), Some(0)),
-                        ("all_reduce".to_string(), Some(1)),
-                    ]
-                })
-                .collect()
-        })
-        .collect();
-    let trace = Trace::parse(&trace_json(&ranks, 3), "ring.json").unwrap();
+    let calls = [
+        ("receive NEXT<PREV!", Some(0)),
+        ("receive PREV<NEXT!", Some(0)),
+        ("all_reduce", Some(1)),
+    ];
+    let trace = Trace::parse(&periodic_trace(p, k, &calls), "ring.json").unwrap();
     let call = &trace.ranks[1].calls[0];
     assert_eq!((call.peer, call.received_from()), (Some(2), Some(0)));
     let graph = DependencyGraph::from_trace(&trace, "ring.json").unwrap();
@@ -311,25 +317,16 @@ fn a_ring_shift_receives_from_its_source() {
 #[test]
 fn request_completions_end_one_block_and_carry_no_message() {
     let (p, k) = (3, 3);
-    let ranks: Vec<Vec<(String, Option<u32>)>> = (0..p)
-        .map(|r| {
-            let (left, right) = ((r + p - 1) % p, (r + 1) % p);
-            (0..k)
-                .flat_map(|_| {
-                    [
-                        (format!("immediate_send {right}"), Some(0)),
-                        (format!("immediate_send {left}"), Some(0)),
-                        (format!("receive {left}"), Some(0)),
-                        (format!("receive {right}"), Some(0)),
-                        ("wait".to_string(), Some(0)),
-                        ("wait".to_string(), Some(0)),
-                        ("all_reduce".to_string(), Some(1)),
-                    ]
-                })
-                .collect()
-        })
-        .collect();
-    let trace = Trace::parse(&trace_json(&ranks, 7), "wait.json").unwrap();
+    let calls = [
+        ("immediate_send NEXT", Some(0)),
+        ("immediate_send PREV", Some(0)),
+        ("receive PREV", Some(0)),
+        ("receive NEXT", Some(0)),
+        ("wait", Some(0)),
+        ("wait", Some(0)),
+        ("all_reduce", Some(1)),
+    ];
+    let trace = Trace::parse(&periodic_trace(p, k, &calls), "wait.json").unwrap();
     assert!(trace.ranks[0].calls[4].is_completion());
     let graph = DependencyGraph::from_trace(&trace, "wait.json").unwrap();
     // 6 blocks ended by calls per iteration, then the rank's last block.
@@ -629,6 +626,17 @@ fn a_pipeline_of_identical_tiles() {
     }
 }
 
+/// A structure of one solver whose section `i` is closed by every-iteration event `closing[i]`
+/// (`None`: a section without communication).
+fn sections_closed_by(closing: &[Option<u32>]) -> Structure {
+    let sections: Vec<serde_json::Value> = closing
+        .iter()
+        .enumerate()
+        .map(|(i, e)| json!({"id": i, "items": [], "comm": e.map(|e| event(e, 1.0))}))
+        .collect();
+    structure_with(json!(sections))
+}
+
 /// A structure of one solver with the given sections (`[{"id", "items", "comm"}]`).
 fn structure_with(sections: serde_json::Value) -> Structure {
     serde_json::from_value(json!({
@@ -643,21 +651,7 @@ fn structure_with(sections: serde_json::Value) -> Structure {
 
 /// The main-loop phase of a trace whose ranks all make `calls` (name, event) `k` times.
 fn main_phase_of(p: usize, k: usize, calls: &[(&str, Option<u32>)]) -> PhaseSummary {
-    let ranks: Vec<Vec<(String, Option<u32>)>> = (0..p)
-        .map(|r| {
-            (0..k)
-                .flat_map(|_| {
-                    calls.iter().map(move |&(name, event)| {
-                        let name = name
-                            .replace("NEXT", &((r + 1) % p).to_string())
-                            .replace("PREV", &((r + p - 1) % p).to_string());
-                        (name, event)
-                    })
-                })
-                .collect()
-        })
-        .collect();
-    let trace = Trace::parse(&trace_json(&ranks, calls.len()), "s.json").unwrap();
+    let trace = Trace::parse(&periodic_trace(p, k, calls), "s.json").unwrap();
     let a = analyse(&trace, "s.json").unwrap();
     let main = a.main_loop.expect("a main-loop phase");
     a.phases[main].clone()
@@ -677,10 +671,7 @@ fn section_boundaries_agree() {
             ("all_reduce", Some(1)),
         ],
     );
-    let structure = structure_with(json!([
-        {"id": 0, "items": [], "comm": event(0, 1.0)},
-        {"id": 1, "items": [], "comm": event(1, 1.0)},
-    ]));
+    let structure = sections_closed_by(&[Some(0), Some(1)]);
     let a = agreement(Some(&main), &structure);
     let s = a.sections.clone().unwrap();
     assert_eq!(s.structure, vec![(0, 0), (1, 1)]);
@@ -709,10 +700,7 @@ fn a_boundary_the_structure_lacks() {
             ("all_reduce", Some(1)),
         ],
     );
-    let structure = structure_with(json!([
-        {"id": 0, "items": [], "comm": event(0, 1.0)},
-        {"id": 1, "items": [], "comm": event(1, 1.0)},
-    ]));
+    let structure = sections_closed_by(&[Some(0), Some(1)]);
     let a = agreement(Some(&main), &structure);
     let s = a.sections.clone().unwrap();
     assert_eq!(
@@ -743,21 +731,12 @@ fn section_boundaries_out_of_order_or_missing() {
             ("all_reduce", Some(1)),
         ],
     );
-    let three = structure_with(json!([
-        {"id": 0, "items": [], "comm": event(0, 1.0)},
-        {"id": 1, "items": [], "comm": event(1, 1.0)},
-        {"id": 2, "items": [], "comm": event(2, 1.0)},
-    ]));
+    let three = sections_closed_by(&[Some(0), Some(1), Some(2)]);
     let s = agreement(Some(&main), &three).sections.unwrap();
     assert_eq!(s.out_of_order, vec![0, 1]);
     assert!(!s.agree);
     let main = main_phase_of(2, 3, &[("all_reduce", Some(0)), ("all_reduce", Some(1))]);
-    let four = structure_with(json!([
-        {"id": 0, "items": [], "comm": event(0, 1.0)},
-        {"id": 1, "items": [], "comm": event(1, 1.0)},
-        {"id": 2, "items": [], "comm": null},
-        {"id": 3, "items": [], "comm": event(3, 1.0)},
-    ]));
+    let four = sections_closed_by(&[Some(0), Some(1), None, Some(3)]);
     let s = agreement(Some(&main), &four).sections.unwrap();
     assert_eq!(s.structure_only, vec![3]);
     assert!(s.out_of_order.is_empty(), "{s:?}");
@@ -820,28 +799,18 @@ fn the_pair_budget_stops_the_run_instead_of_the_memory() {
 }
 
 /// A periodic halo exchange with no collective: ranks drift apart, the graph is a grid of
-/// iterations × ranks, and the detection keeps few pairs but many large block sets. The budget bounds that
-/// memory too: the run stops on its bytes with far fewer pairs than it allows (the pair count
+/// iterations × ranks, and the detection keeps few pairs but many large block sets. The budget
+/// bounds that memory too: the run stops on its bytes with far fewer pairs than it allows (the pair count
 /// alone let such runs exhaust the machine).
 #[test]
 fn the_budget_bounds_the_memory_of_few_pairs() {
-    let (p, k) = (4, 5);
-    let ranks: Vec<Vec<(String, Option<u32>)>> = (0..p)
-        .map(|r| {
-            let (left, right) = ((r + p - 1) % p, (r + 1) % p);
-            (0..k)
-                .flat_map(|_| {
-                    [
-                        (format!("send {right}"), Some(0)),
-                        (format!("send {left}"), Some(0)),
-                        (format!("receive {left}"), Some(0)),
-                        (format!("receive {right}"), Some(0)),
-                    ]
-                })
-                .collect()
-        })
-        .collect();
-    let trace = Trace::parse(&trace_json(&ranks, 4), "grid.json").unwrap();
+    let calls = [
+        ("send NEXT", Some(0)),
+        ("send PREV", Some(0)),
+        ("receive PREV", Some(0)),
+        ("receive NEXT", Some(0)),
+    ];
+    let trace = Trace::parse(&periodic_trace(4, 5, &calls), "grid.json").unwrap();
     let budget = 20_000;
     let a = analyse_within(&trace, "grid.json", budget).unwrap();
     let at = a.detection.exhausted.expect("stopped at the budget");
