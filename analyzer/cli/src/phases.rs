@@ -54,7 +54,12 @@ pub fn run(args: &PhasesArgs) -> anyhow::Result<()> {
     }
     if let Some(at) = analysis.detection.exhausted {
         // Fewer iterations help only a trace that has more than two.
-        let most = trace.ranks.iter().map(|r| r.iterations).max().unwrap_or(0);
+        let most = trace
+            .ranks
+            .iter()
+            .map(|r| r.iterations())
+            .max()
+            .unwrap_or(0);
         let fewer = if most > 2 {
             "analyse fewer iterations (--iterations 2), "
         } else {

@@ -154,13 +154,13 @@ impl DependencyGraph {
         for (r, rank) in trace.ranks.iter().enumerate() {
             let mut prev_end = rank.begin_s;
             let mut positions = Vec::with_capacity(rank.calls.len());
-            let mut ends = rank.iteration_ends.clone();
-            ends.sort_by(f64::total_cmp);
-            let iteration = |c: &super::trace::CommCall| ends.partition_point(|&e| e <= c.begin_s);
             for (i, c) in rank.calls.iter().enumerate() {
                 let prev = i.checked_sub(1).map(|p| &rank.calls[p]);
                 if c.is_completion()
-                    && prev.is_some_and(|p| p.is_completion() && iteration(p) == iteration(c))
+                    && prev.is_some_and(|p| {
+                        p.is_completion()
+                            && rank.iteration_at(p.begin_s) == rank.iteration_at(c.begin_s)
+                    })
                 {
                     positions.push(g.ranks[r].len() - 1);
                     prev_end = prev_end.max(c.end_s);

@@ -79,7 +79,7 @@ pub fn analyse_within(trace: &Trace, file: &str, max_pairs: usize) -> Result<Ana
         .into_iter()
         .map(|p| summarise(&graph, &detection.phases[p]))
         .collect();
-    let iterations: Vec<usize> = trace.ranks.iter().map(|r| r.iterations).collect();
+    let iterations: Vec<usize> = trace.ranks.iter().map(|r| r.iterations()).collect();
     let main_loop = main_loop_of(&phases, &iterations);
     Ok(Analysis {
         graph,

@@ -71,9 +71,7 @@ impl CommCall {
 pub struct RankTrace {
     /// Communication calls in the order they started.
     pub calls: Vec<CommCall>,
-    /// Main-loop iterations recorded (`cat` "iteration").
-    pub iterations: usize,
-    /// When each recorded iteration ended, seconds, in the order the file lists them.
+    /// When each recorded main-loop iteration (`cat` "iteration") ended, seconds, ascending.
     pub iteration_ends: Vec<f64>,
     /// Start of the rank's first record, seconds.
     pub begin_s: f64,
@@ -88,6 +86,19 @@ pub struct Trace {
     pub ranks: Vec<RankTrace>,
 }
 
+impl RankTrace {
+    /// Main-loop iterations recorded.
+    pub fn iterations(&self) -> usize {
+        self.iteration_ends.len()
+    }
+
+    /// The iteration a call starting at `t` belongs to: how many recorded iterations ended by
+    /// then (0 in the first iteration, and before it).
+    pub fn iteration_at(&self, t: f64) -> usize {
+        self.iteration_ends.partition_point(|&e| e <= t)
+    }
+}
+
 impl Trace {
     /// The run up to the end of each rank's `k`-th main-loop iteration: the calls that began
     /// before it (the set-up's and those of the first `k` iterations). A rank that recorded
@@ -98,11 +109,10 @@ impl Trace {
             .ranks
             .iter()
             .map(|rank| {
-                let mut ends = rank.iteration_ends.clone();
-                ends.sort_by(f64::total_cmp);
-                let Some(&cut) = ends.get(k.wrapping_sub(1)).filter(|_| rank.iterations > k) else {
+                if k == 0 || rank.iterations() <= k {
                     return rank.clone();
-                };
+                }
+                let cut = rank.iteration_ends[k - 1];
                 RankTrace {
                     calls: rank
                         .calls
@@ -110,8 +120,7 @@ impl Trace {
                         .filter(|c| c.begin_s < cut)
                         .cloned()
                         .collect(),
-                    iterations: k,
-                    iteration_ends: ends[..k].to_vec(),
+                    iteration_ends: rank.iteration_ends[..k].to_vec(),
                     begin_s: rank.begin_s,
                     end_s: cut,
                 }
@@ -207,10 +216,7 @@ impl Trace {
                 (rank.begin_s, rank.end_s, seen[tid]) = (begin_s, end_s, true);
             }
             match cat {
-                "iteration" => {
-                    rank.iterations += 1;
-                    rank.iteration_ends.push(end_s);
-                }
+                "iteration" => rank.iteration_ends.push(end_s),
                 "comm" => {
                     let name = obj
                         .get("name")
@@ -296,6 +302,7 @@ impl Trace {
         for rank in &mut ranks {
             // A stable sort keeps file order for calls that start at the same time.
             rank.calls.sort_by(|a, b| a.begin_s.total_cmp(&b.begin_s));
+            rank.iteration_ends.sort_by(f64::total_cmp);
         }
         Ok(Trace { ranks })
     }
