@@ -54,10 +54,10 @@ struct Kind {
     message: usize,
     /// Which argument is the receive buffer (`send_receive_into(&x, &p, &mut y, &q)`: the third).
     received: usize,
-    /// A free function whose second argument is the peer (`send_receive_into(&x, &p, ..)`).
-    peer_argument: bool,
-    /// Which argument is the rank an exchange receives from (`send_receive_into(&x, &p, &mut
-    /// y, &q)`: the fourth), which may differ from its peer (a ring shift).
+    /// An exchange, a free function whose second argument is the peer it sends to
+    /// (`send_receive_into(&x, &p, ..)`): which argument is the rank it receives from
+    /// (`send_receive_into(&x, &p, &mut y, &q)`: the fourth), which may differ from its peer
+    /// (a ring shift).
     source: Option<usize>,
 }
 
@@ -80,16 +80,12 @@ fn kind(api: &str) -> Kind {
         blocks,
         sends,
         receives,
-        peer_argument: false,
         message,
         received,
         source,
     };
     match name {
-        n if n.starts_with("send_receive") => Kind {
-            peer_argument: true,
-            ..k("Receive", true, true, true)
-        },
+        _ if source.is_some() => k("Receive", true, true, true),
         n if n.starts_with("immediate_") && n.contains("send") => {
             k("ImmediateSend", false, true, false)
         }
@@ -275,7 +271,7 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
         _ => quote!(0u64),
     };
     let (sent, got) = (bytes(kind.sends, message), bytes(kind.receives, received));
-    let peer = match (&recv, kind.peer_argument, operands.get(1)) {
+    let peer = match (&recv, kind.source.is_some(), operands.get(1)) {
         (_, true, Some(p)) => quote!((&#rsmpi::Peer(&*#p)).peer()),
         (Some(r), false, _) => quote!((&#rsmpi::Peer(&#r)).peer()),
         _ => quote!(::core::option::Option::None),
