@@ -307,9 +307,7 @@ pub fn install_load(steps: &[LoadStep]) -> f64 {
         pending.extend(steps.iter().rev().copied());
     });
     aim_at_next_step();
-    let node = NODE_POWER.with(Cell::get);
-    let taken = steps.iter().filter_map(|s| s.cpu_share).fold(0.0, f64::max);
-    node * (1.0 - taken)
+    NODE_POWER.with(Cell::get) * (1.0 - LoadStep::largest_cpu_share(steps))
 }
 
 /// The node's memory that its load schedule takes now, bytes (0 without one).

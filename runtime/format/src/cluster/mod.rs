@@ -161,6 +161,13 @@ pub struct NodeSpec {
 
 crate::json_object!(ClusterSpec { field network, field nodes, optional loads });
 crate::json_object!(LoadStep { field at, optional cpu_share, optional memory_bytes });
+
+impl LoadStep {
+    /// The largest share of its node's CPU a load schedule takes (0 without one).
+    pub fn largest_cpu_share(steps: &[LoadStep]) -> f64 {
+        steps.iter().filter_map(|s| s.cpu_share).fold(0.0, f64::max)
+    }
+}
 crate::json_object!(NetworkSpec { field latency_s, field bandwidth_bps });
 crate::json_object!(NodeSpec {
     field cpu, field memory_bytes, field disk_read_bps, field disk_write_bps, field disk_latency_s,
@@ -328,12 +335,8 @@ impl ClusterSpec {
     /// share its load schedule takes. Below 1, a wall clock emulates it by slowing the program's
     /// compute regions.
     pub fn least_cpu(&self, rank: usize) -> f64 {
-        let taken = self
-            .load_of(rank)
-            .iter()
-            .filter_map(|s| s.cpu_share)
-            .fold(0.0, f64::max);
-        self.nodes.get(rank).map_or(1.0, |n| n.cpu) * (1.0 - taken)
+        let power = self.nodes.get(rank).map_or(1.0, |n| n.cpu);
+        power * (1.0 - LoadStep::largest_cpu_share(self.load_of(rank)))
     }
 
     /// The cluster used when no `--cluster` is given: `ranks` identical nodes that are this
