@@ -178,13 +178,16 @@ pub const MIN_STEADY_S: f64 = 0.2;
 pub const MAX_ITERATIONS: u32 = 100_000;
 
 /// Iterations of a compared run whose steady iterations take `iteration_s` each: enough for
-/// [`MIN_STEADY_S`], at least 3 (3 is also the count for a run that cannot be timed), plus the
-/// fewest warm-up iterations the timings leave out (a run whose durations show a longer warm-up
-/// keeps fewer steady ones, `format::warm_up`).
+/// [`MIN_STEADY_S`], at least 4 (4 is also the count for a run that cannot be timed), rounded
+/// up to an even number as the timings keep (`format::warm_up_iterations`: arrays that swap
+/// roles every iteration are measured as often in each role), plus the fewest warm-up
+/// iterations the timings leave out (a run whose durations show a longer warm-up keeps fewer
+/// steady ones, `format::warm_up`).
 pub fn iterations_for(iteration_s: f64) -> u32 {
     let steady = steady_for(iteration_s, MAX_ITERATIONS)
-        .unwrap_or(3)
-        .clamp(3, MAX_ITERATIONS);
+        .unwrap_or(4)
+        .clamp(4, MAX_ITERATIONS)
+        .next_multiple_of(2);
     steady + steady_to_run(steady)
 }
 
@@ -937,15 +940,23 @@ mod tests {
         use super::iterations_for;
         // 10 ms per iteration: 20 steady iterations, and the 2 of warm-up.
         assert_eq!(iterations_for(0.01), 22);
-        // 0.3 ms: ceil(666.7) = 667 steady.
-        assert_eq!(iterations_for(0.0003), 669);
-        // Slow iterations still run 3 steady ones (5 in all), as does a run that cannot be
+        // 0.3 ms: ceil(666.7) = 667 steady, even: 668.
+        assert_eq!(iterations_for(0.0003), 670);
+        // 77 ms (Jacobi out of core on slowdisk-2): ceil(2.6) = 3 steady, even and at least
+        // 4: 4, in 6 iterations.
+        assert_eq!(iterations_for(0.077), 6);
+        // Slow iterations still run 4 steady ones (6 in all), as does a run that cannot be
         // timed.
-        assert_eq!(iterations_for(1.0), 5);
-        assert_eq!(iterations_for(0.0), 5);
-        assert_eq!(iterations_for(f64::NAN), 5);
-        // Bounded.
+        assert_eq!(iterations_for(1.0), 6);
+        assert_eq!(iterations_for(0.0), 6);
+        assert_eq!(iterations_for(f64::NAN), 6);
+        // Bounded (the bound is even).
         assert_eq!(iterations_for(1e-12), super::MAX_ITERATIONS + 2);
+        // Every count keeps an even steady state.
+        for ms in 1..2000 {
+            let k = iterations_for(f64::from(ms) * 1e-4) as usize;
+            assert_eq!((k - mheta_runtime::format::warm_up_iterations(k)) % 2, 0, "{ms}");
+        }
     }
 
     #[test]
@@ -995,10 +1006,11 @@ mod tests {
 
     #[test]
     fn a_run_of_steady_iterations_adds_the_fewest_warm_up() {
-        // `warm_up_iterations`: 2 of 4 or more recorded, 1 of 2–3, none of 0–1. Two steady
-        // iterations come from 3 or 4 recorded: the shorter run is taken.
+        // `warm_up_iterations`: 2 of an even 4 or more recorded, 3 of an odd 5 or more, 1 of
+        // 2–3, none of 0–1. Two steady iterations come from 3 or 4 recorded: the shorter run is
+        // taken. Runs of three or more keep an even number, which is all tune asks for.
         assert_eq!(98 + steady_to_run(98), 100);
-        for steady in 0..5000 {
+        for steady in (0..5000).filter(|s| s % 2 == 0 || *s == 1) {
             let total = steady + steady_to_run(steady);
             assert_eq!(total - super::warm_up(total), steady, "{steady}");
         }
