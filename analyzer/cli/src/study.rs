@@ -598,13 +598,35 @@ impl Case {
     }
 }
 
-/// `README.md` (the table) and `study.json`, both written atomically.
+/// `README.md` (the table, then the notes of the README it replaces: [`kept_notes`]) and
+/// `study.json`, both written atomically.
 fn write(out: &Path, cases: &[Case]) -> anyhow::Result<()> {
     super::write_atomic(
         &out.join("study.json"),
         &serde_json::to_string_pretty(cases)?,
     )?;
-    super::write_atomic(&out.join("README.md"), &table(cases))
+    let readme = out.join("README.md");
+    let previous = match std::fs::read_to_string(&readme) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", readme.display())),
+    };
+    let mut text = table(cases);
+    text.push('\n');
+    text.push_str(kept_notes(&previous));
+    super::write_atomic(&readme, &text)
+}
+
+/// The line after which a study's README holds notes written by hand (how and when its rows
+/// were measured), which `mheta study` keeps when it writes the table again.
+pub const NOTES_MARKER: &str = "<!-- notes below this line are kept by `mheta study` -->";
+
+/// The notes of a README `mheta study` wrote before: from [`NOTES_MARKER`] to the end, or the
+/// marker alone when there are none.
+fn kept_notes(previous: &str) -> &str {
+    previous
+        .find(NOTES_MARKER)
+        .map_or(NOTES_MARKER, |at| &previous[at..])
 }
 
 /// The Markdown table, one section per clock setting, plus the overall figures.
@@ -785,6 +807,36 @@ mod tests {
                 "Over the 2 measured cases: mean of means 97.0%, lowest min 90.0%, lowest run-to-run 96.0%; 1 failed."
             ),
             "{t}"
+        );
+    }
+
+    #[test]
+    fn writing_the_table_again_keeps_the_notes_below_the_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [case(
+            "rna",
+            Outcome::Failed {
+                error: "step 2".into(),
+            },
+        )];
+        // A first study writes the marker, with nothing below it.
+        write(dir.path(), &cases).unwrap();
+        let first = std::fs::read_to_string(dir.path().join("README.md")).unwrap();
+        assert!(first.ends_with(NOTES_MARKER), "{first}");
+        // Notes written by hand below it survive the next study; the table above is new.
+        let notes = "\n\n## How this table was made\n\nBy hand, at 02:27 UTC.\n";
+        std::fs::write(
+            dir.path().join("README.md"),
+            format!("an old table\n{NOTES_MARKER}{notes}"),
+        )
+        .unwrap();
+        write(dir.path(), &cases).unwrap();
+        let second = std::fs::read_to_string(dir.path().join("README.md")).unwrap();
+        assert!(!second.contains("an old table"), "{second}");
+        assert!(second.starts_with("# Accuracy study"), "{second}");
+        assert!(
+            second.ends_with(&format!("{NOTES_MARKER}{notes}")),
+            "{second}"
         );
     }
 

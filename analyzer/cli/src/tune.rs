@@ -955,7 +955,11 @@ mod tests {
         // Every count keeps an even steady state.
         for ms in 1..2000 {
             let k = iterations_for(f64::from(ms) * 1e-4) as usize;
-            assert_eq!((k - mheta_runtime::format::warm_up_iterations(k)) % 2, 0, "{ms}");
+            assert_eq!(
+                (k - mheta_runtime::format::warm_up_iterations(k)) % 2,
+                0,
+                "{ms}"
+            );
         }
     }
 

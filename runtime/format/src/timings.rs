@@ -289,7 +289,9 @@ mod tests {
         assert!((s - 0.0775).abs() < 1e-12, "{s}");
         // Eleven: the candidates are 3 and 5, both keeping whole pairs. d = 3 leaves
         // 8 · 0.0105² / 8² = 1.38e-5, d = 5 leaves 6 · 0.0105² / 6² = 1.84e-5: d = 3.
-        let long = [0.2, 0.1, 0.088, 0.067, 0.088, 0.067, 0.088, 0.067, 0.088, 0.067, 0.088];
+        let long = [
+            0.2, 0.1, 0.088, 0.067, 0.088, 0.067, 0.088, 0.067, 0.088, 0.067, 0.088,
+        ];
         assert_eq!(warm_up(&long), 3);
     }
 
