@@ -8,6 +8,8 @@ Usage (from the repository root, after `cargo build --release -p jacobi -p cg` a
     python3 study/npt.py [--program jacobi] [--out study/npt] [--iterations 10] [--target 2500]
     python3 study/npt.py --program cg --out study/npt-cg --target 200000 --fit-sizes 100000,200000,300000
     python3 study/npt.py --program rna --out study/npt-rna --target 8000 --fit-sizes 4000,8000,12000
+    python3 study/npt.py --cluster fixtures/clusters/hy2-8.toml --max-ranks 1 --no-per-allocation \
+        --out /tmp/npt-hy2   # the groups of a cluster file: see study/npt.md on HY2 and HY3
 
 Groups: `fast` (HY1's varying-CPU kind at power 1.0: 256 MiB, normal disk) and `small` (HY1's
 small-memory, slow-disk kind: power 0.5, 6 MiB, 50/40 MB/s, 8 ms), four nodes each, one or two
@@ -37,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 
 GROUPS = [
     {"name": "fast", "nodes": 4, "cpu": 1.0, "memory": "256MiB",
@@ -45,6 +48,27 @@ GROUPS = [
      "disk_read": "50MB/s", "disk_write": "40MB/s", "disk_latency": "8ms"},
 ]
 MAX_RANKS = 2
+CLUSTER = "hy1-like 4+4"
+NODE_KEYS = ["cpu", "memory", "disk_read", "disk_write", "disk_latency"]
+
+
+def use_cluster(path, max_ranks):
+    """Make the groups those of a cluster.toml: runs of identical nodes (every key of NODE_KEYS
+    equal) in the file's order, a `count = k` entry being k identical nodes. HY2 has six groups
+    (four single nodes of varying CPU power, two pairs), HY3 eight single nodes."""
+    global GROUPS, MAX_RANKS, CLUSTER
+    with open(path, "rb") as f:
+        spec = tomllib.load(f)
+    groups = []
+    for node in spec["node"]:
+        kind = {k: node[k] for k in NODE_KEYS}
+        count = node.get("count", 1)
+        if groups and all(groups[-1][k] == kind[k] for k in NODE_KEYS):
+            groups[-1]["nodes"] += count
+        else:
+            groups.append(dict(kind, name=f"g{len(groups)}", nodes=count))
+    GROUPS, MAX_RANKS = groups, max_ranks
+    CLUSTER = os.path.basename(path)
 
 
 def cluster_toml(allocation):
@@ -107,6 +131,7 @@ def mheta_json(mheta, args):
 
 
 def main():
+    global MAX_RANKS
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--program", default="jacobi", choices=["jacobi", "cg", "rna"],
                     help="the fixture")
@@ -118,7 +143,18 @@ def main():
     ap.add_argument("--mheta", default="target/debug/mheta")
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--target", type=int, default=2500)
+    ap.add_argument("--cluster", help="group the nodes of this cluster.toml (runs of identical "
+                    "nodes) instead of the HY1-like 4+4 groups")
+    ap.add_argument("--max-ranks", type=int, default=MAX_RANKS,
+                    help="the most processes per node (default 2)")
+    ap.add_argument("--no-per-allocation", action="store_true",
+                    help="skip MHETA's instrumented run of every allocation (npt_retarget.py "
+                    "predicts them from one)")
     a = ap.parse_args()
+    if a.cluster:
+        use_cluster(a.cluster, a.max_ranks)
+    else:
+        MAX_RANKS = a.max_ranks
     binary = a.binary or f"target/release/{a.program}"
     family = a.family or {"rna": "pipeline"}.get(a.program, a.program)
     fit_sizes = [int(n) for n in a.fit_sizes.split(",")]
@@ -139,7 +175,7 @@ def main():
                         print(f"fit {label(alloc)} N={n}: {s:.6f} s", file=sys.stderr)
         runs_file = os.path.join(a.out, "runs.json")
         with open(runs_file, "w") as f:
-            json.dump({"schema": "mheta-runs/1", "program": a.program, "cluster": "hy1-like 4+4",
+            json.dump({"schema": "mheta-runs/1", "program": a.program, "cluster": CLUSTER,
                        "groups": groups, "runs": runs}, f, indent=1)
         # 2. The alternatives, and 3. MHETA's instrumented run of each.
         alt = Runner(binary, a.iterations, scratch)
@@ -148,6 +184,9 @@ def main():
         for alloc in configurations():
             s, *_ = alt.run(alloc, a.target)
             measured.append({"size": a.target, "allocation": alloc, "seconds": s})
+            if a.no_per_allocation:
+                print(f"alt {label(alloc)}: {s:.6f} s", file=sys.stderr)
+                continue
             _, m, st, cl = ins.run(alloc, a.target, instrument=True)
             p = mheta_json(a.mheta, ["predict", "--structure", st, "--measurements", m,
                                      "--cluster", cl, "--distribution", "block", "--json"])
@@ -156,7 +195,7 @@ def main():
                   file=sys.stderr)
     measured_file = os.path.join(a.out, "measured.json")
     with open(measured_file, "w") as f:
-        json.dump({"schema": "mheta-runs/1", "program": a.program, "cluster": "hy1-like 4+4",
+        json.dump({"schema": "mheta-runs/1", "program": a.program, "cluster": CLUSTER,
                    "groups": groups, "runs": measured}, f, indent=1)
     with open(os.path.join(a.out, "mheta.json"), "w") as f:
         json.dump({"size": a.target, "predictions": predicted}, f, indent=1)
@@ -179,9 +218,7 @@ def main():
                  for e in allocate["estimates"]]
     npt_choice = allocate["optimum"]["label"]
     mheta_pairs = [(label(p["allocation"]), p["seconds"]) for p in predicted]
-    mheta_choice = min(mheta_pairs, key=lambda x: x[1])[0]
     npt_err, npt_n = error(npt_pairs)
-    mheta_err, mheta_n = error(mheta_pairs)
     summary = {
         "load": open("/proc/loadavg").read().split()[:3],
         "size": a.target,
@@ -190,11 +227,15 @@ def main():
                 "epsilon": (truth[npt_choice] - best) / best,
                 "prediction_error": npt_err, "configurations_estimated": npt_n,
                 "not_estimated": allocate["not_estimated"]},
-        "mheta": {"runs": ins.runs, "measurement_s": ins.seconds, "choice": mheta_choice,
-                  "epsilon": (truth[mheta_choice] - best) / best,
-                  "prediction_error": mheta_err, "configurations_estimated": mheta_n},
         "alternatives": {"runs": alt.runs, "measurement_s": alt.seconds},
     }
+    if mheta_pairs:
+        mheta_choice = min(mheta_pairs, key=lambda x: x[1])[0]
+        mheta_err, mheta_n = error(mheta_pairs)
+        summary["mheta"] = {"runs": ins.runs, "measurement_s": ins.seconds,
+                            "choice": mheta_choice,
+                            "epsilon": (truth[mheta_choice] - best) / best,
+                            "prediction_error": mheta_err, "configurations_estimated": mheta_n}
     with open(os.path.join(a.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     print(f"{a.program}, N = {a.target} rows, {len(truth)} configurations; true optimum {best_label} "
@@ -203,7 +244,9 @@ def main():
           "mean prediction error | choice | ε |")
     print("|---|---|---|---|---|---|")
     for name, key in [("NP-T + NNLS", "npt"), ("MHETA", "mheta")]:
-        r = summary[key]
+        r = summary.get(key)
+        if r is None:
+            continue
         print(f"| {name} | {r['runs']} | {r['measurement_s']:.0f} | "
               f"{100 * r['prediction_error']:.1f}% ({r['configurations_estimated']} configurations) | "
               f"{r['choice']} | {100 * r['epsilon']:.1f}% |")
