@@ -191,10 +191,11 @@ fn instrumented_run_of_four_processes_writes_full_measurements_and_trace() {
     );
 
     let m = load(&m_path);
-    // Five iterations run; the first two are a warm-up the measurements leave out.
+    // Five iterations run; the first three are a warm-up the measurements leave out, so that an
+    // even number is measured (`format::warm_up_iterations`).
     assert_eq!(
-        (m.nodes.len(), m.iterations, m.clock.as_str()),
-        (4, 3, "wall")
+        (m.nodes.len(), m.iterations, m.warm_up, m.clock.as_str()),
+        (4, 2, 3, "wall")
     );
     assert_eq!(m.distribution, vec![16; 4]);
     assert!(

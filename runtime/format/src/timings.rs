@@ -214,7 +214,8 @@ mod tests {
         ];
         let s = Timings::steady_iteration_s(&nodes).unwrap();
         assert!((s - 0.1).abs() < 1e-12, "{s}");
-        // Five iterations, the second still slow (0.3 s): two warm-ups, then 0.1 s each.
+        // Five iterations, the second still slow (0.3 s): three warm-ups (an even two remain),
+        // then 0.1 s each.
         let nodes = [node(
             0,
             &[(0.0, 0.5), (0.5, 0.8), (0.8, 0.9), (0.9, 1.0), (1.0, 1.1)],
