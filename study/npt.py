@@ -49,16 +49,19 @@ GROUPS = [
 ]
 MAX_RANKS = 2
 CLUSTER = "hy1-like 4+4"
+NETWORK = {"latency": "60us", "bandwidth": "125MB/s"}
 NODE_KEYS = ["cpu", "memory", "disk_read", "disk_write", "disk_latency"]
 
 
-def use_cluster(path, max_ranks):
+def use_cluster(path):
     """Make the groups those of a cluster.toml: runs of identical nodes (every key of NODE_KEYS
-    equal) in the file's order, a `count = k` entry being k identical nodes. HY2 has six groups
-    (four single nodes of varying CPU power, two pairs), HY3 eight single nodes."""
-    global GROUPS, MAX_RANKS, CLUSTER
+    equal) in the file's order, a `count = k` entry being k identical nodes, on the file's
+    network. HY2 has six groups (four single nodes of varying CPU power, two pairs), HY3 eight
+    single nodes."""
+    global GROUPS, CLUSTER, NETWORK
     with open(path, "rb") as f:
         spec = tomllib.load(f)
+    NETWORK = spec["network"]
     groups = []
     for node in spec["node"]:
         kind = {k: node[k] for k in NODE_KEYS}
@@ -67,12 +70,12 @@ def use_cluster(path, max_ranks):
             groups[-1]["nodes"] += count
         else:
             groups.append(dict(kind, name=f"g{len(groups)}", nodes=count))
-    GROUPS, MAX_RANKS = groups, max_ranks
+    GROUPS = groups
     CLUSTER = os.path.basename(path)
 
 
 def cluster_toml(allocation):
-    text = '[network]\nlatency = "60us"\nbandwidth = "125MB/s"\n'
+    text = f'[network]\nlatency = "{NETWORK["latency"]}"\nbandwidth = "{NETWORK["bandwidth"]}"\n'
     for g, (nodes, ranks) in zip(GROUPS, allocation):
         if nodes == 0:
             continue
@@ -151,10 +154,9 @@ def main():
                     help="skip MHETA's instrumented run of every allocation (npt_retarget.py "
                     "predicts them from one)")
     a = ap.parse_args()
+    MAX_RANKS = a.max_ranks
     if a.cluster:
-        use_cluster(a.cluster, a.max_ranks)
-    else:
-        MAX_RANKS = a.max_ranks
+        use_cluster(a.cluster)
     binary = a.binary or f"target/release/{a.program}"
     family = a.family or {"rna": "pipeline"}.get(a.program, a.program)
     fit_sizes = [int(n) for n in a.fit_sizes.split(",")]

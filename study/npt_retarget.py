@@ -8,8 +8,7 @@ and `cargo build -p mheta-cli`):
     python3 study/npt_retarget.py --program jacobi --out study/npt --target 2500
     python3 study/npt_retarget.py --program cg --out study/npt-cg --target 200000
 
-The instrumented run is of `--base` (default every node of every group with one rank: "4,1,4,1"
-on the HY1-like groups), with `--cluster` for a study `npt.py --cluster` made,
+The instrumented run is of `--base` (default every node of both groups with one rank, "4,1,4,1"),
 on the virtual clock like the study's runs. Writes OUT/retarget.json and prints the mean, median
 and largest prediction error over the allocations, by class, and the choice and its ε.
 """
@@ -33,18 +32,11 @@ def main():
     ap.add_argument("--out", default="study/npt")
     ap.add_argument("--target", type=int, default=2500)
     ap.add_argument("--iterations", type=int, default=10)
-    ap.add_argument("--base", help="the instrumented allocation, P_1,M_1,P_2,M_2,... "
-                    "(default: every node of every group with one rank)")
-    ap.add_argument("--cluster", help="the cluster.toml npt.py grouped (its --cluster)")
+    ap.add_argument("--base", default="4,1,4,1", help="the instrumented allocation, P_1,M_1,P_2,M_2")
     ap.add_argument("--mheta", default="target/debug/mheta")
     a = ap.parse_args()
-    if a.cluster:
-        npt.use_cluster(a.cluster, 1)
-    if a.base:
-        b = [int(x) for x in a.base.split(",")]
-        base = [b[i:i + 2] for i in range(0, len(b), 2)]
-    else:
-        base = [[g["nodes"], 1] for g in npt.GROUPS]
+    b = [int(x) for x in a.base.split(",")]
+    base = [b[i:i + 2] for i in range(0, len(b), 2)]
     runs = json.load(open(os.path.join(a.out, "measured.json")))["runs"]
     with tempfile.TemporaryDirectory(prefix="mheta-retarget-") as d:
         ins = npt.Runner(f"target/release/{a.program}", a.iterations, d)
@@ -65,9 +57,6 @@ def main():
                    "load": open("/proc/loadavg").read().split()[:3], "predictions": predictions}, f, indent=1)
 
     def klass(alloc):
-        if len(alloc) != 2:
-            used = sum(1 for p, _ in alloc if p)
-            return f"{used} of {len(alloc)} groups used"
         (pf, mf), (ps, ms) = alloc
         if ps and ms == 2:
             return "small nodes with 2 ranks each"
