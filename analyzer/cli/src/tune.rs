@@ -156,12 +156,7 @@ pub const MAX_IN_CORE_STEADY: u32 = 2_000;
 /// measured 5.7–9.8 ms per iteration in runs of 10 and 3.4–3.6 ms in runs of 42.
 pub fn in_core_iterations(iteration_s: f64) -> u32 {
     let floor = IN_CORE_ITERATIONS - warm_up(IN_CORE_ITERATIONS);
-    let steady = steady_for(iteration_s, MAX_IN_CORE_STEADY)
-        .unwrap_or(0)
-        .max(floor)
-        .div_ceil(2)
-        * 2;
-    steady + steady_to_run(steady)
+    run_of(iteration_s, MAX_IN_CORE_STEADY, floor)
 }
 
 /// Times at most that `tune` samples the chosen distribution in core and searches again.
@@ -184,9 +179,16 @@ pub const MAX_ITERATIONS: u32 = 100_000;
 /// iterations the timings leave out (a run whose durations show a longer warm-up keeps fewer
 /// steady ones, `format::warm_up`).
 pub fn iterations_for(iteration_s: f64) -> u32 {
-    let steady = steady_for(iteration_s, MAX_ITERATIONS)
-        .unwrap_or(4)
-        .clamp(4, MAX_ITERATIONS)
+    run_of(iteration_s, MAX_ITERATIONS, 4)
+}
+
+/// The iterations of a run whose steady state is [`steady_for`] (at most `cap`, at least
+/// `floor`, `floor` when the time is unknown) rounded up to an even number, plus the fewest
+/// warm-up iterations that leave it. `cap` is even.
+fn run_of(iteration_s: f64, cap: u32, floor: u32) -> u32 {
+    let steady = steady_for(iteration_s, cap)
+        .unwrap_or(floor)
+        .max(floor)
         .next_multiple_of(2);
     steady + steady_to_run(steady)
 }

@@ -274,8 +274,8 @@ mod tests {
     fn arrays_swapping_roles_are_measured_as_often_in_each_role() {
         // Iterations alternate 0.088 s and 0.067 s (Jacobi writing, then reading, its
         // out-of-core array) after a slow first one. Five recorded: three warm-up, then one of
-        // each, (0.067 + 0.088) / 2 = 0.0775 s; leaving out two would keep 0.067, 0.088, 0.067
-        // (0.074 s), and a run starting on the other role 0.081 s.
+        // each, (0.067 + 0.088) / 2 = 0.0775 s; leaving out two would keep 0.088, 0.067, 0.088
+        // (0.081 s), and a run starting on the other role 0.074 s.
         let durations = [0.2, 0.067, 0.088, 0.067, 0.088];
         assert_eq!(warm_up(&durations), 3);
         let mut end = 0.0;
