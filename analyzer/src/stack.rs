@@ -117,6 +117,8 @@ switching! {
         start: *mut libc::c_void,
         len: usize,
         base: *mut u8,
+        /// The system's page size.
+        page: usize,
     }
 
     impl Mapping {
@@ -141,13 +143,37 @@ switching! {
                     libc::munmap(start, len);
                     return None;
                 }
-                Some(Mapping { start, len, base })
+                Some(Mapping {
+                    start,
+                    len,
+                    base,
+                    page,
+                })
             }
         }
 
         /// Hands the pages of the stack's first `bytes` (its deep end) back to the kernel; they
         /// read as zero when touched again.
+        ///
+        /// Only when the analysis reached them: the stack grows down one page at a time (a call
+        /// pushes its return address less than a page below the last one, and a frame larger
+        /// than a page probes each of its pages), so if the page right below the kept part is
+        /// not resident, no page below it is either. Asking costs one page's `mincore`; the
+        /// `madvise` over the whole range, even empty, cost a small file's analysis 3 % of its
+        /// time.
         fn release_below(&self, bytes: usize) {
+            let page = self.page;
+            if bytes < page {
+                return;
+            }
+            let mut resident = 0u8;
+            // SAFETY: the page lies inside the mapping; `mincore` writes one byte per page.
+            let status = unsafe {
+                libc::mincore(self.base.add(bytes - page).cast(), page, &mut resident)
+            };
+            if status == 0 && resident & 1 == 0 {
+                return;
+            }
             // SAFETY: the range lies inside the mapping, and nothing is on it (the stack is not
             // in use).
             unsafe {
@@ -267,6 +293,52 @@ mod tests {
                 );
             }
             assert!(!ON_IT.with(Cell::get));
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// Whether the page holding `address` is in memory.
+    #[cfg(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))]
+    fn resident(address: usize) -> bool {
+        let page = 4096;
+        let mut status = 0u8;
+        // SAFETY: a query on one page of this thread's analysis stack mapping.
+        let r = unsafe { libc::mincore((address & !(page - 1)) as *mut _, page, &mut status) };
+        assert_eq!(r, 0, "mincore failed");
+        status & 1 == 1
+    }
+
+    #[cfg(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))]
+    #[test]
+    fn the_pages_a_deep_analysis_touched_are_handed_back() {
+        std::thread::spawn(|| {
+            let base = || {
+                KEPT.with(|k| k.borrow().as_ref().map(|m| m.base as usize))
+                    .unwrap()
+            };
+            // 64 MiB of frames: far below the kept part.
+            let mut top_frame = 0;
+            assert_eq!(
+                run(|| {
+                    top_frame = stack_pointer();
+                    deep(1024)
+                }),
+                1024
+            );
+            let (deep_page, below_kept) = (base() + BYTES - (40 << 20), base() + BYTES - KEEP - 1);
+            assert!(!resident(deep_page), "a page 40 MiB down is still resident");
+            assert!(
+                !resident(below_kept),
+                "the page below the kept part is still resident"
+            );
+            // A shallow analysis leaves them so, and the kept part stays.
+            assert_eq!(run(|| deep(4)), 4);
+            assert!(!resident(deep_page) && !resident(below_kept));
+            assert!(resident(top_frame), "the kept part was released");
+            // And a deep one after it is released again.
+            assert_eq!(run(|| deep(1024)), 1024);
+            assert!(!resident(deep_page));
         })
         .join()
         .unwrap();
