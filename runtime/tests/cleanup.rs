@@ -64,9 +64,14 @@ fn helper() {
         return;
     };
     let (task, dir) = task.split_once(':').unwrap();
-    // A shell starts background jobs with SIGINT ignored, and the helper would inherit that.
-    // SAFETY: restores the default action of SIGINT in this helper process.
-    unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
+    // The signals the tests send must have their default action here, as in a program run from
+    // a terminal, whatever the test run inherited: a shell starts background jobs with SIGINT
+    // ignored, and `nohup` ignores SIGHUP (the cleanup leaves an ignored signal ignored, so the
+    // helper would never end).
+    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        // SAFETY: restores the default action of a signal in this helper process.
+        unsafe { libc::signal(signal, libc::SIG_DFL) };
+    }
     let dir = PathBuf::from(dir);
     match task {
         "store" => {
