@@ -122,6 +122,23 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// The helper's exit status once it has ended; a helper still running after 20 s is killed and
+/// the test fails (a signal it ignores would otherwise leave the test waiting for ever).
+fn wait_for_end(child: &mut Child, signal: i32) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("signal {signal}: the helper did not end within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_store_in_use_by_another_process_is_refused_naming_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -152,7 +169,7 @@ fn a_signal_removes_the_owned_directory_and_ends_the_child_groups() {
         unsafe { libc::kill(child.id() as libc::pid_t, signal) };
         // Held open while waiting (`wait` would close it, and the helper would end on its own).
         let stdin = child.stdin.take();
-        let status = child.wait().unwrap();
+        let status = wait_for_end(&mut child, signal);
         drop(stdin);
         assert_eq!(status.signal(), Some(signal), "{status}");
         assert!(!path.exists(), "{} left behind", path.display());
