@@ -301,7 +301,8 @@ mod tests {
     /// Whether the page holding `address` is in memory.
     #[cfg(all(unix, any(target_arch = "x86_64", target_arch = "aarch64")))]
     fn resident(address: usize) -> bool {
-        let page = 4096;
+        // SAFETY: sysconf has no memory effects.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
         let mut status = 0u8;
         // SAFETY: a query on one page of this thread's analysis stack mapping.
         let r = unsafe { libc::mincore((address & !(page - 1)) as *mut _, page, &mut status) };
