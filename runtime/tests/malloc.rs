@@ -4,9 +4,10 @@
 //! the library's unit tests, in a CI run on a loaded machine, its first thread faulted one copy
 //! in again (3,167 faults) and the test failed.
 
+#![cfg(all(target_os = "linux", target_env = "gnu"))]
+
 use mheta_runtime::malloc::{pin, Pinned, ENV};
 
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
 fn a_block_copied_every_iteration_is_not_faulted_in_again() {
     // The pattern of the module documentation, as the Jacobi fixture with prefetching has
