@@ -635,7 +635,8 @@ pub fn table(cases: &[Case]) -> String {
         "# Accuracy study (seed §6.2)\n\n\
          Written by `mheta study` (see the repository README). Accuracy of one distribution is\n\
          1 − |predicted − actual| / min(predicted, actual); mean and min are over the chosen\n\
-         distribution and the spectrum Block, Balanced, In-Core, In-Core-Balanced. Each case's\n\
+         distribution and the spectrum Block, Balanced, In-Core, In-Core-Balanced (and the\n\
+         search's pick, `searched`, when the model with every sample chose another). Each case's\n\
          directory holds its `tune.json` and an HTML report with the plots; its `actual_method`\n\
          says how actual times were measured (runs, iterations, repetitions). Run-to-run is the\n\
          lowest agreement between repeated runs of one distribution, 1 − (slowest − fastest) /\n\
