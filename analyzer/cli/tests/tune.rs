@@ -64,16 +64,7 @@ fn tune_jacobi_prints_the_json_contract_and_writes_a_report() {
     }
     assert_eq!(doc["structure"]["crate"], "jacobi");
     assert_eq!(doc["cluster"]["nodes"].as_array().unwrap().len(), 2);
-    let names: Vec<&str> = doc["distributions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        names,
-        ["best", "block", "balanced", "in-core", "in-core-balanced"]
-    );
+    protocol::compared_names(&doc);
 
     let mut accuracies = Vec::new();
     for d in doc["distributions"].as_array().unwrap() {

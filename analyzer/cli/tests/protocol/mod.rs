@@ -16,3 +16,31 @@ pub fn test_protocol<'a>(args: &[&'a str]) -> Vec<&'a str> {
     args.splice(at..at, extra);
     args
 }
+
+/// The compared distributions' names, checked: the answer and the spectrum in order, then
+/// `searched` when the model with every sample predicted another distribution faster than the
+/// search's pick. That pick then has other rows than the answer and is predicted no faster.
+pub fn compared_names(doc: &serde_json::Value) -> Vec<&str> {
+    let distributions = doc["distributions"].as_array().expect("distributions");
+    let names: Vec<&str> = distributions
+        .iter()
+        .map(|d| d["name"].as_str().expect("a name"))
+        .collect();
+    let spectrum = ["best", "block", "balanced", "in-core", "in-core-balanced"];
+    match names.len() {
+        5 => assert_eq!(names, spectrum),
+        6 => {
+            assert_eq!(names[..5], spectrum);
+            assert_eq!(names[5], "searched");
+            let (best, searched) = (&distributions[0], &distributions[5]);
+            assert_ne!(best["rows"], searched["rows"]);
+            assert!(
+                best["predicted_s"].as_f64() < searched["predicted_s"].as_f64(),
+                "the answer must be predicted faster than the search's pick: {best} {searched}"
+            );
+            assert_eq!(doc["best"]["rows"], best["rows"]);
+        }
+        _ => panic!("unexpected distributions: {names:?}"),
+    }
+    names
+}
