@@ -527,7 +527,8 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         .iter()
         .position(|c| c.rows == chosen_rows)
         .expect("the search's pick was compared");
-    let answer = final_choice(searched, distinct.iter().map(|c| c.predicted_s));
+    let predicted: Vec<f64> = distinct.iter().map(|c| c.predicted_s).collect();
+    let answer = final_choice(searched, &predicted);
     let best_breakdown = breakdowns.swap_remove(answer);
     let answer_rows = distinct[answer].rows.clone();
     let chosen_by = if answer == searched {
@@ -845,21 +846,20 @@ fn run_searches(model: &Model, args: &TuneArgs) -> Vec<SearchResult> {
         .collect()
 }
 
-/// A distinct distribution compared against its prediction: the first name it goes by.
 /// Which of the compared distributions tune answers with: the one the final model predicts
 /// fastest, `searched` (the search's pick) unless another is predicted strictly faster; among
 /// equals, the first.
-fn final_choice(searched: usize, predicted_s: impl IntoIterator<Item = f64>) -> usize {
-    let predicted: Vec<f64> = predicted_s.into_iter().collect();
+fn final_choice(searched: usize, predicted_s: &[f64]) -> usize {
     let mut answer = searched;
-    for (i, &p) in predicted.iter().enumerate() {
-        if p < predicted[answer] {
+    for (i, &p) in predicted_s.iter().enumerate() {
+        if p < predicted_s[answer] {
             answer = i;
         }
     }
     answer
 }
 
+/// A distinct distribution compared against its prediction: the first name it goes by.
 struct Compared<'a> {
     name: &'a str,
     rows: Vec<u64>,
@@ -988,11 +988,11 @@ mod tests {
     fn the_answer_is_the_distribution_the_final_model_predicts_fastest() {
         use super::final_choice;
         // The search's pick (0) stays unless another is predicted strictly faster.
-        assert_eq!(final_choice(0, [0.010, 0.010, 0.012]), 0);
-        assert_eq!(final_choice(0, [0.01008, 0.02716, 0.00978, 0.02716]), 2);
+        assert_eq!(final_choice(0, &[0.010, 0.010, 0.012]), 0);
+        assert_eq!(final_choice(0, &[0.01008, 0.02716, 0.00978, 0.02716]), 2);
         // Among equals below the pick, the first.
-        assert_eq!(final_choice(1, [0.5, 0.3, 0.2, 0.2]), 2);
-        assert_eq!(final_choice(2, [0.1, 0.3, 0.2]), 0);
+        assert_eq!(final_choice(1, &[0.5, 0.3, 0.2, 0.2]), 2);
+        assert_eq!(final_choice(2, &[0.1, 0.3, 0.2]), 0);
     }
 
     #[test]

@@ -64,7 +64,7 @@ fn tune_jacobi_prints_the_json_contract_and_writes_a_report() {
     }
     assert_eq!(doc["structure"]["crate"], "jacobi");
     assert_eq!(doc["cluster"]["nodes"].as_array().unwrap().len(), 2);
-    protocol::compared_names(&doc);
+    protocol::check_compared_names(&doc);
 
     let mut accuracies = Vec::new();
     for d in doc["distributions"].as_array().unwrap() {

@@ -148,7 +148,7 @@ fn check_document(doc: &serde_json::Value, backend: &str) {
     assert_eq!(doc["cluster"]["nodes"].as_array().unwrap().len(), 4);
     assert_eq!(doc["total_rows"], ROWS, "{backend}");
     let distributions = doc["distributions"].as_array().unwrap();
-    protocol::compared_names(doc);
+    protocol::check_compared_names(doc);
     let mut sum = 0.0;
     for d in distributions {
         let rows: Vec<u64> = serde_json::from_value(d["rows"].clone()).unwrap();
@@ -398,7 +398,7 @@ fn an_attached_rsmpi_program_is_tuned_through_the_environment() {
         assert_eq!(doc["total_rows"], 960);
         assert_eq!(doc["iterations"], 200, "the program's own sweeps");
         let distributions = doc["distributions"].as_array().unwrap();
-        protocol::compared_names(&doc);
+        protocol::check_compared_names(&doc);
         for d in distributions {
             let rows: Vec<u64> = serde_json::from_value(d["rows"].clone()).unwrap();
             assert_eq!((rows.len(), rows.iter().sum::<u64>()), (2, 960), "{d}");
