@@ -503,19 +503,13 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     )
     .context("step 3: writing the merged measurements")?;
     let model = build_model(&measured)?;
-    let mut breakdowns = Vec::new();
+    let mut predictions = Vec::new();
     for c in &mut distinct {
         let prediction = model
             .predict(&c.rows)
             .with_context(|| format!("step 5: cannot predict {}", c.name))?;
-        breakdowns.push(
-            prediction
-                .nodes
-                .iter()
-                .map(NodeBreakdown::from)
-                .collect::<Vec<_>>(),
-        );
         c.predicted_s = prediction.iteration_s;
+        predictions.push(prediction);
     }
     // tune answers with what the model with every sample predicts fastest among the
     // distributions it ran. The search chose from the samples taken before the rounds; the
@@ -527,9 +521,13 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         .iter()
         .position(|c| c.rows == chosen_rows)
         .expect("the search's pick was compared");
-    let predicted: Vec<f64> = distinct.iter().map(|c| c.predicted_s).collect();
+    let predicted: Vec<f64> = predictions.iter().map(|p| p.iteration_s).collect();
     let answer = final_choice(searched, &predicted);
-    let best_breakdown = breakdowns.swap_remove(answer);
+    let best_breakdown = predictions[answer]
+        .nodes
+        .iter()
+        .map(NodeBreakdown::from)
+        .collect();
     let answer_rows = distinct[answer].rows.clone();
     let chosen_by = if answer == searched {
         chosen_by
