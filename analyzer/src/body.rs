@@ -104,7 +104,7 @@ struct Reading {
     callees: BTreeSet<usize>,
     /// The user functions building the body may have looked at.
     looked_at: BTreeSet<usize>,
-    /// The body built, when no parameter declares a variable: it is the function's
+    /// The body built with no callee expanded, when it was built: it is the function's
     /// [`build_function`] when no function in `looked_at` communicates.
     built: Option<Built>,
 }
@@ -220,6 +220,7 @@ fn read(program: &Program, i: usize) -> Reading {
     }
     let mut facts = Facts::default();
     let mut b = Builder::new(program, f, &|_| false, &mut facts, vec![i], None);
+    b.declare_params(&f.sig);
     let nodes = b.block(&f.block);
     let called = b.called.clone();
     let mut callees = called.clone();
@@ -230,7 +231,7 @@ fn read(program: &Program, i: usize) -> Reading {
             .filter_map(|c| UserCall::of(c).and_then(|u| b.resolve(u))),
     );
     let direct = nodes.iter().any(Node::has_comm);
-    let built = (!declares_params(program, i)).then_some(Built {
+    let built = Some(Built {
         nodes,
         facts,
         called,
@@ -241,17 +242,6 @@ fn read(program: &Program, i: usize) -> Reading {
         looked_at: calls.looked_at,
         built,
     }
-}
-
-/// Whether [`Builder::declare_params`] declares some parameter of function `index` a variable.
-fn declares_params(program: &Program, index: usize) -> bool {
-    let f = &program.functions[index];
-    if f.sig.inputs.is_empty() {
-        return false;
-    }
-    let mut facts = Facts::default();
-    Builder::new(program, f, &|_| false, &mut facts, vec![index], None).declare_params(&f.sig);
-    !facts.variables.is_empty() || !facts.dist_sizes.is_empty()
 }
 
 /// What building a body may look at, read off its syntax: its function calls, the user
@@ -367,6 +357,7 @@ mod chains;
 mod facts;
 mod inline;
 
+pub use chains::may_hold_loop;
 use chains::trip_count;
 
 struct Builder<'p, 'f> {

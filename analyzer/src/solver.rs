@@ -73,6 +73,10 @@ pub fn find(program: &Program, comm: &body::Communicating<'_>) -> Vec<Found> {
         .enumerate()
         .filter(|(i, _)| comm.communicates(*i))
     {
+        // No loop syntax, no main loop: no need to build the body with its callees expanded.
+        if !body::may_hold_loop(&program.functions[i].block) {
+            continue;
+        }
         let body::Built {
             nodes,
             facts,

@@ -175,6 +175,45 @@ impl ChainFlags {
     }
 }
 
+/// Whether a block may build a loop node: it holds `for`, `while` or `loop`, or a call of an
+/// iterator adapter or consumer (the only methods an iterator chain is made of), anywhere,
+/// closures, nested items and the arguments of scanned macros included. A block for which this
+/// is false builds no [`Node::Loop`] of its own, so it holds no main loop.
+pub fn may_hold_loop(block: &syn::Block) -> bool {
+    use syn::visit::Visit;
+    struct Finder(bool);
+    impl<'a> Visit<'a> for Finder {
+        fn visit_expr(&mut self, e: &'a syn::Expr) {
+            if self.0 {
+                return;
+            }
+            match e {
+                syn::Expr::ForLoop(_) | syn::Expr::While(_) | syn::Expr::Loop(_) => self.0 = true,
+                syn::Expr::MethodCall(m) => {
+                    let name = m.method.to_string();
+                    self.0 = ITER_CLOSURE_METHODS.contains(&name.as_str())
+                        || CONSUMING_METHODS.contains(&name.as_str());
+                    if !self.0 {
+                        syn::visit::visit_expr(self, e);
+                    }
+                }
+                _ => syn::visit::visit_expr(self, e),
+            }
+        }
+
+        fn visit_macro(&mut self, m: &'a syn::Macro) {
+            if !self.0 && crate::syntax::scans_macro(m) {
+                crate::syntax::macro_args(m)
+                    .iter()
+                    .for_each(|e| self.visit_expr(e));
+            }
+        }
+    }
+    let mut finder = Finder(false);
+    finder.visit_block(block);
+    finder.0
+}
+
 /// Whether a method-call chain whose methods (from `m` down to the root) say `flags` is an
 /// iteration over data: a per-element closure adapter, or a consuming method on an iterator
 /// source (and not a glue chain over a range of ranks).
