@@ -37,23 +37,30 @@ pub type Aliases = HashMap<String, Vec<Alias>>;
 
 /// The accesses an indexed access `name[dims..]` stands for: through an alias, one per target,
 /// with the target's offsets folded in; otherwise the access itself.
-pub fn resolve(aliases: &Aliases, name: &str, dims: &[syn::Expr]) -> Vec<(String, Vec<syn::Expr>)> {
+pub fn resolve(
+    aliases: &Aliases,
+    name: &str,
+    dims: &[&syn::Expr],
+) -> Vec<(String, Vec<syn::Expr>)> {
     match aliases.get(name) {
         Some(targets) => targets.iter().map(|t| apply(t, dims)).collect(),
-        None => vec![(name.to_string(), dims.to_vec())],
+        None => vec![(
+            name.to_string(),
+            dims.iter().map(|d| (*d).clone()).collect(),
+        )],
     }
 }
 
-fn apply(target: &Alias, dims: &[syn::Expr]) -> (String, Vec<syn::Expr>) {
+fn apply(target: &Alias, dims: &[&syn::Expr]) -> (String, Vec<syn::Expr>) {
     let mut out = target.dims.clone();
     match (target.open, out.pop(), dims.split_first()) {
         (true, Some(start), Some((first, rest))) => {
             out.push(syn::parse_quote!((#start) + (#first)));
-            out.extend(rest.iter().cloned());
+            out.extend(rest.iter().map(|d| (*d).clone()));
         }
         (_, last, _) => {
             out.extend(last);
-            out.extend(dims.iter().cloned());
+            out.extend(dims.iter().map(|d| (*d).clone()));
         }
     }
     (target.var.clone(), out)
@@ -157,7 +164,7 @@ fn index_view(base: Alias, index: &syn::Expr) -> Alias {
                 Some(s) => (**s).clone(),
                 None => syn::parse_quote!(0),
             };
-            let (var, dims) = apply(&base, std::slice::from_ref(&start));
+            let (var, dims) = apply(&base, &[&start]);
             Alias {
                 var,
                 dims,
@@ -165,7 +172,7 @@ fn index_view(base: Alias, index: &syn::Expr) -> Alias {
             }
         }
         other => {
-            let (var, dims) = apply(&base, std::slice::from_ref(other));
+            let (var, dims) = apply(&base, &[other]);
             Alias {
                 var,
                 dims,
@@ -192,7 +199,7 @@ mod tests {
 
     fn accesses(aliases: &Aliases, name: &str, index: &str) -> Vec<String> {
         let ix: syn::Expr = syn::parse_str(index).unwrap();
-        resolve(aliases, name, &[ix])
+        resolve(aliases, name, &[&ix])
             .into_iter()
             .map(|(v, d)| {
                 let dims: Vec<String> = d.iter().map(|e| e.to_token_stream().to_string()).collect();
@@ -216,7 +223,8 @@ mod tests {
             ["a[((i - 1) * cols) + (j)]", "top[(0) + (j)]"]
         );
         // The offset is what classification sees: one row above `cur[i * cols + j]`.
-        let (_, dims) = &resolve(&al, "up", &[syn::parse_str("j").unwrap()])[0];
+        let j: syn::Expr = syn::parse_str("j").unwrap();
+        let (_, dims) = &resolve(&al, "up", &[&j])[0];
         let vars = ["i".to_string(), "j".to_string()];
         let up = crate::classify::affine_index(&dims[0], &vars).unwrap();
         let here =

@@ -70,16 +70,12 @@ fn walked_by_partition(facts: &Facts, lowered: &Lowered) -> BTreeSet<String> {
                 };
                 // Index aliases (`let c = i * n + j; u[c - n]`) stand for their definitions.
                 for (name, def) in &s.defs {
-                    defs.insert(
-                        name.clone(),
-                        crate::syntax::idents_of(&quote::quote!(#def).to_string()),
-                    );
+                    defs.insert(name.clone(), crate::syntax::expr_idents(def));
                 }
                 let walks = |w: &String| open.iter().any(|(_, vars)| vars.contains(w));
                 for a in &s.accesses {
-                    let first = a.dims.first().map(|d| quote::quote!(#d).to_string());
-                    let by_loop = first.is_some_and(|d| {
-                        crate::syntax::idents_of(&d)
+                    let by_loop = a.dims.first().is_some_and(|d| {
+                        crate::syntax::expr_idents(d)
                             .iter()
                             .any(|w| walks(w) || defs.get(w).is_some_and(|ws| ws.iter().any(walks)))
                     });
@@ -114,10 +110,10 @@ pub fn stage(
     let mut locals: BTreeSet<String> = BTreeSet::new();
     let mut reads: Vec<String> = Vec::new();
     let mut writes: Vec<String> = Vec::new();
-    let mut accesses: Vec<(IndexAccess, u32)> = Vec::new();
+    let mut accesses: Vec<(&IndexAccess, u32)> = Vec::new();
     let mut io = Vec::new();
     let mut var_depth: BTreeMap<String, u32> = BTreeMap::new();
-    let mut defs: BTreeMap<String, syn::Expr> = BTreeMap::new();
+    let mut defs: BTreeMap<&str, &syn::Expr> = BTreeMap::new();
 
     for &t in &stage.tokens {
         match t {
@@ -162,11 +158,11 @@ pub fn stage(
                         s.defs
                             .iter()
                             .filter(|(n, _)| !loop_vars.contains(n))
-                            .cloned(),
+                            .map(|(n, e)| (n.as_str(), e)),
                     );
                 }
                 for a in &s.accesses {
-                    accesses.push((a.clone(), depth));
+                    accesses.push((a, depth));
                 }
                 for v in s.reads.iter().chain(&s.writes) {
                     let d = var_depth.entry(v.clone()).or_insert(0);
@@ -337,7 +333,7 @@ pub fn affine_index(e: &syn::Expr, loop_vars: &[String]) -> Option<AffineIndex> 
 pub fn affine_index_with(
     e: &syn::Expr,
     loop_vars: &[String],
-    defs: &BTreeMap<String, syn::Expr>,
+    defs: &BTreeMap<&str, &syn::Expr>,
 ) -> Option<AffineIndex> {
     let poly = poly_with(e, defs, 0)?;
     let mut coefficients = Vec::new();
@@ -373,13 +369,13 @@ pub(crate) fn poly(e: &syn::Expr) -> Option<Poly> {
 /// How many aliases deep `poly_with` substitutes (guards against `let i = i + 1` chains).
 const MAX_ALIAS_DEPTH: u32 = 4;
 
-fn poly_with(e: &syn::Expr, defs: &BTreeMap<String, syn::Expr>, depth: u32) -> Option<Poly> {
+fn poly_with(e: &syn::Expr, defs: &BTreeMap<&str, &syn::Expr>, depth: u32) -> Option<Poly> {
     use syn::{BinOp, Expr};
     let poly = |e: &syn::Expr| poly_with(e, defs, depth);
     match e {
         Expr::Path(p) if depth < MAX_ALIAS_DEPTH => {
             let name = p.path.get_ident()?.to_string();
-            match defs.get(&name) {
+            match defs.get(name.as_str()) {
                 Some(def) => poly_with(def, defs, depth + 1),
                 None => Some(BTreeMap::from([(vec![name], 1)])),
             }

@@ -117,15 +117,16 @@ fn push_unique(v: &mut Vec<String>, s: &str) {
 }
 
 /// Flattens `a[i][j]` into `("a", [i, j])`.
-fn index_chain(e: &syn::ExprIndex) -> Option<(String, Vec<syn::Expr>)> {
-    let mut dims = vec![(*e.index).clone()];
+fn index_chain(e: &syn::ExprIndex) -> Option<(String, Vec<&syn::Expr>)> {
+    let mut dims = vec![&*e.index];
     let mut cur = &*e.expr;
     while let syn::Expr::Index(inner) = cur {
-        dims.push((*inner.index).clone());
+        dims.push(&*inner.index);
         cur = &inner.expr;
     }
+    let var = base_var(cur)?;
     dims.reverse();
-    Some((base_var(cur)?, dims))
+    Some((var, dims))
 }
 
 struct Visitor<'s, 'a> {
@@ -135,7 +136,7 @@ struct Visitor<'s, 'a> {
 
 impl Visitor<'_, '_> {
     /// Records `var[dims..]`, or what it stands for when `var` is a slice alias.
-    fn push_accesses(&mut self, var: &str, dims: &[syn::Expr], write: bool) {
+    fn push_accesses(&mut self, var: &str, dims: &[&syn::Expr], write: bool) {
         for (var, dims) in crate::alias::resolve(self.s.aliases, var, dims) {
             self.out.accesses.push(IndexAccess { var, dims, write });
         }

@@ -123,6 +123,49 @@ pub fn idents_of(s: &str) -> Vec<String> {
         .collect()
 }
 
+/// The identifiers of an expression (`u[(i - 1) * n]` → `[u, i, n]`): the words [`idents_of`]
+/// finds in the printed expression, keywords and `_` aside (those in macro arguments stay), read
+/// off the tree without printing it. The tests hold the two sets equal on every expression of
+/// the analysis fixtures.
+pub fn expr_idents(e: &syn::Expr) -> Vec<String> {
+    /// Pushes `i`'s words: a raw `r#type` prints as `r#type`, which [`idents_of`] splits.
+    fn ident(i: &proc_macro2::Ident, out: &mut Vec<String>) {
+        let text = i.to_string();
+        if text.starts_with("r#") {
+            out.extend(idents_of(&text));
+        } else {
+            out.push(text);
+        }
+    }
+    fn tokens(stream: proc_macro2::TokenStream, out: &mut Vec<String>) {
+        for t in stream {
+            match t {
+                proc_macro2::TokenTree::Ident(i) => ident(&i, out),
+                proc_macro2::TokenTree::Group(g) => tokens(g.stream(), out),
+                proc_macro2::TokenTree::Literal(l) => out.extend(idents_of(&l.to_string())),
+                proc_macro2::TokenTree::Punct(_) => {}
+            }
+        }
+    }
+    struct Idents(Vec<String>);
+    impl<'ast> Visit<'ast> for Idents {
+        fn visit_ident(&mut self, i: &'ast proc_macro2::Ident) {
+            ident(i, &mut self.0);
+        }
+        fn visit_lit(&mut self, l: &'ast syn::Lit) {
+            let text = quote::ToTokens::to_token_stream(l).to_string();
+            self.0.extend(idents_of(&text));
+        }
+        // A macro's, an attribute's or a verbatim expression's tokens.
+        fn visit_token_stream(&mut self, t: &'ast proc_macro2::TokenStream) {
+            tokens(t.clone(), &mut self.0);
+        }
+    }
+    let mut v = Idents(Vec::new());
+    v.visit_expr(e);
+    v.0
+}
+
 /// The identifiers of a path's segments (`mpi::point_to_point::send` → `[mpi, point_to_point,
 /// send]`).
 pub fn path_idents(path: &syn::Path) -> Vec<String> {
@@ -244,4 +287,73 @@ pub fn with_parsed_macros<'a, R>(
     let previous = PARSED_MACROS.with(|m| m.borrow_mut().replace(memo));
     let _reset = Reset(previous);
     f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[rustfmt::skip]
+    const KEYWORDS: &[&str] = &[
+        "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
+        "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub",
+        "ref", "return", "static", "struct", "super", "trait", "true", "type", "unsafe", "use",
+        "where", "while", "_",
+    ];
+
+    /// `expr_idents` finds the words `idents_of` finds in the printed expression, keywords
+    /// aside, for every expression of `source`.
+    fn check(source: &str) -> usize {
+        struct V(usize);
+        impl<'ast> Visit<'ast> for V {
+            fn visit_expr(&mut self, e: &'ast syn::Expr) {
+                self.0 += 1;
+                let words = |v: Vec<String>| {
+                    v.into_iter()
+                        .filter(|w| !KEYWORDS.contains(&w.as_str()))
+                        .collect::<std::collections::BTreeSet<_>>()
+                };
+                let printed = words(idents_of(&quote::quote!(#e).to_string()));
+                assert_eq!(words(expr_idents(e)), printed, "{}", quote::quote!(#e));
+                syn::visit::visit_expr(self, e);
+            }
+        }
+        let file = syn::parse_file(source).expect("parses");
+        let mut v = V(0);
+        v.visit_file(&file);
+        v.0
+    }
+
+    #[test]
+    fn expr_idents_are_the_printed_expressions_idents() {
+        let n = check(
+            r##"
+            fn f() {
+                let y = <T as Tr>::f(a)?.b.0[i] as u64;
+                u[(i - 1) * cols + j] = r#type + b"x"[0] as f64 + 1e-3 + 2usize as f64;
+                let c = move |a: u8| -> u8 { a + 1 };
+                m!(a, "b c", 'd'); vec![0.0f64; n]; s.field.1;
+                let g = #[cfg(feature = "x")] 0..1; let l = 'a: loop { break 'a 'c'; };
+                S { a: 1, ..Default::default() }; std::mem::swap(&mut a, &mut b);
+            }
+            "##,
+        );
+        assert!(n > 20);
+    }
+
+    #[test]
+    fn expr_idents_on_the_analysis_fixtures() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/analysis");
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).expect("fixtures") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).expect("readable");
+                if syn::parse_file(&text).is_ok() {
+                    n += check(&text);
+                }
+            }
+        }
+        assert!(n > 1000, "{n} expressions");
+    }
 }
