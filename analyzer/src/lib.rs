@@ -90,7 +90,7 @@ impl Analysis {
     pub fn render_trace(&self) -> String {
         let mut out = String::new();
         for s in &self.solvers {
-            out.push_str(&format!("solver {}\n", s.solver.name));
+            out.push_str(&format!("solver {}\n", s.name));
             for step in &s.outline.trace {
                 let token = match step.token {
                     Some(t) => s.lowered.describe_token(t, &self.sources),
@@ -142,14 +142,14 @@ fn analyze_program(
     for (i, f) in program.functions.iter().enumerate() {
         program.by_name.entry(f.name.clone()).or_default().push(i);
     }
-    let (structure_diags, solvers) =
+    let (structure_diags, (solvers, structures)) =
         syntax::with_parsed_macros(program.functions.iter().map(|f| &f.block), || {
             analyze_solvers(&program, &mut diags, options)
         });
     let structure = Structure {
         schema: STRUCTURE_SCHEMA.to_string(),
         crate_name: program.crate_name.clone(),
-        solvers: solvers.iter().map(|s| s.solver.clone()).collect(),
+        solvers: structures,
         diagnostics: structure_diags
             .iter()
             .map(|d| d.to_format(&program.sources))
@@ -163,13 +163,16 @@ fn analyze_program(
     }
 }
 
-/// Finds the solvers of a loaded program and analyses each: the structure's diagnostics and
-/// the solvers' analyses (their diagnostics also go to `diags`).
+/// Finds the solvers of a loaded program and analyses each: the structure's diagnostics, and
+/// the solvers' analyses with their structures (their diagnostics also go to `diags`).
 fn analyze_solvers(
     program: &load::Program,
     diags: &mut Diagnostics,
     options: &Options,
-) -> (Vec<Diagnostic>, Vec<SolverAnalysis>) {
+) -> (
+    Vec<Diagnostic>,
+    (Vec<SolverAnalysis>, Vec<mheta_format::Solver>),
+) {
     let mut structure_diags: Vec<Diagnostic> = diags.0.clone();
     let comm = body::Communicating::new(program);
     let found = solver::find(program, &comm);
@@ -186,12 +189,14 @@ fn analyze_solvers(
         diags.push(d);
     }
     let mut solvers = Vec::new();
+    let mut structures = Vec::new();
     for found in found {
-        let analysis = solver::analyze(program, found, &comm, options);
+        let (analysis, structure) = solver::analyze(program, found, &comm, options);
         for d in &analysis.diags {
             diags.push(d.clone());
         }
         solvers.push(analysis);
+        structures.push(structure);
     }
-    (structure_diags, solvers)
+    (structure_diags, (solvers, structures))
 }

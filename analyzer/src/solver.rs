@@ -19,8 +19,8 @@ use crate::lower::{self, Lowered};
 /// One analysed solver with everything the CLI may show.
 #[derive(Debug, Clone)]
 pub struct SolverAnalysis {
-    /// The solver as the structure file holds it.
-    pub solver: format::Solver,
+    /// The solver's name, as the structure file holds it (`crate::path`).
+    pub name: String,
     /// The main loop lowered to the automaton's tokens.
     pub lowered: Lowered,
     /// What the automaton made of the tokens: sections, tiles, stages (and its trace).
@@ -258,13 +258,14 @@ fn counters(main: &Loop) -> Vec<String> {
     out
 }
 
-/// Analyses one solver function.
+/// Analyses one solver function: what the CLI may show, and the solver as the structure file
+/// holds it.
 pub fn analyze(
     program: &Program,
     found: Found,
     comm: &body::Communicating<'_>,
     options: &crate::Options,
-) -> SolverAnalysis {
+) -> (SolverAnalysis, format::Solver) {
     let Found {
         function: index,
         found_by,
@@ -309,12 +310,15 @@ pub fn analyze(
     let solver = assemble(
         program, &name, found_by, name_loc, main, &facts, &lowered, &outline, &diags,
     );
-    SolverAnalysis {
+    (
+        SolverAnalysis {
+            name: solver.name.clone(),
+            lowered,
+            outline,
+            diags,
+        },
         solver,
-        lowered,
-        outline,
-        diags,
-    }
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
