@@ -424,11 +424,9 @@ impl<'p, 'f> Builder<'p, 'f> {
             syn::Stmt::Local(l) => self.local(l, out),
             syn::Stmt::Expr(e, _) => self.expr(e, &[], self.loc(s.extent()), out),
             syn::Stmt::Macro(m) => {
-                let e = syn::Expr::Macro(syn::ExprMacro {
-                    attrs: m.attrs.clone(),
-                    mac: m.mac.clone(),
-                });
-                out.push(Node::Stmt(self.scan(Some(&e), &[], self.loc(s.extent()))));
+                let loc = self.loc(s.extent());
+                let user_comm = |c: UserCall<'_>| self.nested_user_comm(c);
+                out.push(Node::Stmt(self.scanner_with(&user_comm).scan_macro(&m.mac, loc)));
             }
             syn::Stmt::Item(_) => {}
         }
@@ -436,16 +434,24 @@ impl<'p, 'f> Builder<'p, 'f> {
 
     fn scan(&self, e: Option<&syn::Expr>, bound: &[String], loc: Loc) -> Stmt {
         let user_comm = |c: UserCall<'_>| self.nested_user_comm(c);
-        let scanner = Scanner {
+        self.scanner_with(&user_comm).scan(e, bound, loc)
+    }
+
+    /// A scanner of this body's statements that resolves calls of communication functions
+    /// through `user_comm`.
+    fn scanner_with<'s>(
+        &'s self,
+        user_comm: &'s dyn Fn(UserCall<'_>) -> Option<Vec<crate::ir::CallSite>>,
+    ) -> Scanner<'s> {
+        Scanner {
             env: &self.env,
             text: self.text,
             config: &self.program.config,
-            user_comm: &user_comm,
+            user_comm,
             glue_closures: &self.facts.glue_closures,
             data: &self.facts.data_arrays,
             aliases: &self.facts.aliases,
-        };
-        scanner.scan(e, bound, loc)
+        }
     }
 
     /// A `let`: bindings (communicator values, rank/size/partition facts, variables), then the

@@ -98,28 +98,25 @@ impl Glue<'_> {
             Match(m) => g(&m.expr) && m.arms.iter().all(|a| g(&a.body)),
             Block(b) => self.block(&b.block),
             Closure(c) => g(&c.body),
-            Macro(m) => {
-                let name = m
-                    .mac
-                    .path
-                    .segments
-                    .last()
-                    .map(|s| s.ident.to_string())
-                    .unwrap_or_default();
-                matches!(
-                    name.as_str(),
-                    "vec"
-                        | "assert"
-                        | "assert_eq"
-                        | "assert_ne"
-                        | "debug_assert"
-                        | "debug_assert_eq"
-                ) && macro_args(&m.mac).iter().all(g)
-            }
+            Macro(m) => self.macro_call(&m.mac),
             MethodCall(m) => self.method_call(m),
             Call(c) => self.call(c),
             _ => false,
         }
+    }
+
+    /// Whether a macro invocation is glue: `vec![..]` or an assertion, of glue arguments.
+    pub fn macro_call(&self, m: &syn::Macro) -> bool {
+        let name = m
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        matches!(
+            name.as_str(),
+            "vec" | "assert" | "assert_eq" | "assert_ne" | "debug_assert" | "debug_assert_eq"
+        ) && macro_args(m).iter().all(|e| self.expr(e))
     }
 
     /// Whether a method call is glue: an envelope-sized or copying method, iterating only over
@@ -173,10 +170,7 @@ impl Glue<'_> {
         b.stmts.iter().all(|s| match s {
             syn::Stmt::Local(l) => l.init.as_ref().map_or(true, |i| self.expr(&i.expr)),
             syn::Stmt::Expr(e, _) => self.expr(e),
-            syn::Stmt::Macro(m) => self.expr(&syn::Expr::Macro(syn::ExprMacro {
-                attrs: vec![],
-                mac: m.mac.clone(),
-            })),
+            syn::Stmt::Macro(m) => self.macro_call(&m.mac),
             syn::Stmt::Item(_) => true,
         })
     }

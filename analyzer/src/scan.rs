@@ -110,6 +110,33 @@ impl Scanner<'_> {
     }
 }
 
+impl Scanner<'_> {
+    /// Scans a statement macro (`println!(..);`, `assert!(..);`) into a statement, as [`scan`]
+    /// scans the same macro as an expression, without copying it into one: a copy is a
+    /// different macro to [`macro_args`], whose arguments would be parsed again.
+    ///
+    /// [`scan`]: Scanner::scan
+    pub fn scan_macro(&self, m: &syn::Macro, loc: crate::diagnostics::Loc) -> Stmt {
+        let mut v = Visitor {
+            s: self,
+            out: Stmt {
+                loc: Some(loc),
+                ..Stmt::default()
+            },
+        };
+        v.visit_macro(m);
+        let mut out = v.out;
+        let glue = Glue {
+            closures: self.glue_closures,
+            data: self.data,
+        };
+        out.glue = out.calls.is_empty() && out.io.is_empty() && glue.macro_call(m);
+        // `computes_besides_comm` does not look inside macros.
+        out.computes = false;
+        out
+    }
+}
+
 fn push_unique(v: &mut Vec<String>, s: &str) {
     if !v.iter().any(|x| x == s) {
         v.push(s.to_string());
