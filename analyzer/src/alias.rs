@@ -114,7 +114,7 @@ pub fn targets(aliases: &Aliases, init: &syn::Expr, is_array: &dyn Fn(&str) -> b
             view(aliases, &id.to_string(), Some(&ix.index))
         }
         Expr::MethodCall(m) => {
-            let name = m.method.to_string();
+            let name = crate::syntax::Name::of(&m.method);
             let io_read = matches!(name.as_str(), "read_block" | "wait");
             let views = matches!(name.as_str(), "as_slice" | "as_mut_slice");
             match &*m.receiver {

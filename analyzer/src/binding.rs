@@ -195,7 +195,7 @@ impl Env {
     }
 
     fn method_value(&self, m: &syn::ExprMethodCall, text: &Text<'_>) -> Option<CommValue> {
-        let name = m.method.to_string();
+        let name = crate::syntax::Name::of(&m.method);
         // Only the methods below pass on or derive a communicator value; for any other the
         // receiver need not be evaluated. Without this cut every call of a chain of n methods
         // (`x.abs().abs()…`) evaluated its whole receiver chain: quadratic in n.
@@ -252,7 +252,7 @@ impl Env {
 
     /// The communication call a method call is, if its receiver is a communicator value.
     pub fn comm_call(&self, m: &syn::ExprMethodCall, text: &Text<'_>) -> Option<CallSite> {
-        let name = m.method.to_string();
+        let name = crate::syntax::Name::of(&m.method);
         // Only a catalogued method can be a communication call: any other is answered without
         // evaluating its receiver (every call of a chain of n `.clone()`s did: quadratic).
         if [Family::Mpi, Family::Runtime]
@@ -410,7 +410,7 @@ pub fn type_value(ty: &syn::Type) -> Option<CommValue> {
         syn::Type::Paren(p) => return type_value(&p.elem),
         syn::Type::Path(p) => {
             let last = p.path.segments.last()?;
-            let name = last.ident.to_string();
+            let name = crate::syntax::Name::of(&last.ident);
             if matches!(name.as_str(), "Vec" | "VecDeque") {
                 // A vector of requests is a collection of requests.
                 if let syn::PathArguments::AngleBracketed(a) = &last.arguments {

@@ -305,8 +305,8 @@ impl<'f> syn::visit::Visit<'f> for BodyCalls<'_, 'f> {
 
     fn visit_expr_method_call(&mut self, m: &'f syn::ExprMethodCall) {
         use crate::catalogue::{method, Family};
-        let name = m.method.to_string();
-        if let Some(same_name) = self.program.by_name.get(&name) {
+        let name = crate::syntax::Name::of(&m.method);
+        if let Some(same_name) = self.program.by_name.get(name.as_str()) {
             self.calls_user_methods = true;
             self.looked_at.extend(same_name);
         }
@@ -426,7 +426,9 @@ impl<'p, 'f> Builder<'p, 'f> {
             syn::Stmt::Macro(m) => {
                 let loc = self.loc(s.extent());
                 let user_comm = |c: UserCall<'_>| self.nested_user_comm(c);
-                out.push(Node::Stmt(self.scanner_with(&user_comm).scan_macro(&m.mac, loc)));
+                out.push(Node::Stmt(
+                    self.scanner_with(&user_comm).scan_macro(&m.mac, loc),
+                ));
             }
             syn::Stmt::Item(_) => {}
         }
@@ -925,7 +927,7 @@ fn peel(e: &syn::Expr) -> &syn::Expr {
         syn::Expr::Assign(a) => peel(&a.right),
         syn::Expr::MethodCall(m)
             if matches!(
-                m.method.to_string().as_str(),
+                crate::syntax::Name::of(&m.method).as_str(),
                 "unwrap" | "expect" | "map_err" | "unwrap_or_else"
             ) =>
         {

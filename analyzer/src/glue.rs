@@ -111,10 +111,9 @@ impl Glue<'_> {
             .path
             .segments
             .last()
-            .map(|s| s.ident.to_string())
-            .unwrap_or_default();
+            .map(|s| crate::syntax::Name::of(&s.ident));
         matches!(
-            name.as_str(),
+            name.as_deref().unwrap_or_default(),
             "vec" | "assert" | "assert_eq" | "assert_ne" | "debug_assert" | "debug_assert_eq"
         ) && macro_args(m).iter().all(|e| self.expr(e))
     }
@@ -122,7 +121,7 @@ impl Glue<'_> {
     /// Whether a method call is glue: an envelope-sized or copying method, iterating only over
     /// a range or a literal list of ranks, with glue receiver and arguments.
     pub fn method_call(&self, m: &syn::ExprMethodCall) -> bool {
-        let name = m.method.to_string();
+        let name = crate::syntax::Name::of(&m.method);
         // Iterating is glue only over a range (ranks, tags), never over data.
         let iterates = matches!(name.as_str(), "iter" | "into_iter" | "iter_mut");
         let over_range = match strip_parens(&m.receiver) {

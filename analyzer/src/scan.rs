@@ -250,7 +250,7 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
             m.args.iter().for_each(|a| self.visit_expr(a));
             return;
         }
-        let name = m.method.to_string();
+        let name = crate::syntax::Name::of(&m.method);
         let io = catalogue::io_method(&name).or_else(|| self.s.config.io_op(&name));
         if let Some(op) = io {
             let var = base_var(&m.receiver).unwrap_or_else(|| self.s.text.of(&*m.receiver));
@@ -359,7 +359,7 @@ fn computes_besides_comm(e: &syn::Expr, glue: &Glue<'_>) -> bool {
             visit::visit_expr_call(self, c);
         }
         fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
-            let name = m.method.to_string();
+            let name = crate::syntax::Name::of(&m.method);
             if matches!(name.as_str(), "sum" | "product" | "fold" | "dot" | "norm") {
                 self.0 = true;
             }

@@ -65,7 +65,7 @@ pub fn base_var(e: &syn::Expr) -> Option<String> {
         syn::Expr::Unary(u) => base_var(&u.expr),
         syn::Expr::MethodCall(m)
             if matches!(
-                m.method.to_string().as_str(),
+                Name::of(&m.method).as_str(),
                 "as_mut_slice" | "as_slice" | "iter_mut" | "borrow_mut"
             ) =>
         {
@@ -164,6 +164,84 @@ pub fn expr_idents(e: &syn::Expr) -> Vec<String> {
     let mut v = Idents(Vec::new());
     v.visit_expr(e);
     v.0
+}
+
+/// An identifier's text, for comparing and looking up, without a heap allocation for the short
+/// names code is made of (`Name::of(&m.method)` where `m.method.to_string()` allocated).
+pub struct Name {
+    len: usize,
+    short: [u8; Name::SHORT],
+    long: Option<String>,
+}
+
+impl Name {
+    const SHORT: usize = 40;
+
+    /// The text of `ident` (a raw identifier keeps its `r#`, as `to_string` gives it).
+    pub fn of(ident: &proc_macro2::Ident) -> Name {
+        use std::fmt::Write;
+        let mut name = Name {
+            len: 0,
+            short: [0; Name::SHORT],
+            long: None,
+        };
+        // Writing to a `Name` does not fail.
+        let _ = write!(name, "{ident}");
+        name
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        match &self.long {
+            Some(long) => long,
+            // Only whole `&str`s are copied in, so the bytes are UTF-8.
+            None => std::str::from_utf8(&self.short[..self.len]).unwrap_or_default(),
+        }
+    }
+}
+
+impl std::fmt::Write for Name {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        match &mut self.long {
+            Some(long) => long.push_str(s),
+            None if self.len + s.len() <= Name::SHORT => {
+                self.short[self.len..self.len + s.len()].copy_from_slice(s.as_bytes());
+                self.len += s.len();
+            }
+            None => {
+                let mut long = String::with_capacity(self.len + s.len());
+                long.push_str(self.as_str());
+                long.push_str(s);
+                self.long = Some(long);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
 }
 
 /// The identifiers of a path's segments (`mpi::point_to_point::send` → `[mpi, point_to_point,
@@ -322,6 +400,24 @@ mod tests {
         let mut v = V(0);
         v.visit_file(&file);
         v.0
+    }
+
+    #[test]
+    fn a_name_is_the_identifiers_text() {
+        let long = "a_name_longer_than_the_forty_bytes_kept_inline_by_name";
+        for text in [
+            "x",
+            "all_reduce_into",
+            "r#type",
+            long,
+            &long[..40],
+            &long[..41],
+        ] {
+            let ident: proc_macro2::Ident = syn::parse_str(text).expect("an identifier");
+            let name = Name::of(&ident);
+            assert_eq!(name.as_str(), ident.to_string());
+            assert!(name == text && *name == *text);
+        }
     }
 
     #[test]

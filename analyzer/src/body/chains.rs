@@ -152,7 +152,7 @@ struct ChainFlags {
 
 impl ChainFlags {
     fn of(m: &syn::ExprMethodCall) -> ChainFlags {
-        let name = m.method.to_string();
+        let name = crate::syntax::Name::of(&m.method);
         ChainFlags {
             is_iter: ITER_CLOSURE_METHODS.contains(&name.as_str())
                 && m.args.iter().any(|a| matches!(a, syn::Expr::Closure(_))),
@@ -190,7 +190,7 @@ pub fn may_hold_loop(block: &syn::Block) -> bool {
             match e {
                 syn::Expr::ForLoop(_) | syn::Expr::While(_) | syn::Expr::Loop(_) => self.0 = true,
                 syn::Expr::MethodCall(m) => {
-                    let name = m.method.to_string();
+                    let name = crate::syntax::Name::of(&m.method);
                     self.0 = ITER_CLOSURE_METHODS.contains(&name.as_str())
                         || CONSUMING_METHODS.contains(&name.as_str());
                     if !self.0 {
@@ -275,7 +275,7 @@ pub(super) fn chain_parts(m: &syn::ExprMethodCall) -> (Vec<&syn::ExprClosure>, &
     let mut closures = Vec::new();
     let mut cur: &syn::ExprMethodCall = m;
     loop {
-        let name = cur.method.to_string();
+        let name = crate::syntax::Name::of(&cur.method);
         if ITER_CLOSURE_METHODS.contains(&name.as_str()) {
             closures.extend(cur.args.iter().filter_map(|a| {
                 if let syn::Expr::Closure(c) = a {
@@ -329,7 +329,7 @@ pub(super) fn trip_count(e: &syn::Expr, text: &Text<'_>) -> String {
         syn::Expr::Path(p) if p.path.get_ident().is_some() => format!("{}.len()", text.of(e)),
         syn::Expr::MethodCall(m)
             if matches!(
-                m.method.to_string().as_str(),
+                crate::syntax::Name::of(&m.method).as_str(),
                 "iter" | "iter_mut" | "into_iter"
             ) =>
         {

@@ -79,7 +79,7 @@ impl Builder<'_, '_> {
         let copies_array = match e {
             syn::Expr::MethodCall(mc) => {
                 matches!(
-                    mc.method.to_string().as_str(),
+                    crate::syntax::Name::of(&mc.method).as_str(),
                     "clone" | "to_vec" | "to_owned"
                 ) && crate::syntax::base_var(&mc.receiver)
                     .is_some_and(|v| self.facts.arrays.contains(&v))
@@ -254,7 +254,7 @@ impl Builder<'_, '_> {
                         .is_some_and(|a| self.partition_marker(&mentions(a)))
             }
             Expr::MethodCall(mc) => {
-                let name = mc.method.to_string();
+                let name = crate::syntax::Name::of(&mc.method);
                 match name.as_str() {
                     "array" => true,
                     // A copy of a whole array has its class; a copy of a slice, its range's.

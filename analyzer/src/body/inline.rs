@@ -25,8 +25,8 @@ impl Builder<'_, '_> {
             UserCall::Method(m) => {
                 // The crate's own methods of that name first: a method no function of the crate
                 // is named after needs no look at its receiver (which walks the chain below it).
-                let name = m.method.to_string();
-                let by_name = self.program.by_name.get(&name)?;
+                let name = crate::syntax::Name::of(&m.method);
+                let by_name = self.program.by_name.get(name.as_str())?;
                 if self.env.value_of(&m.receiver, &self.text).is_some() {
                     return None;
                 }
@@ -238,22 +238,22 @@ pub(super) fn resolve_call(program: &Program, here: usize, c: &syn::ExprCall) ->
     let syn::Expr::Path(p) = &*c.func else {
         return None;
     };
-    let is_named = |s: &String| !matches!(s.as_str(), "crate" | "self" | "super" | "Self");
+    let is_named = |s: &str| !matches!(s, "crate" | "self" | "super" | "Self");
     // Most calls are of no function of the program: their last name says so.
     let last = p
         .path
         .segments
         .iter()
         .rev()
-        .map(|s| s.ident.to_string())
-        .find(is_named)?;
-    let by_name = program.by_name.get(&last)?;
+        .map(|s| crate::syntax::Name::of(&s.ident))
+        .find(|s| is_named(s))?;
+    let by_name = program.by_name.get(last.as_str())?;
     let segs: Vec<String> = p
         .path
         .segments
         .iter()
         .map(|s| s.ident.to_string())
-        .filter(is_named)
+        .filter(|s| is_named(s))
         .collect();
     let wanted = segs.join("::");
     let here = fns.get(here).map(|f| f.file);
