@@ -180,13 +180,21 @@ impl Name {
     /// The text of `ident` (a raw identifier keeps its `r#`, as `to_string` gives it).
     pub fn of(ident: &proc_macro2::Ident) -> Name {
         use std::fmt::Write;
+        let mut name = Name::new("");
+        // Writing to a `Name` does not fail.
+        let _ = write!(name, "{ident}");
+        name
+    }
+
+    /// A name of the given text.
+    pub fn new(text: &str) -> Name {
+        use std::fmt::Write;
         let mut name = Name {
             len: 0,
             short: [0; Name::SHORT],
             long: None,
         };
-        // Writing to a `Name` does not fail.
-        let _ = write!(name, "{ident}");
+        let _ = name.write_str(text);
         name
     }
 

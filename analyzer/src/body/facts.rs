@@ -2,6 +2,7 @@
 //! partition-sized scalars, and which arrays are distributed (DESIGN §3.7) — their length derives
 //! from this node's partition — with their element types.
 
+use crate::syntax::Name;
 use syn::spanned::Spanned;
 
 use super::chains::{chain_parts, find_chain};
@@ -48,7 +49,7 @@ impl Builder<'_, '_> {
         }
         if m.methods.iter().any(|x| x == "size")
             && !m.is_array
-            && m.idents.iter().all(|i| !self.facts.rank_vars.contains(i))
+            && m.idents.iter().all(|i| !self.facts.rank_vars.contains(i.as_str()))
         {
             self.facts.size_vars.insert(name.to_string());
         }
@@ -151,11 +152,11 @@ impl Builder<'_, '_> {
     /// Whether what an expression mentions derives from this node's partition: the runtime's
     /// partition calls, partition-sized scalars, distributed arrays, or a division by the size.
     pub(super) fn partition_marker(&self, m: &Mentions) -> bool {
-        let distributed = |i: &String| {
+        let distributed = |i: &Name| {
             self.facts
                 .variables
                 .iter()
-                .any(|v| v.distributed && v.name == *i)
+                .any(|v| v.distributed && v.name == i.as_str())
         };
         m.methods.iter().any(|x| {
             matches!(
@@ -165,10 +166,10 @@ impl Builder<'_, '_> {
         }) || m
             .idents
             .iter()
-            .any(|i| self.facts.dist_sizes.contains(i) || i == "DistArray" || distributed(i))
+            .any(|i| self.facts.dist_sizes.contains(i.as_str()) || i == "DistArray" || distributed(i))
             || m.divisors
                 .iter()
-                .any(|d| self.facts.size_vars.contains(d) || d == "size")
+                .any(|d| self.facts.size_vars.contains(d.as_str()) || d == "size")
     }
 
     /// `local_range(n, rank, size)`: a user function of the rank and the size gives this
@@ -195,9 +196,9 @@ impl Builder<'_, '_> {
                 acc
             });
         let mentions_rank = m.methods.iter().any(|x| x == "rank")
-            || m.idents.iter().any(|i| self.facts.rank_vars.contains(i));
+            || m.idents.iter().any(|i| self.facts.rank_vars.contains(i.as_str()));
         let mentions_size = m.methods.iter().any(|x| x == "size")
-            || m.idents.iter().any(|i| self.facts.size_vars.contains(i));
+            || m.idents.iter().any(|i| self.facts.size_vars.contains(i.as_str()));
         user_fn && mentions_rank && mentions_size
     }
 
@@ -289,10 +290,11 @@ impl Builder<'_, '_> {
                     (crate::classify::poly(start), crate::classify::poly(end))
                 {
                     let length = crate::classify::add(b, a, -1);
-                    let names: Vec<String> = length
+                    let names: Vec<Name> = length
                         .into_iter()
                         .filter(|(_, c)| *c != 0)
                         .flat_map(|(m, _)| m)
+                        .map(|n| Name::new(&n))
                         .collect();
                     let m = Mentions {
                         idents: names,
@@ -377,9 +379,9 @@ pub fn type_text(t: &syn::Type) -> String {
 /// array and the element type it shows.
 #[derive(Default)]
 pub(super) struct Mentions {
-    idents: Vec<String>,
-    methods: Vec<String>,
-    divisors: Vec<String>,
+    idents: Vec<Name>,
+    methods: Vec<Name>,
+    divisors: Vec<Name>,
     is_array: bool,
     elem_type: Option<String>,
 }
@@ -391,10 +393,10 @@ pub(super) fn mentions(e: &syn::Expr) -> Mentions {
         fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
             self.0
                 .idents
-                .extend(p.path.segments.iter().map(|s| s.ident.to_string()));
+                .extend(p.path.segments.iter().map(|s| Name::of(&s.ident)));
         }
         fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
-            let name = m.method.to_string();
+            let name = Name::of(&m.method);
             if name == "array" || name == "with_capacity" {
                 self.0.is_array = true;
                 if let Some(syn::GenericArgument::Type(t)) =
@@ -408,7 +410,7 @@ pub(super) fn mentions(e: &syn::Expr) -> Mentions {
             if matches!(name.as_str(), "rows" | "try_rows") && m.args.len() == 1
                 || name == "try_rows_sized" && m.args.len() == 2
             {
-                self.0.methods.push("session_rows".into());
+                self.0.methods.push(Name::new("session_rows"));
             }
             self.0.methods.push(name);
             syn::visit::visit_expr_method_call(self, m);
@@ -424,7 +426,7 @@ pub(super) fn mentions(e: &syn::Expr) -> Mentions {
         }
         fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
             if let syn::Expr::Path(p) = &*c.func {
-                let segs: Vec<String> = crate::syntax::path_idents(&p.path);
+                let segs: Vec<Name> = p.path.segments.iter().map(|s| Name::of(&s.ident)).collect();
                 if segs.iter().any(|s| s == "Vec" || s == "DistArray")
                     && segs
                         .last()
