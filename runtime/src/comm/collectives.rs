@@ -9,6 +9,43 @@
 
 use super::{check_rank, reduce_bytes, Comm, CommError, ElemKind, ReduceOp, Tag, Traffic};
 
+/// `c.send_bytes(..)`, its time on the rank's clock in [`Traffic::send_s`] in an instrumented run
+/// (the clock reads kept out of a virtual clock's time, like the hooks' own bookkeeping).
+fn timed_send<C: Comm + ?Sized>(
+    c: &C,
+    dest: usize,
+    tag: Tag,
+    data: &[u8],
+) -> Result<Traffic, CommError> {
+    let Some(begin) = stamp() else {
+        return c.send_bytes(dest, tag, data);
+    };
+    let mut t = c.send_bytes(dest, tag, data)?;
+    t.send_s += (stamp().unwrap_or(begin) - begin).max(0.0);
+    Ok(t)
+}
+
+/// `c.receive_bytes(..)`, its time less its blocked time in [`Traffic::recv_s`] in an
+/// instrumented run.
+fn timed_receive<C: Comm + ?Sized>(
+    c: &C,
+    source: usize,
+    tag: Tag,
+    into: &mut [u8],
+) -> Result<Traffic, CommError> {
+    let Some(begin) = stamp() else {
+        return c.receive_bytes(source, tag, into);
+    };
+    let mut t = c.receive_bytes(source, tag, into)?;
+    t.recv_s += (stamp().unwrap_or(begin) - begin - t.blocked_s).max(0.0);
+    Ok(t)
+}
+
+/// The rank's clock in an instrumented run; `None` otherwise (a plain run pays no clock read).
+fn stamp() -> Option<f64> {
+    crate::hooks::instrumenting().then(|| crate::clock::unclocked(crate::clock::now))
+}
+
 const TAG_BARRIER: Tag = -1;
 const TAG_BROADCAST: Tag = -2;
 const TAG_REDUCE: Tag = -3;
@@ -21,14 +58,14 @@ pub fn barrier<C: Comm + ?Sized>(c: &C) -> Result<Traffic, CommError> {
     let mut t = Traffic::default();
     if c.rank() == 0 {
         for r in 1..c.size() {
-            t += c.receive_bytes(r, TAG_BARRIER, &mut [])?;
+            t += timed_receive(c, r, TAG_BARRIER, &mut [])?;
         }
         for r in 1..c.size() {
-            t += c.send_bytes(r, TAG_BARRIER, &[])?;
+            t += timed_send(c, r, TAG_BARRIER, &[])?;
         }
     } else {
-        t += c.send_bytes(0, TAG_BARRIER, &[])?;
-        t += c.receive_bytes(0, TAG_BARRIER, &mut [])?;
+        t += timed_send(c, 0, TAG_BARRIER, &[])?;
+        t += timed_receive(c, 0, TAG_BARRIER, &mut [])?;
     }
     Ok(t)
 }
@@ -43,10 +80,10 @@ pub fn broadcast<C: Comm + ?Sized>(
     let mut t = Traffic::default();
     if c.rank() == root {
         for r in (0..c.size()).filter(|&r| r != root) {
-            t += c.send_bytes(r, TAG_BROADCAST, buf)?;
+            t += timed_send(c, r, TAG_BROADCAST, buf)?;
         }
     } else {
-        t += c.receive_bytes(root, TAG_BROADCAST, buf)?;
+        t += timed_receive(c, root, TAG_BROADCAST, buf)?;
     }
     Ok(t)
 }
@@ -70,7 +107,7 @@ pub fn reduce<C: Comm + ?Sized>(
     }
     let mut t = Traffic::default();
     if c.rank() != root {
-        t += c.send_bytes(root, TAG_REDUCE, send)?;
+        t += timed_send(c, root, TAG_REDUCE, send)?;
         return Ok(t);
     }
     if recv.len() != send.len() {
@@ -88,7 +125,7 @@ pub fn reduce<C: Comm + ?Sized>(
         let contribution: &[u8] = if r == root {
             send
         } else {
-            t += c.receive_bytes(r, TAG_REDUCE, &mut part)?;
+            t += timed_receive(c, r, TAG_REDUCE, &mut part)?;
             &part
         };
         if r == 0 {
@@ -135,7 +172,7 @@ pub fn gather<C: Comm + ?Sized>(
     check_rank(root, c.size())?;
     let mut t = Traffic::default();
     if c.rank() != root {
-        t += c.send_bytes(root, TAG_GATHER, send)?;
+        t += timed_send(c, root, TAG_GATHER, send)?;
         return Ok(t);
     }
     check_gather_layout(c.size(), root, counts, recv.len(), send.len())?;
@@ -145,7 +182,7 @@ pub fn gather<C: Comm + ?Sized>(
         if r == root {
             slot.copy_from_slice(send);
         } else {
-            t += c.receive_bytes(r, TAG_GATHER, slot)?;
+            t += timed_receive(c, r, TAG_GATHER, slot)?;
         }
         offset += n;
     }
@@ -163,7 +200,7 @@ pub fn scatter<C: Comm + ?Sized>(
     check_rank(root, c.size())?;
     let mut t = Traffic::default();
     if c.rank() != root {
-        t += c.receive_bytes(root, TAG_SCATTER, recv)?;
+        t += timed_receive(c, root, TAG_SCATTER, recv)?;
         return Ok(t);
     }
     check_scatter_layout(c.size(), root, counts, send.len(), recv.len())?;
@@ -173,7 +210,7 @@ pub fn scatter<C: Comm + ?Sized>(
         if r == root {
             recv.copy_from_slice(part);
         } else {
-            t += c.send_bytes(r, TAG_SCATTER, part)?;
+            t += timed_send(c, r, TAG_SCATTER, part)?;
         }
         offset += n;
     }
@@ -223,7 +260,7 @@ pub fn all_to_all<C: Comm + ?Sized>(
         if r == me {
             own = part;
         } else {
-            t += c.send_bytes(r, TAG_ALL_TO_ALL, part)?;
+            t += timed_send(c, r, TAG_ALL_TO_ALL, part)?;
         }
         offset += n;
     }
@@ -239,7 +276,7 @@ pub fn all_to_all<C: Comm + ?Sized>(
             }
             slot.copy_from_slice(own);
         } else {
-            t += c.receive_bytes(r, TAG_ALL_TO_ALL, slot)?;
+            t += timed_receive(c, r, TAG_ALL_TO_ALL, slot)?;
         }
         offset += n;
     }
