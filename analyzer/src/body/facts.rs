@@ -49,7 +49,9 @@ impl Builder<'_, '_> {
         }
         if m.methods.iter().any(|x| x == "size")
             && !m.is_array
-            && m.idents.iter().all(|i| !self.facts.rank_vars.contains(i.as_str()))
+            && m.idents
+                .iter()
+                .all(|i| !self.facts.rank_vars.contains(i.as_str()))
         {
             self.facts.size_vars.insert(name.to_string());
         }
@@ -163,13 +165,12 @@ impl Builder<'_, '_> {
                 x.as_str(),
                 "local_rows" | "partition" | "array" | "rows_of" | "session_rows"
             )
+        }) || m.idents.iter().any(|i| {
+            self.facts.dist_sizes.contains(i.as_str()) || i == "DistArray" || distributed(i)
         }) || m
-            .idents
+            .divisors
             .iter()
-            .any(|i| self.facts.dist_sizes.contains(i.as_str()) || i == "DistArray" || distributed(i))
-            || m.divisors
-                .iter()
-                .any(|d| self.facts.size_vars.contains(d.as_str()) || d == "size")
+            .any(|d| self.facts.size_vars.contains(d.as_str()) || d == "size")
     }
 
     /// `local_range(n, rank, size)`: a user function of the rank and the size gives this
@@ -196,9 +197,13 @@ impl Builder<'_, '_> {
                 acc
             });
         let mentions_rank = m.methods.iter().any(|x| x == "rank")
-            || m.idents.iter().any(|i| self.facts.rank_vars.contains(i.as_str()));
+            || m.idents
+                .iter()
+                .any(|i| self.facts.rank_vars.contains(i.as_str()));
         let mentions_size = m.methods.iter().any(|x| x == "size")
-            || m.idents.iter().any(|i| self.facts.size_vars.contains(i.as_str()));
+            || m.idents
+                .iter()
+                .any(|i| self.facts.size_vars.contains(i.as_str()));
         user_fn && mentions_rank && mentions_size
     }
 

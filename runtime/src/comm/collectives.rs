@@ -9,43 +9,6 @@
 
 use super::{check_rank, reduce_bytes, Comm, CommError, ElemKind, ReduceOp, Tag, Traffic};
 
-/// `c.send_bytes(..)`, its time on the rank's clock in [`Traffic::send_s`] in an instrumented run
-/// (the clock reads kept out of a virtual clock's time, like the hooks' own bookkeeping).
-fn timed_send<C: Comm + ?Sized>(
-    c: &C,
-    dest: usize,
-    tag: Tag,
-    data: &[u8],
-) -> Result<Traffic, CommError> {
-    let Some(begin) = stamp() else {
-        return c.send_bytes(dest, tag, data);
-    };
-    let mut t = c.send_bytes(dest, tag, data)?;
-    t.send_s += (stamp().unwrap_or(begin) - begin).max(0.0);
-    Ok(t)
-}
-
-/// `c.receive_bytes(..)`, its time less its blocked time in [`Traffic::recv_s`] in an
-/// instrumented run.
-fn timed_receive<C: Comm + ?Sized>(
-    c: &C,
-    source: usize,
-    tag: Tag,
-    into: &mut [u8],
-) -> Result<Traffic, CommError> {
-    let Some(begin) = stamp() else {
-        return c.receive_bytes(source, tag, into);
-    };
-    let mut t = c.receive_bytes(source, tag, into)?;
-    t.recv_s += (stamp().unwrap_or(begin) - begin - t.blocked_s).max(0.0);
-    Ok(t)
-}
-
-/// The rank's clock in an instrumented run; `None` otherwise (a plain run pays no clock read).
-fn stamp() -> Option<f64> {
-    crate::hooks::instrumenting().then(|| crate::clock::unclocked(crate::clock::now))
-}
-
 const TAG_BARRIER: Tag = -1;
 const TAG_BROADCAST: Tag = -2;
 const TAG_REDUCE: Tag = -3;
@@ -58,14 +21,14 @@ pub fn barrier<C: Comm + ?Sized>(c: &C) -> Result<Traffic, CommError> {
     let mut t = Traffic::default();
     if c.rank() == 0 {
         for r in 1..c.size() {
-            t += timed_receive(c, r, TAG_BARRIER, &mut [])?;
+            t += c.receive_bytes(r, TAG_BARRIER, &mut [])?;
         }
         for r in 1..c.size() {
-            t += timed_send(c, r, TAG_BARRIER, &[])?;
+            t += c.send_bytes(r, TAG_BARRIER, &[])?;
         }
     } else {
-        t += timed_send(c, 0, TAG_BARRIER, &[])?;
-        t += timed_receive(c, 0, TAG_BARRIER, &mut [])?;
+        t += c.send_bytes(0, TAG_BARRIER, &[])?;
+        t += c.receive_bytes(0, TAG_BARRIER, &mut [])?;
     }
     Ok(t)
 }
@@ -80,10 +43,10 @@ pub fn broadcast<C: Comm + ?Sized>(
     let mut t = Traffic::default();
     if c.rank() == root {
         for r in (0..c.size()).filter(|&r| r != root) {
-            t += timed_send(c, r, TAG_BROADCAST, buf)?;
+            t += c.send_bytes(r, TAG_BROADCAST, buf)?;
         }
     } else {
-        t += timed_receive(c, root, TAG_BROADCAST, buf)?;
+        t += c.receive_bytes(root, TAG_BROADCAST, buf)?;
     }
     Ok(t)
 }
@@ -107,7 +70,7 @@ pub fn reduce<C: Comm + ?Sized>(
     }
     let mut t = Traffic::default();
     if c.rank() != root {
-        t += timed_send(c, root, TAG_REDUCE, send)?;
+        t += c.send_bytes(root, TAG_REDUCE, send)?;
         return Ok(t);
     }
     if recv.len() != send.len() {
@@ -125,7 +88,7 @@ pub fn reduce<C: Comm + ?Sized>(
         let contribution: &[u8] = if r == root {
             send
         } else {
-            t += timed_receive(c, r, TAG_REDUCE, &mut part)?;
+            t += c.receive_bytes(r, TAG_REDUCE, &mut part)?;
             &part
         };
         if r == 0 {
@@ -172,7 +135,7 @@ pub fn gather<C: Comm + ?Sized>(
     check_rank(root, c.size())?;
     let mut t = Traffic::default();
     if c.rank() != root {
-        t += timed_send(c, root, TAG_GATHER, send)?;
+        t += c.send_bytes(root, TAG_GATHER, send)?;
         return Ok(t);
     }
     check_gather_layout(c.size(), root, counts, recv.len(), send.len())?;
@@ -182,7 +145,7 @@ pub fn gather<C: Comm + ?Sized>(
         if r == root {
             slot.copy_from_slice(send);
         } else {
-            t += timed_receive(c, r, TAG_GATHER, slot)?;
+            t += c.receive_bytes(r, TAG_GATHER, slot)?;
         }
         offset += n;
     }
@@ -200,7 +163,7 @@ pub fn scatter<C: Comm + ?Sized>(
     check_rank(root, c.size())?;
     let mut t = Traffic::default();
     if c.rank() != root {
-        t += timed_receive(c, root, TAG_SCATTER, recv)?;
+        t += c.receive_bytes(root, TAG_SCATTER, recv)?;
         return Ok(t);
     }
     check_scatter_layout(c.size(), root, counts, send.len(), recv.len())?;
@@ -210,7 +173,7 @@ pub fn scatter<C: Comm + ?Sized>(
         if r == root {
             recv.copy_from_slice(part);
         } else {
-            t += timed_send(c, r, TAG_SCATTER, part)?;
+            t += c.send_bytes(r, TAG_SCATTER, part)?;
         }
         offset += n;
     }
@@ -260,7 +223,7 @@ pub fn all_to_all<C: Comm + ?Sized>(
         if r == me {
             own = part;
         } else {
-            t += timed_send(c, r, TAG_ALL_TO_ALL, part)?;
+            t += c.send_bytes(r, TAG_ALL_TO_ALL, part)?;
         }
         offset += n;
     }
@@ -276,7 +239,7 @@ pub fn all_to_all<C: Comm + ?Sized>(
             }
             slot.copy_from_slice(own);
         } else {
-            t += timed_receive(c, r, TAG_ALL_TO_ALL, slot)?;
+            t += c.receive_bytes(r, TAG_ALL_TO_ALL, slot)?;
         }
         offset += n;
     }

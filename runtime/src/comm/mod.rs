@@ -41,13 +41,6 @@ pub struct Traffic {
     pub bytes_received: u64,
     /// Seconds spent waiting for messages that had not yet arrived (`T_w`), on the rank's clock.
     pub blocked_s: f64,
-    /// Seconds of the call's send operations, on the rank's clock, where they were timed (the
-    /// collectives built from point-to-point operations, in an instrumented run); 0 otherwise.
-    /// With `recv_s`, it splits the call's overhead between sending and receiving.
-    pub send_s: f64,
-    /// Seconds of the call's receive operations less their blocked time, where timed; 0
-    /// otherwise.
-    pub recv_s: f64,
 }
 
 impl Traffic {
@@ -78,8 +71,6 @@ impl std::ops::AddAssign for Traffic {
         self.bytes_sent += o.bytes_sent;
         self.bytes_received += o.bytes_received;
         self.blocked_s += o.blocked_s;
-        self.send_s += o.send_s;
-        self.recv_s += o.recv_s;
     }
 }
 

@@ -36,7 +36,7 @@ pub fn end(
         messages_received: u32::from(received > 0),
         bytes_sent: sent,
         bytes_received: received,
-        ..Traffic::default()
+        blocked_s: 0.0,
     };
     comm_end_from(start.blocking(blocks), call, peer, source, &traffic);
 }

@@ -315,13 +315,8 @@ pub fn aggregate_node(
                 m.blocked_s += t.blocked_s;
                 let overhead = (dur - t.blocked_s).max(0.0);
                 let total_msgs = f64::from(t.messages_sent + t.messages_received);
-                let timed = t.send_s + t.recv_s;
-                // A call that both sends and receives (a collective) splits its overhead by the
-                // time its sends and receives took where they were timed, else by message count.
                 let send_share = if call.is_send() {
                     1.0
-                } else if t.messages_sent > 0 && t.messages_received > 0 && timed > 0.0 {
-                    t.send_s / timed
                 } else if total_msgs > 0.0 {
                     f64::from(t.messages_sent) / total_msgs
                 } else {

@@ -17,7 +17,7 @@ use crate::hooks::{register_var, var_name, RankRecords, Record, RecordKind, VarI
 use crate::ooc::DiskCosts;
 
 const MAGIC: &[u8; 4] = b"MHRR";
-const VERSION: u32 = 2;
+const VERSION: u32 = 1;
 
 const KINDS: [RecordKind; 9] = [
     RecordKind::Iteration,
@@ -74,8 +74,6 @@ pub fn pack(rr: &RankRecords, offset_s: f64) -> Vec<u8> {
         w.u64(r.traffic.bytes_sent);
         w.u64(r.traffic.bytes_received);
         w.f64(r.traffic.blocked_s);
-        w.f64(r.traffic.send_s);
-        w.f64(r.traffic.recv_s);
         w.u64(r.bytes);
         w.f64(r.begin_s + offset_s);
         w.f64(r.end_s + offset_s);
@@ -161,8 +159,6 @@ pub fn unpack(bytes: &[u8]) -> Result<RankRecords, String> {
                 bytes_sent: r.u64()?,
                 bytes_received: r.u64()?,
                 blocked_s: r.f64()?,
-                send_s: r.f64()?,
-                recv_s: r.f64()?,
             },
             bytes: r.u64()?,
             begin_s: r.f64()?,
@@ -297,8 +293,6 @@ mod tests {
                 bytes_sent: 300,
                 bytes_received: 400,
                 blocked_s: 0.25,
-                send_s: 0.125,
-                recv_s: 0.0625,
             },
             bytes: 4096,
             begin_s,

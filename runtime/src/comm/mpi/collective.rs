@@ -72,7 +72,6 @@ fn traffic(sent: (usize, usize), received: (usize, usize), blocked_s: f64) -> Tr
         messages_received: received.0 as u32,
         bytes_received: received.1 as u64,
         blocked_s,
-        ..Traffic::default()
     }
 }
 
