@@ -142,7 +142,7 @@ fn analyze_program(
     for (i, f) in program.functions.iter().enumerate() {
         program.by_name.entry(f.name.clone()).or_default().push(i);
     }
-    let (structure_diags, (solvers, structures)) =
+    let (structure_diags, solvers, structures) =
         syntax::with_parsed_macros(program.functions.iter().map(|f| &f.block), || {
             analyze_solvers(&program, &mut diags, options)
         });
@@ -171,7 +171,8 @@ fn analyze_solvers(
     options: &Options,
 ) -> (
     Vec<Diagnostic>,
-    (Vec<SolverAnalysis>, Vec<mheta_format::Solver>),
+    Vec<SolverAnalysis>,
+    Vec<mheta_format::Solver>,
 ) {
     let mut structure_diags: Vec<Diagnostic> = diags.0.clone();
     let comm = body::Communicating::new(program);
@@ -198,5 +199,5 @@ fn analyze_solvers(
         solvers.push(analysis);
         structures.push(structure);
     }
-    (structure_diags, (solvers, structures))
+    (structure_diags, solvers, structures)
 }

@@ -84,13 +84,7 @@ impl Scanner<'_> {
         bound: &[String],
         loc: crate::diagnostics::Loc,
     ) -> Stmt {
-        let mut v = Visitor {
-            s: self,
-            out: Stmt {
-                loc: Some(loc),
-                ..Stmt::default()
-            },
-        };
+        let mut v = self.visitor(loc);
         if let Some(e) = expr {
             v.visit_expr(e);
         }
@@ -99,41 +93,42 @@ impl Scanner<'_> {
             push_unique(&mut v.out.declares, b);
         }
         let mut out = v.out;
-        let glue = Glue {
-            closures: self.glue_closures,
-            data: self.data,
-        };
+        let glue = self.glue();
         out.glue = out.calls.is_empty() && out.io.is_empty() && expr.map_or(true, |e| glue.expr(e));
         out.computes =
             !out.calls.is_empty() && expr.is_some_and(|e| computes_besides_comm(e, &glue));
         out
     }
-}
 
-impl Scanner<'_> {
     /// Scans a statement macro (`println!(..);`, `assert!(..);`) into a statement, as [`scan`]
     /// scans the same macro as an expression, without copying it into one: a copy is a
-    /// different macro to [`macro_args`], whose arguments would be parsed again.
+    /// different macro to [`macro_args`], whose arguments would be parsed again. Such a
+    /// statement never `computes`: [`computes_besides_comm`] does not look inside macros.
     ///
     /// [`scan`]: Scanner::scan
     pub fn scan_macro(&self, m: &syn::Macro, loc: crate::diagnostics::Loc) -> Stmt {
-        let mut v = Visitor {
+        let mut v = self.visitor(loc);
+        v.visit_macro(m);
+        let mut out = v.out;
+        out.glue = out.calls.is_empty() && out.io.is_empty() && self.glue().macro_call(m);
+        out
+    }
+
+    fn visitor(&self, loc: crate::diagnostics::Loc) -> Visitor<'_, '_> {
+        Visitor {
             s: self,
             out: Stmt {
                 loc: Some(loc),
                 ..Stmt::default()
             },
-        };
-        v.visit_macro(m);
-        let mut out = v.out;
-        let glue = Glue {
+        }
+    }
+
+    fn glue(&self) -> Glue<'_> {
+        Glue {
             closures: self.glue_closures,
             data: self.data,
-        };
-        out.glue = out.calls.is_empty() && out.io.is_empty() && glue.macro_call(m);
-        // `computes_besides_comm` does not look inside macros.
-        out.computes = false;
-        out
+        }
     }
 }
 

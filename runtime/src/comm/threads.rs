@@ -558,7 +558,7 @@ mod tests {
         // per message is the node's own send and receive. Then they play ping-pong, so each
         // waits for the other at every message. Blocking on the mailbox, being woken and
         // taking the core back cost this machine's scheduler several microseconds of CPU each
-        // time (6.3–6.5 µs per message when they were charged, against about 1 µs); none of
+        // time (6.1–7.8 µs per message when they were charged, against about 1 µs); none of
         // it is the node's, so ping-pong costs the clock about what the first phase did.
         const ROUNDS: usize = 2_000;
         let world = ThreadWorld::with_gate(2, NETWORK, ClockMode::Virtual, Some(1));
