@@ -255,6 +255,13 @@ pub struct NodeMeasurements {
     /// Trips of each repeated group (nested iteration) per iteration.
     #[cfg_attr(feature = "read", serde(default))]
     pub groups: Vec<GroupMeasurement>,
+    /// The computation of each measured iteration in turn (the stages' computation, as
+    /// `stages[].compute_s` counts it, whose per-iteration mean this is). Iterations vary, and
+    /// every node waits at the iteration's communication for the slowest node *of that
+    /// iteration*: the model replays these (`mheta_model`, "measured variation"). Absent in
+    /// older files and in files written without it: the model then predicts from the means.
+    #[cfg_attr(feature = "read", serde(default))]
+    pub iteration_compute_s: Vec<f64>,
 }
 
 /// Identifies a stage: section id, tile loop id (for stages inside a tile loop), stage id.
@@ -471,6 +478,7 @@ crate::json_object!(NodeMeasurements {
     field rank, field rows, field iteration_s, field read_overhead_s, field write_overhead_s,
     field async_overhead_s, field read_per_byte_s, field write_per_byte_s, field copy_per_byte_s,
     field stages, field io, field events, field tiles, field groups,
+    optional iteration_compute_s,
 });
 crate::json_object!(StageKey { field section, optional tile, field stage });
 crate::json_object!(StageMeasurement {
@@ -553,6 +561,7 @@ mod tests {
             events: Vec::new(),
             tiles: Vec::new(),
             groups: Vec::new(),
+            iteration_compute_s: Vec::new(),
         };
         Measurements {
             schema: MEASUREMENTS_SCHEMA.into(),

@@ -164,6 +164,10 @@ struct SectionCost {
 /// Deepest nesting of repeated groups the evaluator handles.
 const MAX_GROUP_DEPTH: usize = 8;
 
+/// Measured iterations the model replays at most (`Model::predict_into`): the last ones of the
+/// run. Each costs one more pass of the program per prediction.
+pub const MAX_VARIATION_PASSES: usize = 32;
+
 /// Iterations the model runs after the first, at most, looking for the steady state. Pairwise
 /// exchanges and reductions settle in one or two; when none repeats exactly (conditional events,
 /// charged at their frequency, converge only geometrically; nodes that never communicate drift
@@ -182,6 +186,9 @@ pub struct Model {
     /// One-way latency per message and seconds per byte: `T_{i→i'}(q) = latency + bytes·per_byte`.
     latency_s: f64,
     per_byte_s: f64,
+    /// Measured variation: per replayed iteration k, per node i, the factor on node i's
+    /// computation at `k * nodes + i` (empty: none measured). See [`Model::predict_into`].
+    variation: Vec<f64>,
 }
 
 impl Model {
@@ -225,10 +232,11 @@ impl Model {
         self.run_steps(0, self.program.len(), rows, out, 0);
         out.end_synchronized_pass();
         let mut since_anchor = 0;
+        let mut repeated = false;
         for pass in 1..=STEADY_PASSES {
             if out.ends_as_it_began() {
-                out.settle(None);
-                return Ok(());
+                repeated = true;
+                break;
             }
             if pass == STEADY_PASSES / 2 {
                 out.anchor();
@@ -238,8 +246,29 @@ impl Model {
             self.run_steps(0, self.program.len(), rows, out, 0);
             since_anchor += 1;
         }
-        let repeated = out.ends_as_it_began();
-        out.settle((!repeated).then_some(since_anchor));
+        repeated |= out.ends_as_it_began();
+        if self.variation.is_empty() {
+            out.settle((!repeated).then_some(since_anchor));
+            return Ok(());
+        }
+        // Measured variation. Iterations differ (caches, the operating system, other work on
+        // the machine), and a node waits at the iteration's communication for the slowest node
+        // of that iteration, not of the average one: the mean of per-iteration maxima exceeds
+        // the maximum of the means whenever the nodes are close. From the steady state, the
+        // measured iterations are replayed in order, each node computing its mean times its own
+        // factor of that iteration (the same iteration on every node, so variation the nodes
+        // share, such as the whole machine slowing down, stays shared), and the period is their
+        // mean.
+        let passes = self.variation.len() / self.nodes;
+        out.anchor();
+        for k in 0..passes {
+            out.compute_scale
+                .copy_from_slice(&self.variation[k * self.nodes..(k + 1) * self.nodes]);
+            out.begin_pass();
+            self.run_steps(0, self.program.len(), rows, out, 0);
+        }
+        out.compute_scale.fill(1.0);
+        out.settle(Some(passes as u32));
         Ok(())
     }
 
@@ -356,7 +385,7 @@ impl Model {
                 i,
                 &out.ooc[i],
             );
-            out.charge_work(i, tau.compute_s, tau.io_s);
+            out.charge_work(i, tau.compute_s * out.compute_scale[i], tau.io_s);
         }
         for tiles in &section.tiles {
             pipeline::run(self, tiles, rows, out);

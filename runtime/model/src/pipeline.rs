@@ -118,7 +118,7 @@ pub(crate) fn run(model: &Model, tiles: &TileCost, _rows: &[u64], out: &mut Pred
             i,
             &out.ooc[i],
         );
-        out.scratch3[i] = tau.compute_s / f64::from(n_t);
+        out.scratch3[i] = tau.compute_s * out.compute_scale[i] / f64::from(n_t);
         out.scratch4[i] = tau.io_s / f64::from(n_t);
     }
     for j in 0..n_t as usize {
@@ -145,7 +145,7 @@ pub(crate) fn run(model: &Model, tiles: &TileCost, _rows: &[u64], out: &mut Pred
             i,
             &out.ooc[i],
         );
-        out.charge_work(i, tau.compute_s, tau.io_s);
+        out.charge_work(i, tau.compute_s * out.compute_scale[i], tau.io_s);
         out.charge_comm(
             i,
             f64::from(n_t) * tiles.per_tile_overhead(i, p),

@@ -71,6 +71,10 @@ pub struct Prediction {
     /// The state from which a steady state that never repeats exactly is averaged.
     #[serde(skip)]
     anchor: State,
+    /// Per node, the factor on its computation in the pass being run: 1, or a measured
+    /// iteration's (`Model::predict_into`).
+    #[serde(skip)]
+    pub(crate) compute_scale: Vec<f64>,
 }
 
 /// The snapshot slot of the main loop's iterations, outside every repeated group.
@@ -154,6 +158,8 @@ impl Prediction {
         self.scratch2.resize(nodes, 0.0);
         self.scratch3.resize(nodes, 0.0);
         self.scratch4.resize(nodes, 0.0);
+        self.compute_scale.clear();
+        self.compute_scale.resize(nodes, 1.0);
     }
 
     /// Marks the start of an iteration of the whole program.

@@ -199,6 +199,7 @@ impl<'a> Recorder<'a> {
                 events: Vec::new(),
                 tiles: Vec::new(),
                 groups: Vec::new(),
+                iteration_compute_s: Vec::new(),
             })
             .collect();
         Recorder {

@@ -56,6 +56,7 @@ impl Case {
                 events: vec![],
                 tiles: vec![],
                 groups: vec![],
+                iteration_compute_s: vec![],
             })
             .collect();
         let m = Measurements {
@@ -1479,4 +1480,98 @@ fn another_clusters_disks_rescale_the_measured_io() {
             truth.iteration_s
         );
     }
+}
+
+/// The reduction of `eq_5_7_to_5_9_two_node_reduction_both_cases` with equal mean computation
+/// (1.0, 1.0) and the computation of each measured iteration `per_iteration[i]` on node i.
+fn varied_reduction(per_iteration: [&[f64]; 2]) -> Case {
+    let mut c = Case::new(&[10, 10]);
+    c.section(true, &[1.0, 1.0], Some((Pattern::Reduction, &["0"])), None);
+    for (n, values) in c.m.nodes.iter_mut().zip(per_iteration) {
+        n.iteration_compute_s = values.to_vec();
+    }
+    c
+}
+
+#[test]
+fn measured_variation_is_replayed_iteration_by_iteration() {
+    // Reduction to node 0 from clocks (s, s + 0.12), computing (c0, c1): node 1's contribution
+    // arrives at s + 0.12 + c1 + 0.01 + 0.1; the root receives (0.02) and sends (0.01), ending
+    // at max(s + c0, s + c1 + 0.23) + 0.03; node 1 ends 0.1 + 0.02 later, at the same offset
+    // 0.12. So each iteration advances the clocks by max(c0, c1 + 0.23) + 0.03.
+    // From the means (1.0, 1.0): 1.26.
+    let p = varied_reduction([&[], &[]])
+        .model()
+        .predict(&[10, 10])
+        .unwrap();
+    assert!(close(p.iteration_s, 1.26), "{p:?}");
+    // Measured iterations (1.2, 0.8) then (0.8, 1.2), whose means are (1.0, 1.0): the first
+    // advances max(1.2, 1.03) + 0.03 = 1.23, the second max(0.8, 1.43) + 0.03 = 1.46; their
+    // mean is 1.345, above the means' 1.26.
+    let p = varied_reduction([&[1.2, 0.8], &[0.8, 1.2]])
+        .model()
+        .predict(&[10, 10])
+        .unwrap();
+    assert!(close(p.iteration_s, 1.345), "{p:?}");
+    // The computation replayed is the mean's: each node computed 1.0 per iteration.
+    assert!(
+        close(p.nodes[0].compute_s, 1.0) && close(p.nodes[1].compute_s, 1.0),
+        "{p:?}"
+    );
+    // Variation the nodes share, (1.2, 1.2) then (0.8, 0.8): max(1.2, 1.43) + 0.03 = 1.46 and
+    // max(0.8, 1.03) + 0.03 = 1.06, a mean of 1.26 again: a machine slowing down as a whole
+    // moves no node's waits.
+    let p = varied_reduction([&[1.2, 0.8], &[1.2, 0.8]])
+        .model()
+        .predict(&[10, 10])
+        .unwrap();
+    assert!(close(p.iteration_s, 1.26), "{p:?}");
+    // No variation measured: the means' prediction.
+    let p = varied_reduction([&[1.0, 1.0, 1.0], &[1.0, 1.0, 1.0]])
+        .model()
+        .predict(&[10, 10])
+        .unwrap();
+    assert!(close(p.iteration_s, 1.26), "{p:?}");
+}
+
+#[test]
+fn measured_variation_scales_with_the_rows_and_uses_the_last_iterations() {
+    // The factors are relative to each node's mean, so they apply to the computation at any
+    // row count: at (5, 15) rows the means are (0.5, 1.5) and the iterations (0.6, 1.2) and
+    // (0.4, 1.8): max(0.6, 1.43) + 0.03 = 1.46 and max(0.4, 2.03) + 0.03 = 2.06, mean 1.76.
+    let p = varied_reduction([&[1.2, 0.8], &[0.8, 1.2]])
+        .model()
+        .predict(&[5, 15])
+        .unwrap();
+    assert!(close(p.iteration_s, 1.76), "{p:?}");
+    // A node that recorded more iterations than another: the last ones both recorded, here
+    // (1.2, 0.8) and (0.8, 1.2) again: 1.345. Longer runs replay their last 32.
+    let p = varied_reduction([&[5.0, 1.2, 0.8], &[0.8, 1.2]])
+        .model()
+        .predict(&[10, 10])
+        .unwrap();
+    assert!(close(p.iteration_s, 1.345), "{p:?}");
+    let mut long = vec![3.0; 8];
+    long.extend([1.2, 0.8].repeat(MAX_VARIATION_PASSES / 2));
+    let mut other = vec![0.1; 8];
+    other.extend([0.8, 1.2].repeat(MAX_VARIATION_PASSES / 2));
+    let p = varied_reduction([&long, &other])
+        .model()
+        .predict(&[10, 10])
+        .unwrap();
+    assert!(close(p.iteration_s, 1.345), "{p:?}");
+}
+
+#[test]
+fn a_negative_iteration_computation_is_an_error_naming_it() {
+    let err = varied_reduction([&[1.0, 1.0], &[1.0, -1.0]])
+        .try_model()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ModelError::BadValue {
+            field: "nodes[1].iteration_compute_s[1]".into(),
+            value: -1.0
+        }
+    );
 }

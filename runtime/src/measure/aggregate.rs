@@ -208,6 +208,10 @@ pub fn aggregate_node(
     let mut reads: Vec<(f64, f64)> = Vec::new();
     let mut writes: Vec<(f64, f64)> = Vec::new();
     let mut copies = (0.0, 0.0); // bytes and seconds of in-core copies
+                                 // Each steady iteration's computation: its stages' time less the I/O, copies and
+                                 // communication inside them (as `compute_s` counts it). Index: the iteration's among the
+                                 // recorded ones, less the warm-up and one.
+    let mut per_iteration = vec![0.0; iterations.len() - warm_up];
 
     for (iteration, r) in records
         .iter()
@@ -218,6 +222,7 @@ pub fn aggregate_node(
             RecordKind::Iteration => tile_trips.clear(),
             RecordKind::Section => tile_trips.retain(|&(section, _), _| section != r.id),
             RecordKind::Stage => {
+                per_iteration[iteration - warm_up - 1] += dur;
                 let s = stages.entry(r.key);
                 s.count += 1.0;
                 s.time += dur;
@@ -247,6 +252,7 @@ pub fn aggregate_node(
                     let s = stages.entry(r.key);
                     s.io += dur;
                     s.exclude(dur);
+                    per_iteration[iteration - warm_up - 1] -= dur;
                 }
                 copies.0 += r.bytes as f64;
                 copies.1 += dur;
@@ -260,6 +266,7 @@ pub fn aggregate_node(
                     let s = stages.entry(r.key);
                     s.io += dur;
                     s.exclude(dur);
+                    per_iteration[iteration - warm_up - 1] -= dur;
                 }
                 let m = io.entry_with((r.key, r.id), || empty_io(r.key, r.id));
                 match op {
@@ -298,6 +305,7 @@ pub fn aggregate_node(
                     let s = stages.entry(r.key);
                     s.comm += dur;
                     s.exclude(dur);
+                    per_iteration[iteration - warm_up - 1] -= dur;
                 }
                 if r.event == NONE {
                     continue;
@@ -409,6 +417,7 @@ pub fn aggregate_node(
                 trips: c / n,
             })
             .collect(),
+        iteration_compute_s: per_iteration.into_iter().map(|c| c.max(0.0)).collect(),
     };
     if let Some(c) = rr.calibration {
         c.store_in(&mut node);
@@ -618,6 +627,40 @@ mod tests {
         assert_eq!(node.copy_per_byte_s, 0.005);
         assert_eq!(node.io.len(), 1);
         assert_eq!((node.io[0].writes, node.io[0].write_s), (1.0, 2.0));
+    }
+
+    #[test]
+    fn each_measured_iterations_computation_is_kept_in_order() {
+        // Three iterations, the first a warm-up. Iteration two (10–20 s): two stages of 4 s and
+        // 3 s, the first with a 1 s read inside. Iteration three (20–30 s): one stage of 6 s
+        // with a 2 s communication call inside. Computation: 4 − 1 + 3 = 6, then 6 − 2 = 4;
+        // the stages' per-iteration mean is their mean, 5.
+        let mut comm = record(RecordKind::Comm, 0, 0, (22.0, 24.0), (14, 15));
+        comm.aux = crate::hooks::CallKind::Send as u32;
+        let rr = RankRecords {
+            records: vec![
+                record(RecordKind::Iteration, 0, 0, (0.0, 10.0), (0, 3)),
+                record(RecordKind::Stage, 0, 0, (0.0, 9.0), (1, 2)),
+                record(RecordKind::Iteration, 1, 0, (10.0, 20.0), (4, 11)),
+                record(RecordKind::Stage, 0, 0, (10.0, 14.0), (5, 8)),
+                record(
+                    RecordKind::Io,
+                    0,
+                    crate::hooks::io_code(IoKind::Read),
+                    (11.0, 12.0),
+                    (6, 7),
+                ),
+                record(RecordKind::Stage, 0, 0, (14.0, 17.0), (9, 10)),
+                record(RecordKind::Iteration, 2, 0, (20.0, 30.0), (12, 17)),
+                record(RecordKind::Stage, 0, 0, (20.0, 26.0), (13, 16)),
+                comm,
+            ],
+            ..RankRecords::default()
+        };
+        let node = aggregate_node(0, 1, 10, &rr, 1).unwrap();
+        assert_eq!(node.iteration_compute_s, vec![6.0, 4.0]);
+        let per_iteration: f64 = node.stages.iter().map(|s| s.compute_s).sum();
+        assert_eq!(per_iteration, 5.0);
     }
 
     #[test]

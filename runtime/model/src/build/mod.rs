@@ -217,6 +217,7 @@ impl<'a> Builder<'a> {
         } else {
             0.0
         };
+        let variation = self.variation()?;
         Ok(Model {
             nodes: self.p,
             total_rows: self.m.rows,
@@ -226,7 +227,40 @@ impl<'a> Builder<'a> {
             memory,
             latency_s: check("micro.latency_s", latency_s)?,
             per_byte_s: check("micro.per_byte_s", per_byte_s)?,
+            variation,
         })
+    }
+
+    /// The measured variation of the nodes' computation between iterations, as factors on each
+    /// node's mean (`Model::variation`): from `nodes[].iteration_compute_s`, the last
+    /// [`crate::MAX_VARIATION_PASSES`] iterations every node measured. None when a node did
+    /// not record its iterations, or fewer than two.
+    fn variation(&self) -> Result<Vec<f64>, ModelError> {
+        let nodes = &self.m.nodes;
+        let measured = nodes
+            .iter()
+            .map(|n| n.iteration_compute_s.len())
+            .min()
+            .unwrap_or(0);
+        if measured < 2 || nodes.len() != self.p {
+            return Ok(Vec::new());
+        }
+        let passes = measured.min(crate::MAX_VARIATION_PASSES);
+        let mut factors = vec![1.0; passes * self.p];
+        for (i, n) in nodes.iter().enumerate() {
+            let values = &n.iteration_compute_s;
+            for (k, &v) in values.iter().enumerate() {
+                check(&format!("nodes[{i}].iteration_compute_s[{k}]"), v)?;
+            }
+            let recent = &values[values.len() - passes..];
+            let mean = recent.iter().sum::<f64>() / passes as f64;
+            if mean > 0.0 {
+                for (k, &v) in recent.iter().enumerate() {
+                    factors[k * self.p + i] = v / mean;
+                }
+            }
+        }
+        Ok(factors)
     }
 
     /// Marks the arrays no stage accesses through I/O as resident, and sums every array's
