@@ -100,8 +100,11 @@ impl Measurements {
     /// Every event of every node also gets the run's per-message overheads as a sample
     /// (`overheads`): one run's overheads are one draw of a figure that varies from run to run
     /// with the machine's load (an 8-rank CG all-gather's root: 3–11 ms over seven runs of one
-    /// tune). Merging several such runs gives several samples. Returns how many nodes got an
-    /// all-in-core computation sample; fails, naming the field, when the runs do not match.
+    /// tune). Merging several such runs gives several samples. The run's iterations
+    /// (`iteration_compute_s`) follow the measurements' own, each node's scaled to this
+    /// measurements' mean computation on that node: what varies between iterations is taken
+    /// from every run, relative to its own mean. Returns how many nodes got an all-in-core
+    /// computation sample; fails, naming the field, when the runs do not match.
     pub fn merge_in_core_compute(&mut self, kept: &Measurements) -> Result<usize, String> {
         if kept.structure != self.structure {
             return Err("structure: the in-core run measured a different program".into());
@@ -159,7 +162,46 @@ impl Measurements {
                 }
             }
         }
+        self.append_iterations(kept);
         Ok(merged)
+    }
+
+    /// Appends `kept`'s measured iterations to every node's `iteration_compute_s`, scaled by
+    /// the node's mean computation here over its mean there (a node without computation there
+    /// repeats its mean here). Nothing when some node of either lacks them (an older file):
+    /// the nodes' iterations must stay the same ones.
+    fn append_iterations(&mut self, kept: &Measurements) {
+        let count = kept
+            .nodes
+            .first()
+            .map_or(0, |n| n.iteration_compute_s.len());
+        let recorded = |nodes: &[NodeMeasurements], n: usize| {
+            nodes.iter().all(|x| x.iteration_compute_s.len() == n)
+        };
+        let own = self
+            .nodes
+            .first()
+            .map_or(0, |n| n.iteration_compute_s.len());
+        if count == 0 || !recorded(&kept.nodes, count) || !recorded(&self.nodes, own) {
+            return;
+        }
+        let mean = |values: &[f64]| values.iter().sum::<f64>() / values.len().max(1) as f64;
+        for (node, other) in self.nodes.iter_mut().zip(&kept.nodes) {
+            let here = if own > 0 {
+                mean(&node.iteration_compute_s)
+            } else {
+                node.stages.iter().map(|s| s.compute_s).sum()
+            };
+            let there = mean(&other.iteration_compute_s);
+            node.iteration_compute_s
+                .extend(other.iteration_compute_s.iter().map(|&v| {
+                    if there > 0.0 {
+                        v * here / there
+                    } else {
+                        here
+                    }
+                }));
+        }
     }
 }
 
@@ -677,6 +719,7 @@ mod tests {
             group: 0,
             trips: 3.0,
         }];
+        n.iteration_compute_s = vec![0.5, 0.25];
         for text in [crate::json::pretty(&m), crate::json::compact(&m)] {
             let back: Measurements = serde_json::from_str(&text).unwrap();
             assert_eq!(back, m);
@@ -689,6 +732,35 @@ mod tests {
         assert_eq!(value["cluster"]["loads"][0][1]["at"]["iteration"], 4);
         assert!(value["nodes"][1]["stages"][0].get("tile").is_none());
         assert!(value["nodes"][1]["stages"][0].get("in_core").is_none());
+    }
+
+    #[test]
+    fn kept_runs_iterations_follow_scaled_to_the_measurements_means() {
+        // Forced: node 0 computed 2.0 then 4.0 (mean 3), node 1 1.0 and 1.0. Kept: node 0 1.0
+        // then 2.0 (mean 1.5: ×2), node 1 0.5 then 1.5 (mean 1: ×1), then a node without
+        // computation.
+        let mut forced = measurements(&[true, true], 2.0);
+        forced.nodes[0].iteration_compute_s = vec![2.0, 4.0];
+        forced.nodes[1].iteration_compute_s = vec![1.0, 1.0];
+        let mut kept = measurements(&[false, false], 1.5);
+        kept.nodes[0].iteration_compute_s = vec![1.0, 2.0];
+        kept.nodes[1].iteration_compute_s = vec![0.5, 1.5];
+        forced.merge_in_core_compute(&kept).unwrap();
+        assert_eq!(forced.nodes[0].iteration_compute_s, [2.0, 4.0, 2.0, 4.0]);
+        assert_eq!(forced.nodes[1].iteration_compute_s, [1.0, 1.0, 0.5, 1.5]);
+        kept.nodes[1].iteration_compute_s = vec![0.0, 0.0];
+        forced.merge_in_core_compute(&kept).unwrap();
+        assert_eq!(forced.nodes[1].iteration_compute_s[4..], [1.0, 1.0]);
+        // A kept run whose nodes recorded different counts adds none.
+        kept.nodes[1].iteration_compute_s = vec![1.0];
+        forced.merge_in_core_compute(&kept).unwrap();
+        assert_eq!(forced.nodes[0].iteration_compute_s.len(), 6);
+        // Forced measurements without iterations: the scale is the stages' computation (2.0).
+        let mut old = measurements(&[true, true], 2.0);
+        kept.nodes[1].iteration_compute_s = vec![1.0, 3.0];
+        old.merge_in_core_compute(&kept).unwrap();
+        assert_eq!(old.nodes[0].iteration_compute_s, [4.0 / 3.0, 8.0 / 3.0]);
+        assert_eq!(old.nodes[1].iteration_compute_s, [1.0, 3.0]);
     }
 
     #[test]
