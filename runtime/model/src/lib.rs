@@ -33,6 +33,11 @@
 //! what a run's timings measure between iteration ends. Measured on Jacobi over a 1 ms network
 //! (net-2), the steady period is shorter than `T_I` by about one latency.
 //!
+//! **Measured variation.** Where the measurements hold each iteration's computation per node
+//! (`iteration_compute_s`), the model then replays those iterations from the steady state, each
+//! node computing its mean times that iteration's factor, and predicts their mean period: a node
+//! waits for the slowest node of each iteration, which the means understate when nodes are close.
+//!
 //! Equation numbers in comments refer to the seed (`000_1e602fdfab80303d.txt`, Ch. 5).
 
 mod build;

@@ -1535,7 +1535,7 @@ fn measured_variation_is_replayed_iteration_by_iteration() {
 }
 
 #[test]
-fn measured_variation_scales_with_the_rows_and_uses_the_last_iterations() {
+fn measured_variation_scales_with_the_rows_and_spreads_over_the_iterations() {
     // The factors are relative to each node's mean, so they apply to the computation at any
     // row count: at (5, 15) rows the means are (0.5, 1.5) and the iterations (0.6, 1.2) and
     // (0.4, 1.8): max(0.6, 1.43) + 0.03 = 1.46 and max(0.4, 2.03) + 0.03 = 2.06, mean 1.76.
@@ -1545,17 +1545,18 @@ fn measured_variation_scales_with_the_rows_and_uses_the_last_iterations() {
         .unwrap();
     assert!(close(p.iteration_s, 1.76), "{p:?}");
     // A node that recorded more iterations than another: the last ones both recorded, here
-    // (1.2, 0.8) and (0.8, 1.2) again: 1.345. Longer runs replay their last 32.
+    // (1.2, 0.8) and (0.8, 1.2) again: 1.345.
     let p = varied_reduction([&[5.0, 1.2, 0.8], &[0.8, 1.2]])
         .model()
         .predict(&[10, 10])
         .unwrap();
     assert!(close(p.iteration_s, 1.345), "{p:?}");
-    let mut long = vec![3.0; 8];
-    long.extend([1.2, 0.8].repeat(MAX_VARIATION_PASSES / 2));
-    let mut other = vec![0.1; 8];
-    other.extend([0.8, 1.2].repeat(MAX_VARIATION_PASSES / 2));
-    let p = varied_reduction([&long, &other])
+    // More iterations than the model replays: 32 spread evenly over them. Node 0 measured 32
+    // iterations of 1.2 then 32 of 0.8, node 1 the opposite: every other one is replayed, 16 of
+    // each kind, 1.345 again (the last 32 alone would all be (0.8, 1.2), and vary nothing).
+    let half = MAX_VARIATION_PASSES;
+    let (slow, fast) = (vec![1.2; half], vec![0.8; half]);
+    let p = varied_reduction([&[&slow[..], &fast].concat(), &[&fast[..], &slow].concat()])
         .model()
         .predict(&[10, 10])
         .unwrap();

@@ -232,9 +232,11 @@ impl<'a> Builder<'a> {
     }
 
     /// The measured variation of the nodes' computation between iterations, as factors on each
-    /// node's mean (`Model::variation`): from `nodes[].iteration_compute_s`, the last
-    /// [`crate::MAX_VARIATION_PASSES`] iterations every node measured. None when a node did
-    /// not record its iterations, or fewer than two.
+    /// node's mean (`Model::variation`): from `nodes[].iteration_compute_s`, at most
+    /// [`crate::MAX_VARIATION_PASSES`] of the iterations every node measured (the last ones, as
+    /// the nodes' lists end alike), spread evenly over them: the merged runs' iterations follow
+    /// one another, and one run's stretch of slow iterations on one node should weigh as much
+    /// as it lasted. None when a node did not record its iterations, or fewer than two.
     fn variation(&self) -> Result<Vec<f64>, ModelError> {
         let nodes = &self.m.nodes;
         let measured = nodes
@@ -252,11 +254,13 @@ impl<'a> Builder<'a> {
             for (k, &v) in values.iter().enumerate() {
                 check(&format!("nodes[{i}].iteration_compute_s[{k}]"), v)?;
             }
-            let recent = &values[values.len() - passes..];
-            let mean = recent.iter().sum::<f64>() / passes as f64;
+            let common = &values[values.len() - measured..];
+            // The k-th of `passes` evenly spaced iterations (all of them when they fit).
+            let pick = |k: usize| common[k * measured / passes];
+            let mean = (0..passes).map(pick).sum::<f64>() / passes as f64;
             if mean > 0.0 {
-                for (k, &v) in recent.iter().enumerate() {
-                    factors[k * self.p + i] = v / mean;
+                for k in 0..passes {
+                    factors[k * self.p + i] = pick(k) / mean;
                 }
             }
         }
