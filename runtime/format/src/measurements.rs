@@ -11,6 +11,10 @@ use serde::Deserialize;
 
 use super::cluster::ClusterSpec;
 
+/// A merged run's iterations tell a node's variation where it held between a quarter and four
+/// times the rows it held in the measurements ([`Measurements::merge_in_core_compute`]).
+const SIZE_RATIO: u64 = 4;
+
 /// The schema string of this version of the measurements file.
 pub const MEASUREMENTS_SCHEMA: &str = "mheta-measurements/1";
 
@@ -167,9 +171,12 @@ impl Measurements {
     }
 
     /// Appends `kept`'s measured iterations to every node's `iteration_compute_s`, scaled by
-    /// the node's mean computation here over its mean there (a node without computation there
-    /// repeats its mean here). Nothing when some node of either lacks them (an older file):
-    /// the nodes' iterations must stay the same ones.
+    /// the node's mean computation here over its mean there. A node that held less than a
+    /// quarter or more than four times its rows here (or no computation) repeats its mean here
+    /// instead: how much a computation varies depends on its size (Lanczos on hy1-8, virtual
+    /// clock: 2–8 % between iterations at 494 rows, 17–58 % at 6), and a node's variation at
+    /// 6 rows says nothing of it at 250. Nothing when some node of either lacks iterations (an
+    /// older file): the nodes' iterations must stay the same ones.
     fn append_iterations(&mut self, kept: &Measurements) {
         let count = kept
             .nodes
@@ -193,9 +200,11 @@ impl Measurements {
                 node.stages.iter().map(|s| s.compute_s).sum()
             };
             let there = mean(&other.iteration_compute_s);
+            let (few, many) = (node.rows.min(other.rows), node.rows.max(other.rows));
+            let alike = there > 0.0 && many <= few.saturating_mul(SIZE_RATIO);
             node.iteration_compute_s
                 .extend(other.iteration_compute_s.iter().map(|&v| {
-                    if there > 0.0 {
+                    if alike {
                         v * here / there
                     } else {
                         here
@@ -755,6 +764,16 @@ mod tests {
         kept.nodes[1].iteration_compute_s = vec![1.0];
         forced.merge_in_core_compute(&kept).unwrap();
         assert_eq!(forced.nodes[0].iteration_compute_s.len(), 6);
+        // A node that held more than four times its rows there (or under a quarter) repeats
+        // its mean: node 1 held 10 rows here and 41 there.
+        kept.nodes[1].iteration_compute_s = vec![0.5, 1.5];
+        kept.nodes[1].rows = 41;
+        forced.merge_in_core_compute(&kept).unwrap();
+        assert_eq!(forced.nodes[1].iteration_compute_s[6..], [1.0, 1.0]);
+        kept.nodes[1].rows = 40;
+        forced.merge_in_core_compute(&kept).unwrap();
+        assert_eq!(forced.nodes[1].iteration_compute_s[8..], [0.5, 1.5]);
+        kept.nodes[1].rows = 10;
         // Forced measurements without iterations: the scale is the stages' computation (2.0).
         let mut old = measurements(&[true, true], 2.0);
         kept.nodes[1].iteration_compute_s = vec![1.0, 3.0];
