@@ -445,7 +445,8 @@ fn repredict(args: &StudyArgs) -> anyhow::Result<()> {
 /// `measurements` (a case's `measurements.json`: the forced runs' median with every in-core run
 /// merged into it) with the in-core runs merged again from the files tune kept of them,
 /// `measurements-<sample>-<k>.json` beside it (the forced runs are `measurements-forced-<k>`),
-/// in the order of their names. Files older than the case's first forced run are left out: an
+/// in the order of their names (each node's measured iterations cut back to the forced run's
+/// own first). Files older than the case's first forced run are left out: an
 /// earlier tune into the same directory left them (it sampled other distributions). Without
 /// such files the measurements stand as saved.
 fn remerged(
@@ -470,7 +471,10 @@ fn remerged(
         return Ok(measurements);
     }
     kept.sort();
+    // The forced run's own iterations come first; the merged runs' follow and are merged again.
+    let own = (measurements.iterations as usize).saturating_sub(measurements.warm_up as usize);
     for node in &mut measurements.nodes {
+        node.iteration_compute_s.truncate(own);
         for stage in &mut node.stages {
             stage.in_core.clear();
             stage.in_core_tiles.clear();
