@@ -169,9 +169,10 @@ struct SectionCost {
 /// Deepest nesting of repeated groups the evaluator handles.
 const MAX_GROUP_DEPTH: usize = 8;
 
-/// Measured iterations the model replays at most (`Model::predict_into`): the last ones of the
-/// run. Each costs one more pass of the program per prediction.
-pub const MAX_VARIATION_PASSES: usize = 32;
+/// Measured iterations the model replays at most (`Model::predict_into`), spread over those
+/// measured. Each costs one more pass of the program per prediction; 32 predicted both studies'
+/// runs no better than 16 (`study/noise.md`).
+pub const MAX_VARIATION_PASSES: usize = 16;
 
 /// Iterations the model runs after the first, at most, looking for the steady state. Pairwise
 /// exchanges and reductions settle in one or two; when none repeats exactly (conditional events,

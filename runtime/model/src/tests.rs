@@ -1551,9 +1551,10 @@ fn measured_variation_scales_with_the_rows_and_spreads_over_the_iterations() {
         .predict(&[10, 10])
         .unwrap();
     assert!(close(p.iteration_s, 1.345), "{p:?}");
-    // More iterations than the model replays: 32 spread evenly over them. Node 0 measured 32
-    // iterations of 1.2 then 32 of 0.8, node 1 the opposite: every other one is replayed, 16 of
-    // each kind, 1.345 again (the last 32 alone would all be (0.8, 1.2), and vary nothing).
+    // More iterations than the model replays (M = MAX_VARIATION_PASSES): M spread evenly over
+    // them. Node 0 measured M iterations of 1.2 then M of 0.8, node 1 the opposite: every other
+    // one is replayed, M / 2 of each kind, 1.345 again (the last M alone would all be (0.8,
+    // 1.2), and vary nothing).
     let half = MAX_VARIATION_PASSES;
     let (slow, fast) = (vec![1.2; half], vec![0.8; half]);
     let p = varied_reduction([&[&slow[..], &fast].concat(), &[&fast[..], &slow].concat()])
