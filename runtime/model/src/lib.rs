@@ -262,10 +262,9 @@ impl Model {
         // of that iteration, not of the average one: the mean of per-iteration maxima exceeds
         // the maximum of the means whenever the nodes are close. From the steady state, the
         // measured iterations (at most `MAX_VARIATION_PASSES`, spread over them: `build`) are
-        // replayed in order, each node computing its mean times its own
-        // factor of that iteration (the same iteration on every node, so variation the nodes
-        // share, such as the whole machine slowing down, stays shared), and the period is their
-        // mean.
+        // replayed in order, each node computing its mean times its own factor of that
+        // iteration (the same iteration on every node, so variation the nodes share, such as
+        // the whole machine slowing down, stays shared), and the period is their mean.
         let passes = self.variation.len() / self.nodes;
         out.anchor();
         for k in 0..passes {

@@ -208,9 +208,9 @@ pub fn aggregate_node(
     let mut reads: Vec<(f64, f64)> = Vec::new();
     let mut writes: Vec<(f64, f64)> = Vec::new();
     let mut copies = (0.0, 0.0); // bytes and seconds of in-core copies
-                                 // Each steady iteration's computation: its stages' time less the I/O, copies and
-                                 // communication inside them (as `compute_s` counts it). Index: the iteration's among the
-                                 // recorded ones, less the warm-up and one.
+
+    // Each steady iteration's computation: its stages' time less the I/O, copies and
+    // communication inside them (as `compute_s` counts it).
     let mut per_iteration = vec![0.0; iterations.len() - warm_up];
 
     for (iteration, r) in records
@@ -218,11 +218,13 @@ pub fn aggregate_node(
         .filter_map(|&r| Some((steady_iteration(r)?, r)))
     {
         let dur = r.duration_s();
+        // `steady_iteration` counts from 1 and only past the warm-up.
+        let computed = &mut per_iteration[iteration - warm_up - 1];
         match r.kind {
             RecordKind::Iteration => tile_trips.clear(),
             RecordKind::Section => tile_trips.retain(|&(section, _), _| section != r.id),
             RecordKind::Stage => {
-                per_iteration[iteration - warm_up - 1] += dur;
+                *computed += dur;
                 let s = stages.entry(r.key);
                 s.count += 1.0;
                 s.time += dur;
@@ -252,7 +254,7 @@ pub fn aggregate_node(
                     let s = stages.entry(r.key);
                     s.io += dur;
                     s.exclude(dur);
-                    per_iteration[iteration - warm_up - 1] -= dur;
+                    *computed -= dur;
                 }
                 copies.0 += r.bytes as f64;
                 copies.1 += dur;
@@ -266,7 +268,7 @@ pub fn aggregate_node(
                     let s = stages.entry(r.key);
                     s.io += dur;
                     s.exclude(dur);
-                    per_iteration[iteration - warm_up - 1] -= dur;
+                    *computed -= dur;
                 }
                 let m = io.entry_with((r.key, r.id), || empty_io(r.key, r.id));
                 match op {
@@ -305,7 +307,7 @@ pub fn aggregate_node(
                     let s = stages.entry(r.key);
                     s.comm += dur;
                     s.exclude(dur);
-                    per_iteration[iteration - warm_up - 1] -= dur;
+                    *computed -= dur;
                 }
                 if r.event == NONE {
                     continue;
