@@ -371,6 +371,8 @@ struct Builder<'p, 'f> {
     stack: Vec<usize>,
     /// User functions called (directly) from this body.
     called: BTreeSet<usize>,
+    /// How many blocks the statement being built is in: 1 at the body's top level.
+    nesting: u32,
 }
 
 impl<'p, 'f> Builder<'p, 'f> {
@@ -403,6 +405,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             facts,
             stack,
             called: BTreeSet::new(),
+            nesting: 0,
         }
     }
 
@@ -412,9 +415,11 @@ impl<'p, 'f> Builder<'p, 'f> {
 
     fn block(&mut self, b: &syn::Block) -> Vec<Node> {
         let mut out = Vec::new();
+        self.nesting += 1;
         for stmt in &b.stmts {
             self.stmt(stmt, &mut out);
         }
+        self.nesting -= 1;
         stage_messages(&mut out);
         out
     }
@@ -501,7 +506,11 @@ impl<'p, 'f> Builder<'p, 'f> {
                         if binds_comm && s.calls.is_empty() {
                             s.glue = true;
                         }
-                        if let [name] = names.as_slice() {
+                        // Only a `let` inside some loop's body can be in a main loop's, where
+                        // classification reads definitions: not one at this body's top level,
+                        // unless the body is a callee's, inlined wherever its call is.
+                        let in_loop_body = self.nesting > 1 || self.stack.len() > 1;
+                        if let ([name], true) = (names.as_slice(), in_loop_body) {
                             s.defs.push((name.clone(), e.clone()));
                         }
                         s.copies_elements = s.calls.is_empty() && element_reads(e);
