@@ -34,7 +34,11 @@ pub struct StudyArgs {
     /// slowdisk, net) [default: all].
     #[arg(long, value_delimiter = ',')]
     pub families: Vec<String>,
-    /// Only these settings (comma-separated: wall-2, virtual-8) [default: both].
+    /// Only these settings (comma-separated: wall-2, virtual-8, charged-2, charged-8)
+    /// [default: wall-2 and virtual-8]. The charged clock counts no CPU time, only the emulated
+    /// disks and network, and its runs repeat bit for bit: it checks the model's structure
+    /// (placement, I/O and communication) apart from the machine's noise, one run per
+    /// distribution.
     #[arg(long, value_delimiter = ',')]
     pub settings: Vec<String>,
     /// Iterations of every compared run [default: tune's choice, at least 0.2 s of steady
@@ -64,12 +68,41 @@ impl StudyArgs {
         self.families.is_empty() || self.families.iter().any(|n| n == family)
     }
 
-    fn selects_setting(&self, clock: &str, ranks: usize) -> bool {
-        self.settings.is_empty()
-            || self
-                .settings
+    /// An error naming every fixture, family or setting asked for that the study does not
+    /// know (a typo would otherwise run, or re-predict, less than asked without a word).
+    fn check_names(&self) -> anyhow::Result<()> {
+        let settings = SETTINGS.map(|(clock, ranks)| format!("{clock}-{ranks}"));
+        let fixtures = FIXTURES.map(|f| f.name.to_string());
+        let families = FAMILIES.map(str::to_string);
+        for (option, noun, asked, known) in [
+            ("--fixtures", "fixture", &self.fixtures, &fixtures[..]),
+            ("--families", "family", &self.families, &families[..]),
+            ("--settings", "setting", &self.settings, &settings[..]),
+        ] {
+            let unknown: Vec<&str> = asked
                 .iter()
-                .any(|s| *s == format!("{clock}-{ranks}"))
+                .filter(|a| !known.contains(a))
+                .map(String::as_str)
+                .collect();
+            if !unknown.is_empty() {
+                bail!(
+                    "{option}: no {noun} `{}` (known: {})",
+                    unknown.join("`, `"),
+                    known.join(", ")
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the study runs setting `clock`-`ranks`: `--settings` names it, or it is one of
+    /// the [`DEFAULT_SETTINGS`] when `--settings` is not given.
+    fn runs_setting(&self, clock: &str, ranks: usize) -> bool {
+        let name = format!("{clock}-{ranks}");
+        match self.settings.is_empty() {
+            true => DEFAULT_SETTINGS.contains(&name.as_str()),
+            false => self.settings.contains(&name),
+        }
     }
 
     /// Whether `--fixtures`, `--families` and `--settings` select a recorded case (its
@@ -78,7 +111,10 @@ impl StudyArgs {
         let family = case.cluster.rsplit_once('-').map_or("", |(f, _)| f);
         self.selects_fixture(&case.fixture)
             && self.selects_family(family)
-            && self.selects_setting(&case.clock, case.ranks)
+            && (self.settings.is_empty()
+                || self
+                    .settings
+                    .contains(&format!("{}-{}", case.clock, case.ranks)))
     }
 }
 
@@ -132,7 +168,10 @@ const FAMILIES: [&str; 9] = [
 ];
 
 /// A clock and the rank count it runs at.
-const SETTINGS: [(&str, usize); 2] = [("wall", 2), ("virtual", 8)];
+const SETTINGS: [(&str, usize); 4] = [("wall", 2), ("virtual", 8), ("charged", 2), ("charged", 8)];
+
+/// The settings a study runs unless `--settings` names others: the two that measure time.
+const DEFAULT_SETTINGS: [&str; 2] = ["wall-2", "virtual-8"];
 
 /// One row of the table.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -178,6 +217,7 @@ pub enum Outcome {
 }
 
 pub fn run(args: &StudyArgs) -> anyhow::Result<()> {
+    args.check_names()?;
     if args.repredict {
         return repredict(args);
     }
@@ -193,13 +233,16 @@ pub fn run(args: &StudyArgs) -> anyhow::Result<()> {
     let settings: Vec<(&str, usize)> = SETTINGS
         .iter()
         .copied()
-        .filter(|&(clock, ranks)| args.selects_setting(clock, ranks))
+        .filter(|&(clock, ranks)| args.runs_setting(clock, ranks))
         .collect();
     if fixtures.is_empty() || families.is_empty() || settings.is_empty() {
         bail!(
-            "nothing to run: fixtures are {}, families {}, settings wall-2 and virtual-8",
+            "nothing to run: fixtures are {}, families {}, settings {}",
             FIXTURES.map(|f| f.name).join(", "),
-            FAMILIES.join(", ")
+            FAMILIES.join(", "),
+            SETTINGS
+                .map(|(clock, ranks)| format!("{clock}-{ranks}"))
+                .join(", ")
         );
     }
     // Every case would fail the same way: say it once, before anything runs.
@@ -307,8 +350,14 @@ fn tune_case(
         .arg("--cluster")
         .arg(&cluster_file)
         .args(["--ranks", &ranks.to_string(), "--clock", clock])
-        .args(["--rows", &fixture.rows.to_string()])
-        .args(["--repeat", &args.repeat.to_string()])
+        .args(["--rows", &fixture.rows.to_string()]);
+    if clock == "charged" {
+        // Its runs repeat bit for bit and no other process moves them: one of each suffices.
+        command.args(["--repeat", "1", "--wait-quiet", "0s"]);
+    } else {
+        command.args(["--repeat", &args.repeat.to_string()]);
+    }
+    command
         .args(["--budget", &args.budget])
         .arg("--report")
         .arg(dir);
@@ -748,6 +797,74 @@ fn percent(x: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn study_args(line: &[&str]) -> Result<StudyArgs, clap::Error> {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            study: StudyArgs,
+        }
+        use clap::Parser;
+        Cli::try_parse_from(std::iter::once("study").chain(line.iter().copied())).map(|c| c.study)
+    }
+
+    #[test]
+    fn the_charged_settings_run_only_when_named() {
+        let default = study_args(&[]).unwrap();
+        let runs = |a: &StudyArgs| {
+            SETTINGS
+                .iter()
+                .filter(|&&(clock, ranks)| a.runs_setting(clock, ranks))
+                .map(|(clock, ranks)| format!("{clock}-{ranks}"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(runs(&default), ["wall-2", "virtual-8"]);
+        let charged = study_args(&["--settings", "charged-8,wall-2"]).unwrap();
+        assert_eq!(runs(&charged), ["wall-2", "charged-8"]);
+        // A recorded case is re-predicted whatever its setting unless --settings says otherwise.
+        let mut recorded = case(
+            "jacobi",
+            Outcome::Failed {
+                error: String::new(),
+            },
+        );
+        recorded.clock = "charged".into();
+        assert!(default.selects(&recorded));
+        assert!(!study_args(&["--settings", "virtual-8"])
+            .unwrap()
+            .selects(&recorded));
+    }
+
+    #[test]
+    fn unknown_fixtures_families_and_settings_are_errors_naming_them() {
+        assert!(
+            study_args(&["--settings", "charged-8", "--fixtures", "cg,rna"])
+                .unwrap()
+                .check_names()
+                .is_ok()
+        );
+        for (line, says) in [
+            (
+                ["--settings", "wall-2,charged-4"],
+                "--settings: no setting `charged-4`",
+            ),
+            (
+                ["--fixtures", "jacobi,jacobbi"],
+                "--fixtures: no fixture `jacobbi`",
+            ),
+            (
+                ["--families", "hy4"],
+                "--families: no family `hy4` (known: dc, io,",
+            ),
+        ] {
+            let err = study_args(&line)
+                .unwrap()
+                .check_names()
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(says), "{err}");
+        }
+    }
 
     fn case(fixture: &str, outcome: Outcome) -> Case {
         Case {
