@@ -104,7 +104,10 @@ impl Measurements {
     /// Every event of every node also gets the run's per-message overheads as a sample
     /// (`overheads`): one run's overheads are one draw of a figure that varies from run to run
     /// with the machine's load (an 8-rank CG all-gather's root: 3–11 ms over seven runs of one
-    /// tune). Merging several such runs gives several samples. The run's iterations
+    /// tune). Merging several such runs gives several samples. Each sample also keeps what the
+    /// node sent per iteration and its rows: in-core runs last as long as the runs the model
+    /// predicts, and a message that grows with the iteration (Lanczos's reorthogonalisation
+    /// coefficients) is the size it has over those iterations there, not in a short forced run. The run's iterations
     /// (`iteration_compute_s`) follow the measurements' own, each node's scaled to this
     /// measurements' mean computation on that node: what varies between iterations is taken
     /// from every run, relative to its own mean. Returns how many nodes got an all-in-core
@@ -131,7 +134,7 @@ impl Measurements {
             // Communication overheads are the same work in core or not: every node's count.
             for event in &mut node.events {
                 if let Some(e) = other.events.iter().find(|e| e.event == event.event) {
-                    event.overheads.push(e.overhead_sample());
+                    event.overheads.push(e.overhead_sample(other.rows));
                 }
             }
             // The arrays this node moved through disk (a record without a block moved is an
@@ -455,23 +458,36 @@ pub enum PeerOp {
     Receive(u32),
 }
 
-/// Per-message send and receive overheads of one event on one node in one run; `None` where
-/// the node sent (received) no message in that event.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One event on one node in another instrumented run: per-message send and receive overheads
+/// (`None` where the node sent (received) no message in that event), and what the node sent
+/// per iteration with the rows it held (absent in files written before they were kept).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 #[cfg_attr(feature = "read", derive(Deserialize))]
 pub struct OverheadSample {
     /// Seconds per message sent (O_→), or `None` when the node sent none.
     pub send_s: Option<f64>,
     /// Seconds per message received (O_←), or `None` when the node received none.
     pub recv_s: Option<f64>,
+    /// Messages sent per iteration.
+    #[cfg_attr(feature = "read", serde(default))]
+    pub messages_sent: Option<f64>,
+    /// Bytes sent per iteration.
+    #[cfg_attr(feature = "read", serde(default))]
+    pub bytes_sent: Option<f64>,
+    /// The rows the node held in that run.
+    #[cfg_attr(feature = "read", serde(default))]
+    pub rows: Option<u64>,
 }
 
 impl EventMeasurement {
-    /// This run's per-message overheads.
-    pub fn overhead_sample(&self) -> OverheadSample {
+    /// This run's per-message overheads and what the node sent, which held `rows` rows.
+    pub fn overhead_sample(&self, rows: u64) -> OverheadSample {
         OverheadSample {
             send_s: per_message(self.send_overhead_s, self.messages_sent),
             recv_s: per_message(self.recv_overhead_s, self.messages_received),
+            messages_sent: Some(self.messages_sent),
+            bytes_sent: Some(self.bytes_sent),
+            rows: Some(rows),
         }
     }
 }
@@ -546,7 +562,9 @@ crate::json_object!(EventMeasurement {
     field bytes_received, field send_overhead_s, field recv_overhead_s, field blocked_s,
     field total_s, field sent_to, field received_from, optional order, optional overheads,
 });
-crate::json_object!(OverheadSample { field send_s, field recv_s });
+crate::json_object!(OverheadSample {
+    field send_s, field recv_s, optional messages_sent, optional bytes_sent, optional rows,
+});
 crate::json_object!(TileMeasurement { field section, field tile, field count });
 crate::json_object!(GroupMeasurement { field group, field trips });
 
@@ -717,6 +735,9 @@ mod tests {
             overheads: vec![OverheadSample {
                 send_s: Some(5e-7),
                 recv_s: None,
+                messages_sent: Some(2.0),
+                bytes_sent: Some(16.0),
+                rows: Some(3),
             }],
         }];
         n.tiles = vec![TileMeasurement {
@@ -856,6 +877,9 @@ mod tests {
             let want = OverheadSample {
                 send_s: Some(0.25 * (i + 1) as f64),
                 recv_s: None,
+                messages_sent: Some(2.0),
+                bytes_sent: Some(16.0),
+                rows: Some(kept.nodes[i].rows),
             };
             assert_eq!(node.events[0].overheads, vec![want], "node {i}");
         }

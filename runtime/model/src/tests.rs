@@ -288,10 +288,12 @@ fn overheads_are_the_median_over_the_merged_runs() {
         OverheadSample {
             send_s: Some(0.03),
             recv_s: None,
+            ..OverheadSample::default()
         },
         OverheadSample {
             send_s: Some(0.05),
             recv_s: Some(0.04),
+            ..OverheadSample::default()
         },
     ];
     let p = c.model().predict(&[10, 10]).unwrap();
@@ -434,6 +436,74 @@ fn eq_5_7_to_5_9_two_node_reduction_both_cases() {
     assert!(close(p.synchronized[0].total_s, 1.14), "{p:?}");
     assert!(close(p.synchronized[0].blocked_s, 0.61));
     assert!(close(p.synchronized[1].total_s, 1.26));
+}
+
+/// A sample another instrumented run added of node `i`'s event: overheads OS and OR, and what
+/// the node sent per iteration with its rows there.
+fn sent_sample(messages: f64, bytes: f64, rows: u64) -> OverheadSample {
+    OverheadSample {
+        send_s: Some(OS),
+        recv_s: Some(OR),
+        messages_sent: Some(messages),
+        bytes_sent: Some(bytes),
+        rows: Some(rows),
+    }
+}
+
+#[test]
+fn message_sizes_are_the_merged_runs_which_last_as_long_as_the_predicted_ones() {
+    // The root-faster reduction above, T_τ = (0.5, 1.0), per-byte cost 0.001 s. The forced run
+    // measured node 1's message empty; two in-core runs, as long as the runs predicted, sent
+    // 100 and 300 B in one message: 200 B, 0.2 s more on the wire (a sample without sizes, from
+    // an older file, counts for nothing).
+    // T_w(0) = 1.0 + 0.01 + 0.1 + 0.2 − 0.5 = 0.81; T_Υ(0) = 0.81 + 0.02 + 0.01 = 0.84 → 1.34.
+    // T_α(1) = 0.5 + 0.84 + 0.1 = 1.44 (the root's reply is still empty);
+    // T_Υ(1) = 0.01 + (1.44 − 1.01) + 0.02 = 0.46 → 1.46.
+    let mut c = Case::new(&[10, 10]);
+    c.m.micro.per_byte_s = 0.001;
+    c.section(true, &[0.5, 1.0], Some((Pattern::Reduction, &["0"])), None);
+    let without = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(without.synchronized[0].total_s, 1.14), "{without:?}");
+    c.m.nodes[1].events[0].overheads = vec![
+        sent_sample(1.0, 100.0, 10),
+        OverheadSample {
+            send_s: Some(OS),
+            ..OverheadSample::default()
+        },
+        sent_sample(1.0, 300.0, 10),
+    ];
+    let p = c.model().predict(&[10, 10]).unwrap();
+    assert!(close(p.synchronized[0].blocked_s, 0.81), "{p:?}");
+    assert!(close(p.synchronized[0].total_s, 1.34), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 1.46), "{p:?}");
+    // A size that is not a number is an error naming it.
+    c.m.nodes[1].events[0].overheads[2].bytes_sent = Some(-1.0);
+    let err = c.try_model().unwrap_err().to_string();
+    assert!(
+        err.contains("nodes[1].events[100].overheads[2].bytes_sent"),
+        "{err}"
+    );
+}
+
+#[test]
+fn gathered_rows_cost_what_the_merged_runs_sent_per_row() {
+    // `all_gather_messages_carry_rows`, but the forced run sent 4 B per row (40 B for 10 rows)
+    // and an in-core run 8 B per row (160 B for 20 rows): the model takes 8, as there. A run in
+    // which node 1 held no rows says nothing of a row's bytes and is passed over.
+    let mut c = Case::new(&[10, 10]);
+    c.m.micro.per_byte_s = 0.001;
+    c.section(
+        true,
+        &[1.0, 0.5],
+        Some((Pattern::AllGather, &["all"])),
+        None,
+    );
+    c.m.nodes[1].events[0].bytes_sent = 40.0;
+    c.m.nodes[1].events[0].overheads = vec![sent_sample(1.0, 0.0, 0), sent_sample(1.0, 160.0, 20)];
+    let p = c.model().predict(&[5, 15]).unwrap();
+    assert!(close(p.synchronized[0].total_s, 1.01), "{p:?}");
+    assert!(close(p.synchronized[1].blocked_s, 0.51), "{p:?}");
+    assert!(close(p.synchronized[1].total_s, 1.29));
 }
 
 #[test]

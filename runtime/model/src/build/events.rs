@@ -59,15 +59,12 @@ impl<'a> Builder<'a> {
                     .unwrap_or(micro.recv_overhead_s),
             );
         }
-        let bytes = send
-            .as_ref()
-            .map(|s| {
-                s.iter()
-                    .flatten()
-                    .filter_map(|e| per_message(e.bytes_sent, e.messages_sent))
-                    .fold(0.0, f64::max)
-            })
-            .unwrap_or(0.0);
+        let mut bytes = 0.0_f64;
+        for (i, e) in send.iter().flatten().enumerate() {
+            if let Some(e) = e {
+                bytes = bytes.max(sent_per_message(i, e)?.unwrap_or(0.0));
+            }
+        }
         let weights = self
             .m
             .nodes
@@ -97,6 +94,61 @@ impl<'a> Builder<'a> {
             bytes,
             weights,
         })
+    }
+
+    /// Bytes per row of every node's rows but the root's that `senders` send in event `id` per
+    /// iteration: from the samples other instrumented runs added where every sender has one
+    /// and those nodes held rows (their mean; see [`sent_per_message`]), else from this run; 0
+    /// when those nodes hold no rows here either.
+    fn sent_per_row(
+        &self,
+        id: u32,
+        ev: &[Option<&EventMeasurement>],
+        root: usize,
+        senders: &[usize],
+    ) -> Result<f64, ModelError> {
+        // The rows of every node but the root, as `rows` gives them.
+        let others_rows = |rows: &dyn Fn(usize) -> Option<u64>| -> Option<f64> {
+            (0..self.p)
+                .filter(|&i| i != root)
+                .map(|i| rows(i).map(|r| r as f64))
+                .sum()
+        };
+        let samples = senders
+            .iter()
+            .map(|&i| ev[i].map_or(0, |e| e.overheads.len()))
+            .min()
+            .unwrap_or(0);
+        let mut per_row = Vec::new();
+        for k in 0..samples {
+            let sample = |i: usize| ev[i].and_then(|e| e.overheads.get(k));
+            let mut sent = 0.0;
+            for &i in senders {
+                let field = format!("nodes[{i}].events[{id}].overheads[{k}].bytes_sent");
+                match sample(i).and_then(|s| s.bytes_sent) {
+                    Some(b) => sent += check(&field, b)?,
+                    None => {
+                        sent = f64::NAN;
+                        break;
+                    }
+                }
+            }
+            // Every node's sample of one run holds its rows there. A run whose other nodes held
+            // no rows (all of them on the root) says nothing of the bytes a row costs.
+            let rows = others_rows(&|i| sample(i).and_then(|s| s.rows));
+            if let (false, Some(rows)) = (sent.is_nan(), rows.filter(|&r| r > 0.0)) {
+                per_row.push(sent / rows);
+            }
+        }
+        if !per_row.is_empty() {
+            return Ok(per_row.iter().sum::<f64>() / per_row.len() as f64);
+        }
+        let sent: f64 = senders
+            .iter()
+            .map(|&i| ev[i].map_or(0.0, |e| e.bytes_sent))
+            .sum();
+        let rows = others_rows(&|i| Some(self.m.nodes[i].rows)).unwrap_or(0.0);
+        Ok(if rows > 0.0 { sent / rows } else { 0.0 })
     }
 
     /// The measurements of event `id` on every node (None where the node did not record it).
@@ -141,45 +193,26 @@ impl<'a> Builder<'a> {
             )?;
         }
         let root = root_of(event).min(p - 1);
-        let msg_size: Vec<f64> = ev
-            .iter()
-            .map(|e| {
-                e.and_then(|e| per_message(e.bytes_sent, e.messages_sent))
-                    .unwrap_or(0.0)
-            })
-            .collect();
-        let others_rows: f64 = (0..p)
-            .filter(|&i| i != root)
-            .map(|i| self.m.nodes[i].rows as f64)
-            .sum();
         let (bytes, bytes_per_row) = match event.pattern {
-            Pattern::Gather | Pattern::AllGather => {
-                let sent: f64 = (0..p)
-                    .filter(|&i| i != root)
-                    .map(|i| ev[i].map(|e| e.bytes_sent).unwrap_or(0.0))
-                    .sum();
-                (
-                    vec![0.0; p],
-                    if others_rows > 0.0 {
-                        sent / others_rows / frequency
-                    } else {
-                        0.0
-                    },
-                )
-            }
-            Pattern::Scatter => {
-                let sent = ev[root].map(|e| e.bytes_sent).unwrap_or(0.0);
-                (
-                    vec![0.0; p],
-                    if others_rows > 0.0 {
-                        sent / others_rows / frequency
-                    } else {
-                        0.0
-                    },
-                )
+            Pattern::Gather | Pattern::AllGather | Pattern::Scatter => {
+                let senders: Vec<usize> = match event.pattern {
+                    Pattern::Scatter => vec![root],
+                    _ => (0..p).filter(|&i| i != root).collect(),
+                };
+                let per_row = self.sent_per_row(event.id, &ev, root, &senders)?;
+                (vec![0.0; p], per_row / frequency)
             }
             Pattern::Barrier => (vec![0.0; p], 0.0),
-            _ => (msg_size, 0.0),
+            _ => {
+                let mut sizes = Vec::with_capacity(p);
+                for (i, e) in ev.iter().enumerate() {
+                    sizes.push(match e {
+                        Some(e) => sent_per_message(i, e)?.unwrap_or(0.0),
+                        None => 0.0,
+                    });
+                }
+                (sizes, 0.0)
+            }
         };
         let (n_send, n_recv, recv_start, recv_edges) = self.peers(event, root, &ev);
         let t_reduce = ev[root]
@@ -358,14 +391,42 @@ fn symbolic_peers(expr: &str, i: usize, p: usize) -> Vec<usize> {
     }
 }
 
+/// Bytes per message node `i` sent in event measurement `e`: the mean over the samples other
+/// instrumented runs added that say what the node sent (`EventMeasurement::overheads`), else
+/// this run's; `None` when no run sent a message. The in-core runs last as long as the runs the
+/// model predicts, and a message that grows with the iteration (Lanczos's reorthogonalisation
+/// coefficients, one more each iteration) has there the size it has over those iterations; the
+/// forced run measures the first few. Fails, naming the field, on a sample that is not a finite
+/// non-negative number.
+fn sent_per_message(i: usize, e: &EventMeasurement) -> Result<Option<f64>, ModelError> {
+    let mut sizes = Vec::new();
+    for (k, sample) in e.overheads.iter().enumerate() {
+        let field = |what: &str| format!("nodes[{i}].events[{}].overheads[{k}].{what}", e.event);
+        if let (Some(messages), Some(bytes)) = (sample.messages_sent, sample.bytes_sent) {
+            let (messages, bytes) = (
+                check(&field("messages_sent"), messages)?,
+                check(&field("bytes_sent"), bytes)?,
+            );
+            sizes.extend(per_message(bytes, messages));
+        }
+    }
+    Ok(match sizes.is_empty() {
+        true => per_message(e.bytes_sent, e.messages_sent),
+        false => Some(sizes.iter().sum::<f64>() / sizes.len() as f64),
+    })
+}
+
 /// Per-message send and receive overheads of event measurement `e` of node `i`: each the median
 /// over this run's own figure and the samples other instrumented runs added
 /// (`EventMeasurement::overheads`), `None` where no run had such a message. Fails, naming the
 /// field, on an added sample that is not a finite non-negative number.
 fn overheads(i: usize, e: &EventMeasurement) -> Result<(Option<f64>, Option<f64>), ModelError> {
-    let own = e.overhead_sample();
-    let mut send: Vec<f64> = own.send_s.into_iter().collect();
-    let mut recv: Vec<f64> = own.recv_s.into_iter().collect();
+    let mut send: Vec<f64> = per_message(e.send_overhead_s, e.messages_sent)
+        .into_iter()
+        .collect();
+    let mut recv: Vec<f64> = per_message(e.recv_overhead_s, e.messages_received)
+        .into_iter()
+        .collect();
     for (k, sample) in e.overheads.iter().enumerate() {
         let field = |what: &str| format!("nodes[{i}].events[{}].overheads[{k}].{what}", e.event);
         if let Some(v) = sample.send_s {
