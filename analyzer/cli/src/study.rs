@@ -71,7 +71,7 @@ impl StudyArgs {
     /// An error naming every fixture, family or setting asked for that the study does not
     /// know (a typo would otherwise run, or re-predict, less than asked without a word).
     fn check_names(&self) -> anyhow::Result<()> {
-        let settings = SETTINGS.map(|(clock, ranks)| format!("{clock}-{ranks}"));
+        let settings = SETTINGS.map(|(clock, ranks)| setting_name(clock, ranks));
         let fixtures = FIXTURES.map(|f| f.name.to_string());
         let families = FAMILIES.map(str::to_string);
         for (option, noun, asked, known) in [
@@ -98,7 +98,7 @@ impl StudyArgs {
     /// Whether the study runs setting `clock`-`ranks`: `--settings` names it, or it is one of
     /// the [`DEFAULT_SETTINGS`] when `--settings` is not given.
     fn runs_setting(&self, clock: &str, ranks: usize) -> bool {
-        let name = format!("{clock}-{ranks}");
+        let name = setting_name(clock, ranks);
         match self.settings.is_empty() {
             true => DEFAULT_SETTINGS.contains(&name.as_str()),
             false => self.settings.contains(&name),
@@ -114,7 +114,7 @@ impl StudyArgs {
             && (self.settings.is_empty()
                 || self
                     .settings
-                    .contains(&format!("{}-{}", case.clock, case.ranks)))
+                    .contains(&setting_name(&case.clock, case.ranks)))
     }
 }
 
@@ -169,6 +169,11 @@ const FAMILIES: [&str; 9] = [
 
 /// A clock and the rank count it runs at.
 const SETTINGS: [(&str, usize); 4] = [("wall", 2), ("virtual", 8), ("charged", 2), ("charged", 8)];
+
+/// A setting's name, as `--settings` takes it and the case directories begin: `virtual-8`.
+fn setting_name(clock: &str, ranks: usize) -> String {
+    format!("{clock}-{ranks}")
+}
 
 /// The settings a study runs unless `--settings` names others: the two that measure time.
 const DEFAULT_SETTINGS: [&str; 2] = ["wall-2", "virtual-8"];
@@ -241,7 +246,7 @@ pub fn run(args: &StudyArgs) -> anyhow::Result<()> {
             FIXTURES.map(|f| f.name).join(", "),
             FAMILIES.join(", "),
             SETTINGS
-                .map(|(clock, ranks)| format!("{clock}-{ranks}"))
+                .map(|(clock, ranks)| setting_name(clock, ranks))
                 .join(", ")
         );
     }
@@ -352,8 +357,8 @@ fn tune_case(
         .args(["--ranks", &ranks.to_string(), "--clock", clock])
         .args(["--rows", &fixture.rows.to_string()]);
     if clock == "charged" {
-        // Its runs repeat bit for bit and no other process moves them: one of each suffices.
-        command.args(["--repeat", "1", "--wait-quiet", "0s"]);
+        // Its runs repeat bit for bit: one of each suffices.
+        command.args(["--repeat", "1"]);
     } else {
         command.args(["--repeat", &args.repeat.to_string()]);
     }
@@ -815,7 +820,7 @@ mod tests {
             SETTINGS
                 .iter()
                 .filter(|&&(clock, ranks)| a.runs_setting(clock, ranks))
-                .map(|(clock, ranks)| format!("{clock}-{ranks}"))
+                .map(|&(clock, ranks)| setting_name(clock, ranks))
                 .collect::<Vec<_>>()
         };
         assert_eq!(runs(&default), ["wall-2", "virtual-8"]);

@@ -91,7 +91,8 @@ pub struct TuneArgs {
     pub repeat: u32,
     /// How long to wait, after the build, for a quiet machine (load average below the core
     /// count, no other process above 10% of a core) before measuring; tune then goes on either
-    /// way and records the load in tune.json and the report. `0s` does not wait.
+    /// way and records the load in tune.json and the report. `0s` does not wait, nor does a
+    /// run on the charged clock, which counts no CPU time.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::parse_budget)]
     pub wait_quiet: Duration,
     /// Search algorithm: gbs, gs, ga, sa or exact.
@@ -289,9 +290,16 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         },
         interface,
     };
-    // Measurements start here: on a quiet machine, or saying it was not.
-    let load = quiet::wait(args.wait_quiet, |m| progress.note(m));
-    if load.quiet == Some(false) {
+    // Measurements start here: on a quiet machine, or saying it was not. The charged clock
+    // counts no CPU time, so other work cannot move its runs: it does not wait.
+    let charged = args.clock == ClockMode::Charged;
+    let limit = if charged {
+        Duration::ZERO
+    } else {
+        args.wait_quiet
+    };
+    let load = quiet::wait(limit, |m| progress.note(m));
+    if load.quiet == Some(false) && !charged {
         eprintln!(
             "tune: warning: measuring on a busy machine: {}",
             load.describe()

@@ -107,10 +107,10 @@ impl Measurements {
     /// tune). Merging several such runs gives several samples. Each sample also keeps what the
     /// node sent per iteration and its rows: in-core runs last as long as the runs the model
     /// predicts, and a message that grows with the iteration (Lanczos's reorthogonalisation
-    /// coefficients) is the size it has over those iterations there, not in a short forced run. The run's iterations
-    /// (`iteration_compute_s`) follow the measurements' own, each node's scaled to this
-    /// measurements' mean computation on that node: what varies between iterations is taken
-    /// from every run, relative to its own mean. Returns how many nodes got an all-in-core
+    /// coefficients) has there the size it has over those iterations, not the size of a short
+    /// forced run's. The run's iterations (`iteration_compute_s`) follow the measurements'
+    /// own, each node's scaled to this measurements' mean computation on that node: what varies
+    /// between iterations is taken from every run, relative to its own mean. Returns how many nodes got an all-in-core
     /// computation sample; fails, naming the field, when the runs do not match.
     pub fn merge_in_core_compute(&mut self, kept: &Measurements) -> Result<usize, String> {
         if kept.structure != self.structure {

@@ -122,21 +122,21 @@ impl<'a> Builder<'a> {
         let mut per_row = Vec::new();
         for k in 0..samples {
             let sample = |i: usize| ev[i].and_then(|e| e.overheads.get(k));
-            let mut sent = 0.0;
+            // What the senders sent in that run: none when one of them did not say.
+            let mut sent = Some(0.0);
             for &i in senders {
-                let field = format!("nodes[{i}].events[{id}].overheads[{k}].bytes_sent");
-                match sample(i).and_then(|s| s.bytes_sent) {
-                    Some(b) => sent += check(&field, b)?,
-                    None => {
-                        sent = f64::NAN;
-                        break;
+                sent = match (sent, sample(i).and_then(|s| s.bytes_sent)) {
+                    (Some(total), Some(b)) => {
+                        let field = format!("nodes[{i}].events[{id}].overheads[{k}].bytes_sent");
+                        Some(total + check(&field, b)?)
                     }
-                }
+                    _ => None,
+                };
             }
             // Every node's sample of one run holds its rows there. A run whose other nodes held
             // no rows (all of them on the root) says nothing of the bytes a row costs.
             let rows = others_rows(&|i| sample(i).and_then(|s| s.rows));
-            if let (false, Some(rows)) = (sent.is_nan(), rows.filter(|&r| r > 0.0)) {
+            if let (Some(sent), Some(rows)) = (sent, rows.filter(|&r| r > 0.0)) {
                 per_row.push(sent / rows);
             }
         }
