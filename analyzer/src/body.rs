@@ -225,11 +225,7 @@ fn read(program: &Program, i: usize) -> Reading {
     let called = b.called.clone();
     let mut callees = called.clone();
     // Calls inside larger expressions (`dot(&w, &w).sqrt()`) are callees too.
-    callees.extend(
-        crate::syntax::calls_in(true, |v| v.visit_block(&f.block))
-            .into_iter()
-            .filter_map(|c| UserCall::of(c).and_then(|u| b.resolve(u))),
-    );
+    callees.extend(calls.all.iter().filter_map(|&u| b.resolve(u)));
     let direct = nodes.iter().any(Node::has_comm);
     let built = Some(Built {
         nodes,
@@ -251,9 +247,11 @@ struct BodyCalls<'p, 'f> {
     here: usize,
     /// Resolves `use` names of free functions.
     imports: Env,
-    /// The body's own `f(..)` and `m::f(..)` calls (closures included, macro arguments not),
-    /// as `calls_in` finds them.
+    /// The body's own `f(..)` and `m::f(..)` calls (closures included, macro arguments not).
     own: Vec<&'f syn::ExprCall>,
+    /// The body's own calls and method calls, outer before inner (what
+    /// `syntax::calls_in(true, ..)` finds).
+    all: Vec<UserCall<'f>>,
     /// Every user function a call may resolve to, in the macro arguments scanning reads too (a
     /// method call: every function of its name).
     looked_at: BTreeSet<usize>,
@@ -280,6 +278,7 @@ impl<'p, 'f> BodyCalls<'p, 'f> {
                 program.imports.clone(),
             ),
             own: Vec::new(),
+            all: Vec::new(),
             looked_at: BTreeSet::new(),
             may_communicate: false,
             calls_user_methods: false,
@@ -300,6 +299,7 @@ impl<'f> syn::visit::Visit<'f> for BodyCalls<'_, 'f> {
         self.looked_at
             .extend(inline::resolve_call(self.program, self.here, c));
         self.own.push(c);
+        self.all.push(UserCall::Call(c));
         syn::visit::visit_expr_call(self, c);
     }
 
@@ -313,6 +313,7 @@ impl<'f> syn::visit::Visit<'f> for BodyCalls<'_, 'f> {
         self.may_communicate |= [Family::Mpi, Family::Runtime]
             .into_iter()
             .any(|f| method(f, &name).is_some());
+        self.all.push(UserCall::Method(m));
         syn::visit::visit_expr_method_call(self, m);
     }
 
