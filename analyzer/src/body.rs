@@ -210,9 +210,12 @@ fn read(program: &Program, i: usize) -> Reading {
         return Reading {
             direct: false,
             callees: calls
-                .own
-                .into_iter()
-                .filter_map(|c| inline::resolve_call(program, i, c))
+                .all
+                .iter()
+                .filter_map(|u| match u {
+                    UserCall::Call(c) => inline::resolve_call(program, i, c),
+                    UserCall::Method(_) => None,
+                })
                 .collect(),
             looked_at: BTreeSet::new(),
             built: None,
@@ -247,10 +250,8 @@ struct BodyCalls<'p, 'f> {
     here: usize,
     /// Resolves `use` names of free functions.
     imports: Env,
-    /// The body's own `f(..)` and `m::f(..)` calls (closures included, macro arguments not).
-    own: Vec<&'f syn::ExprCall>,
-    /// The body's own calls and method calls, outer before inner (what
-    /// `syntax::calls_in(true, ..)` finds).
+    /// The body's own calls and method calls (closures included, macro arguments not), outer
+    /// before inner: what `syntax::calls_in(true, ..)` finds.
     all: Vec<UserCall<'f>>,
     /// Every user function a call may resolve to, in the macro arguments scanning reads too (a
     /// method call: every function of its name).
@@ -277,7 +278,6 @@ impl<'p, 'f> BodyCalls<'p, 'f> {
                 &program.config,
                 program.imports.clone(),
             ),
-            own: Vec::new(),
             all: Vec::new(),
             looked_at: BTreeSet::new(),
             may_communicate: false,
@@ -298,7 +298,6 @@ impl<'f> syn::visit::Visit<'f> for BodyCalls<'_, 'f> {
         }
         self.looked_at
             .extend(inline::resolve_call(self.program, self.here, c));
-        self.own.push(c);
         self.all.push(UserCall::Call(c));
         syn::visit::visit_expr_call(self, c);
     }

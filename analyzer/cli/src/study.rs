@@ -98,11 +98,15 @@ impl StudyArgs {
     /// Whether the study runs setting `clock`-`ranks`: `--settings` names it, or it is one of
     /// the [`DEFAULT_SETTINGS`] when `--settings` is not given.
     fn runs_setting(&self, clock: &str, ranks: usize) -> bool {
-        let name = setting_name(clock, ranks);
         match self.settings.is_empty() {
-            true => DEFAULT_SETTINGS.contains(&name.as_str()),
-            false => self.settings.contains(&name),
+            true => DEFAULT_SETTINGS.contains(&setting_name(clock, ranks).as_str()),
+            false => self.names_setting(clock, ranks),
         }
+    }
+
+    /// Whether `--settings` names setting `clock`-`ranks`.
+    fn names_setting(&self, clock: &str, ranks: usize) -> bool {
+        self.settings.contains(&setting_name(clock, ranks))
     }
 
     /// Whether `--fixtures`, `--families` and `--settings` select a recorded case (its
@@ -111,10 +115,7 @@ impl StudyArgs {
         let family = case.cluster.rsplit_once('-').map_or("", |(f, _)| f);
         self.selects_fixture(&case.fixture)
             && self.selects_family(family)
-            && (self.settings.is_empty()
-                || self
-                    .settings
-                    .contains(&setting_name(&case.clock, case.ranks)))
+            && (self.settings.is_empty() || self.names_setting(&case.clock, case.ranks))
     }
 }
 
@@ -355,14 +356,12 @@ fn tune_case(
         .arg("--cluster")
         .arg(&cluster_file)
         .args(["--ranks", &ranks.to_string(), "--clock", clock])
-        .args(["--rows", &fixture.rows.to_string()]);
-    if clock == "charged" {
-        // Its runs repeat bit for bit: one of each suffices.
-        command.args(["--repeat", "1"]);
-    } else {
-        command.args(["--repeat", &args.repeat.to_string()]);
-    }
-    command
+        .args(["--rows", &fixture.rows.to_string()])
+        // The charged clock's runs repeat bit for bit: one of each suffices.
+        .args([
+            "--repeat",
+            &if clock == "charged" { 1 } else { args.repeat }.to_string(),
+        ])
         .args(["--budget", &args.budget])
         .arg("--report")
         .arg(dir);

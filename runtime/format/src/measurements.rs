@@ -110,8 +110,9 @@ impl Measurements {
     /// coefficients) has there the size it has over those iterations, not the size of a short
     /// forced run's. The run's iterations (`iteration_compute_s`) follow the measurements'
     /// own, each node's scaled to this measurements' mean computation on that node: what varies
-    /// between iterations is taken from every run, relative to its own mean. Returns how many nodes got an all-in-core
-    /// computation sample; fails, naming the field, when the runs do not match.
+    /// between iterations is taken from every run, relative to its own mean. Returns how many
+    /// nodes got an all-in-core computation sample; fails, naming the field, when the runs do
+    /// not match.
     pub fn merge_in_core_compute(&mut self, kept: &Measurements) -> Result<usize, String> {
         if kept.structure != self.structure {
             return Err("structure: the in-core run measured a different program".into());
