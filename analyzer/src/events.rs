@@ -234,7 +234,23 @@ fn collective(e: &EventDraft) -> Option<Pattern> {
     })
 }
 
-fn merge(items: Vec<Item>) -> Vec<Item> {
+/// The first item [`merge`] makes of `items` when it is an event: the leading events that
+/// merge, merged (only they are copied).
+pub fn first_merged_event(items: &[Item]) -> Option<EventDraft> {
+    let leading: Vec<Item> = items
+        .iter()
+        .take_while(|it| matches!(it, Item::Event(_)))
+        .cloned()
+        .collect();
+    match merge(leading).into_iter().next() {
+        Some(Item::Event(d)) => Some(d),
+        _ => None,
+    }
+}
+
+/// Merges neighbouring events: an event that computes nothing joins the event before it when
+/// both are the same collective (or neither is one). [`form`] is [`form_unmerged`] merged.
+pub fn merge(items: Vec<Item>) -> Vec<Item> {
     let mut out: Vec<Item> = Vec::new();
     for item in items {
         if let (Some(Item::Event(prev)), Item::Event(next)) = (out.last_mut(), &item) {

@@ -170,25 +170,19 @@ impl Lowered {
                     draft
                 });
                 let has_comm = !header_comm && lp.body.iter().any(Node::has_comm);
-                // Only a communicating loop among sections may be a tile loop, whose body is
-                // formed again without merging: only then is a copy of the body kept.
-                let tile_body = (ctx == Context::Sections && has_comm).then(|| lp.body.clone());
-                let body_items = events::form(std::mem::take(&mut lp.body));
-                let role = match (ctx, has_comm) {
-                    (Context::Sections, true) => {
-                        let starts_with_receive = match body_items.first() {
-                            Some(Item::Event(d)) => {
-                                d.computes.is_none() && events::describe(d, facts).receive_like
-                            }
-                            _ => false,
-                        };
-                        if starts_with_receive {
-                            LoopRole::Tile
-                        } else {
-                            LoopRole::Nested
-                        }
+                // A tile loop's body stays unmerged; any other's is merged. Which one it is
+                // depends on the merged body's first event, formed alone.
+                let unmerged = events::form_unmerged(std::mem::take(&mut lp.body));
+                let first = has_comm
+                    .then(|| events::first_merged_event(&unmerged))
+                    .flatten();
+                let receive_like = |d: &events::EventDraft| events::describe(d, facts).receive_like;
+                let role = match (ctx, &first) {
+                    (Context::Sections, Some(d)) if d.computes.is_none() && receive_like(d) => {
+                        LoopRole::Tile
                     }
-                    (Context::Tile, true) if starts_with_receive_event(&body_items, facts) => {
+                    (Context::Sections, _) if has_comm => LoopRole::Nested,
+                    (Context::Tile, Some(d)) if receive_like(d) => {
                         self.diags.push(
                             Diagnostic::warning(
                                 "a tile loop may not contain another tile loop",
@@ -221,9 +215,9 @@ impl Lowered {
                     LoopRole::Tile => Context::Tile,
                     LoopRole::Plain => Context::StageLoop,
                 };
-                let body_items = match (role, tile_body) {
-                    (LoopRole::Tile, Some(body)) => events::form_unmerged(body),
-                    _ => body_items,
+                let body_items = match role {
+                    LoopRole::Tile => unmerged,
+                    _ => events::merge(unmerged),
                 };
                 for it in body_items {
                     self.item(it, inner, facts);
@@ -331,10 +325,6 @@ fn unreachable_event(header: &Stmt) -> EventDraft {
         computes: None,
         alt: vec![],
     }
-}
-
-fn starts_with_receive_event(items: &[Item], facts: &Facts) -> bool {
-    matches!(items.first(), Some(Item::Event(d)) if events::describe(d, facts).receive_like)
 }
 
 /// The snake_case name of a pattern (as in the structure file).
