@@ -69,8 +69,9 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
 /// Refuses a structure and measurements that do not belong together or contradict themselves,
 /// naming the file and field: a schema this build does not read, measurements of another
 /// structure (the digest the program embedded), a row total that is not the distribution's, a
-/// measured cluster no cluster.toml could describe, a solver without sections, and measurements
-/// of stages or events the structure does not have (the model would drop them unseen).
+/// clock this build does not know, a measured cluster no cluster.toml could describe, a solver
+/// without sections, and measurements of stages or events the structure does not have (the
+/// model would drop them unseen).
 pub(crate) fn consistent(
     structure: &Structure,
     structure_file: &Path,
@@ -98,6 +99,14 @@ pub(crate) fn consistent(
              measurements belong to another structure (analyse the source the measured program was \
              built from, or measure again)",
             structure.digest()
+        );
+    }
+    if mheta_runtime::clock::ClockMode::named(&measurements.clock).is_none() {
+        let names = mheta_runtime::clock::ClockMode::ALL.map(|m| m.name());
+        bail!(
+            "`{mf}`: field `clock` is \"{}\", expected one of {}",
+            measurements.clock,
+            names.join(", ")
         );
     }
     let distributed: u64 = measurements.distribution.iter().sum();

@@ -37,7 +37,16 @@ fn inconsistent_inputs_are_errors_naming_the_file_and_field() {
 
     // Each case: a change to the measurements (or the structure), and what the error says.
     type Edit = fn(&mut Measurements, &mut Structure);
-    let cases: [(&str, Edit, &[&str]); 12] = [
+    let cases: [(&str, Edit, &[&str]); 13] = [
+        (
+            "clock",
+            |m, _| m.clock = "sundial".into(),
+            &[
+                "measurements.json",
+                "field `clock` is \"sundial\"",
+                "wall, virtual, charged",
+            ],
+        ),
         (
             "schema",
             |m, _| m.schema = "mheta-measurements/9".into(),
