@@ -165,8 +165,12 @@ pub fn stage(
                     accesses.push((a, depth));
                 }
                 for v in s.reads.iter().chain(&s.writes) {
-                    let d = var_depth.entry(v.clone()).or_insert(0);
-                    *d = (*d).max(depth);
+                    match var_depth.get_mut(v) {
+                        Some(d) => *d = (*d).max(depth),
+                        None => {
+                            var_depth.insert(v.clone(), depth);
+                        }
+                    }
                 }
             }
             Token::Io(i) => {

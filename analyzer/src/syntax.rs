@@ -153,6 +153,11 @@ pub fn expr_idents(e: &syn::Expr) -> Vec<String> {
             ident(i, &mut self.0);
         }
         fn visit_lit(&mut self, l: &'ast syn::Lit) {
+            // A number prints as words that start with a digit (`1_000usize`, `2.5e-3f64`):
+            // none is an identifier.
+            if matches!(l, syn::Lit::Int(_) | syn::Lit::Float(_)) {
+                return;
+            }
             let text = quote::ToTokens::to_token_stream(l).to_string();
             self.0.extend(idents_of(&text));
         }
@@ -441,6 +446,7 @@ mod tests {
                 m!(a, "b c", 'd'); vec![0.0f64; n]; s.field.1;
                 let g = #[cfg(feature = "x")] 0..1; let l = 'a: loop { break 'a 'c'; };
                 S { a: 1, ..Default::default() }; std::mem::swap(&mut a, &mut b);
+                let k = 0xFF_u8 + 0o17 + 0b1010i64 + 1_000usize + 2.5e+10f32 + 1. + 3E5 + 7f64;
             }
             "##,
         );

@@ -78,24 +78,19 @@ impl Builder<'_, '_> {
 
     /// Closures passed to a non-iterator call (`scope(|s| { .. })`) are inlined.
     pub(super) fn closure_bodies(&mut self, e: &syn::Expr) -> Option<Vec<Node>> {
-        let (args, name): (Vec<&syn::Expr>, String) = match peel(e) {
+        let (args, name) = match peel(e) {
             syn::Expr::Call(c) => (
-                c.args.iter().collect(),
+                &c.args,
                 match &*c.func {
-                    syn::Expr::Path(p) => p
-                        .path
-                        .segments
-                        .last()
-                        .map(|s| s.ident.to_string())
-                        .unwrap_or_default(),
-                    _ => String::new(),
+                    syn::Expr::Path(p) => p.path.segments.last().map(|s| &s.ident),
+                    _ => None,
                 },
             ),
-            syn::Expr::MethodCall(m) => (m.args.iter().collect(), m.method.to_string()),
+            syn::Expr::MethodCall(m) => (&m.args, Some(&m.method)),
             _ => return None,
         };
         let closures: Vec<&syn::ExprClosure> = args
-            .into_iter()
+            .iter()
             .filter_map(|a| match a {
                 syn::Expr::Closure(c) if matches!(&*c.body, syn::Expr::Block(_)) => Some(c),
                 _ => None,
@@ -104,6 +99,7 @@ impl Builder<'_, '_> {
         if closures.is_empty() {
             return None;
         }
+        let name = name.map(|n| n.to_string()).unwrap_or_default();
         let mut out = Vec::new();
         for c in closures {
             // `mpi::request::multiple_scope(n, |scope, coll| ..)`: `coll` collects requests.
@@ -236,24 +232,24 @@ pub(super) fn find_chain(e: &syn::Expr) -> Option<&syn::ExprMethodCall> {
     use syn::Expr;
     match e {
         Expr::MethodCall(m) => {
-            let mut calls = vec![m];
-            while let Expr::MethodCall(inner) = &*calls[calls.len() - 1].receiver {
-                calls.push(inner);
+            // Each call with the flags of the calls from it down to the root.
+            let mut calls = vec![(m, ChainFlags::default())];
+            while let Expr::MethodCall(inner) = &*calls[calls.len() - 1].0.receiver {
+                calls.push((inner, ChainFlags::default()));
             }
-            let mut below = vec![ChainFlags::default(); calls.len()];
             let mut acc = ChainFlags::default();
-            for (k, call) in calls.iter().enumerate().rev() {
+            for (call, below) in calls.iter_mut().rev() {
                 acc = acc.or(ChainFlags::of(call));
-                below[k] = acc;
+                *below = acc;
             }
-            if let Some(k) = (0..calls.len()).find(|&k| is_chain(calls[k], below[k])) {
-                return Some(calls[k]);
+            if let Some(&(call, _)) = calls.iter().find(|(call, below)| is_chain(call, *below)) {
+                return Some(call);
             }
-            find_chain(&calls[calls.len() - 1].receiver).or_else(|| {
+            find_chain(&calls[calls.len() - 1].0.receiver).or_else(|| {
                 calls
                     .iter()
                     .rev()
-                    .find_map(|call| call.args.iter().find_map(find_chain))
+                    .find_map(|(call, _)| call.args.iter().find_map(find_chain))
             })
         }
         Expr::Binary(b) => find_chain(&b.left).or_else(|| find_chain(&b.right)),
