@@ -140,6 +140,15 @@ impl SourceMap {
     fn offset(&self, file: FileId, (line, column): (u32, u32)) -> Option<usize> {
         let f = self.files.get(file)?;
         let start = *f.line_starts.get((line as usize).checked_sub(1)?)?;
+        // Where the characters before the column are ASCII, the column counts bytes.
+        let ascii_end = start + column as usize;
+        if f.text
+            .as_bytes()
+            .get(start..ascii_end)
+            .is_some_and(<[u8]>::is_ascii)
+        {
+            return Some(ascii_end);
+        }
         let rest = &f.text[start..];
         let within = rest
             .char_indices()
@@ -170,5 +179,43 @@ impl SourceMap {
             out.push_str(word);
         }
         Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The byte offset of every (line, column) position, columns past a line's end included,
+    /// is the one counting characters from the line's start gives, in ASCII and non-ASCII text.
+    #[test]
+    fn offsets_count_characters() {
+        let text = "let a = 1;\n// é ü ∑ 🦀 done\nlet café = \"naïve\"; x\n\nend";
+        let mut map = SourceMap::default();
+        let file = map.add("t.rs".into(), text.into());
+        let line_starts: Vec<usize> = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        for (l, &start) in line_starts.iter().enumerate() {
+            for column in 0..40u32 {
+                let rest = &text[start..];
+                let expected = start
+                    + rest
+                        .char_indices()
+                        .nth(column as usize)
+                        .map_or(rest.len(), |(i, _)| i);
+                let at = map.offset(file, (l as u32 + 1, column));
+                assert_eq!(at, Some(expected), "line {} column {column}", l + 1);
+            }
+        }
+        assert_eq!(map.offset(file, (0, 0)), None);
+        assert_eq!(map.offset(file, (99, 0)), None);
+        let loc = Loc {
+            file,
+            start: (3, 4),
+            end: (3, 18),
+            via: 0,
+        };
+        assert_eq!(map.snippet(loc).as_deref(), Some("café = \"naïve\""));
     }
 }
