@@ -84,7 +84,7 @@ impl SourceMap {
     /// Adds a file under the name shown in spans; returns its id.
     pub fn add(&mut self, name: String, text: String) -> FileId {
         let mut line_starts = vec![0];
-        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        line_starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
         self.files.push(SourceFile {
             name,
             text,
