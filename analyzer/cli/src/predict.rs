@@ -69,9 +69,9 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
 /// Refuses a structure and measurements that do not belong together or contradict themselves,
 /// naming the file and field: a schema this build does not read, measurements of another
 /// structure (the digest the program embedded), a row total that is not the distribution's, a
-/// clock this build does not know, a measured cluster no cluster.toml could describe, a solver
-/// without sections, and measurements of stages or events the structure does not have (the
-/// model would drop them unseen).
+/// clock this build does not know, a part of a node's iteration longer than the iteration, a
+/// measured cluster no cluster.toml could describe, a solver without sections, and measurements
+/// of stages or events the structure does not have (the model would drop them unseen).
 pub(crate) fn consistent(
     structure: &Structure,
     structure_file: &Path,
@@ -132,6 +132,18 @@ pub(crate) fn consistent(
         bail!(
             "`{mf}`: field `{field}` is {value}: a measured time, count, size or rate cannot be \
              negative"
+        );
+    }
+    if let Some((field, value, node)) = measurements.first_outside_iteration() {
+        let what = if field.ends_with(']') {
+            format!("node {node}'s stages and events add up to {value} s per iteration")
+        } else {
+            format!("field `{field}` is {value} s per iteration")
+        };
+        bail!(
+            "`{mf}`: {what}, longer than the node's whole iteration (`nodes[{node}].iteration_s` \
+             is {} s): a part of an iteration cannot take longer than the iteration",
+            measurements.nodes[node].iteration_s
         );
     }
     measurements

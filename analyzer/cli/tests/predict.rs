@@ -37,7 +37,32 @@ fn inconsistent_inputs_are_errors_naming_the_file_and_field() {
 
     // Each case: a change to the measurements (or the structure), and what the error says.
     type Edit = fn(&mut Measurements, &mut Structure);
-    let cases: [(&str, Edit, &[&str]); 13] = [
+    let cases: [(&str, Edit, &[&str]); 15] = [
+        (
+            "stage longer than the iteration",
+            |m, _| m.nodes[2].stages[0].compute_s = m.nodes[2].iteration_s * 1000.0,
+            &[
+                "measurements.json",
+                "field `nodes[2].stages[0].compute_s`",
+                "`nodes[2].iteration_s`",
+                "longer than the node's whole iteration",
+            ],
+        ),
+        (
+            "parts adding up to more than the iteration",
+            |m, _| {
+                // The longest part is the whole iteration: each part fits, their sum does not.
+                let n = &mut m.nodes[1];
+                n.iteration_s = (n.stages.iter().flat_map(|s| [s.compute_s, s.io_s]))
+                    .chain(n.events.iter().map(|e| e.total_s))
+                    .fold(0.0, f64::max);
+            },
+            &[
+                "measurements.json",
+                "node 1's stages and events add up to",
+                "`nodes[1].iteration_s`",
+            ],
+        ),
         (
             "clock",
             |m, _| m.clock = "sundial".into(),

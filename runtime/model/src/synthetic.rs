@@ -310,6 +310,13 @@ impl<'a> Recorder<'a> {
         total_rows: u64,
         arrays: Vec<ArrayInfo>,
     ) -> Measurements {
+        let mut nodes = self.nodes;
+        // Each node's iteration is its stages and events one after another (it never waits).
+        for n in &mut nodes {
+            n.iteration_s = (n.stages.iter().map(|s| s.compute_s + s.io_s))
+                .chain(n.events.iter().map(|e| e.total_s))
+                .sum();
+        }
         Measurements {
             schema: MEASUREMENTS_SCHEMA.into(),
             structure: StructureId {
@@ -325,7 +332,7 @@ impl<'a> Recorder<'a> {
             cluster: self.cluster.clone(),
             arrays,
             micro: MICRO,
-            nodes: self.nodes,
+            nodes,
             unrecorded_calls: Vec::new(),
         }
     }
