@@ -135,14 +135,14 @@ pub(crate) fn consistent(
         );
     }
     if let Some((field, value, node)) = measurements.first_outside_iteration() {
-        let what = if field.ends_with(']') {
-            format!("node {node}'s stages and events add up to {value} s per iteration")
+        let what = if field == format!("nodes[{node}]") {
+            format!("node {node}'s stages and events add up to {value:?} s per iteration")
         } else {
-            format!("field `{field}` is {value} s per iteration")
+            format!("field `{field}` is {value:?} s per iteration")
         };
         bail!(
             "`{mf}`: {what}, longer than the node's whole iteration (`nodes[{node}].iteration_s` \
-             is {} s): a part of an iteration cannot take longer than the iteration",
+             is {:?} s): a part of an iteration cannot take longer than the iteration",
             measurements.nodes[node].iteration_s
         );
     }

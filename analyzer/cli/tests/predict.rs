@@ -37,7 +37,16 @@ fn inconsistent_inputs_are_errors_naming_the_file_and_field() {
 
     // Each case: a change to the measurements (or the structure), and what the error says.
     type Edit = fn(&mut Measurements, &mut Structure);
-    let cases: [(&str, Edit, &[&str]); 15] = [
+    let cases: [(&str, Edit, &[&str]); 16] = [
+        (
+            "event longer than the iteration",
+            |m, _| m.nodes[0].events[0].blocked_s = 1e300,
+            &[
+                "measurements.json",
+                "field `nodes[0].events[0].blocked_s` is 1e300 s per iteration",
+                "`nodes[0].iteration_s`",
+            ],
+        ),
         (
             "stage longer than the iteration",
             |m, _| m.nodes[2].stages[0].compute_s = m.nodes[2].iteration_s * 1000.0,

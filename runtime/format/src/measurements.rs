@@ -737,6 +737,12 @@ mod tests {
             Some(("nodes[1].stages[0].compute_s".into(), within * 1.001, 1))
         );
         let mut m = measurements(&[true, false], 0.5);
+        m.nodes[0].stages[0].tiles = vec![0.25, 1.5];
+        assert_eq!(
+            m.first_outside_iteration(),
+            Some(("nodes[0].stages[0].tiles[1]".into(), 1.5, 0))
+        );
+        let mut m = measurements(&[true, false], 0.5);
         m.nodes[0].io[0].overlap_s = 2.0;
         assert_eq!(
             m.first_outside_iteration(),
