@@ -44,14 +44,6 @@ pub enum ClockMode {
 }
 
 impl ClockMode {
-    /// Every mode, in the order `--clock` lists them.
-    pub const ALL: [ClockMode; 3] = [ClockMode::Wall, ClockMode::Virtual, ClockMode::Charged];
-
-    /// The mode of a name written into measurement files ([`ClockMode::name`]).
-    pub fn named(name: &str) -> Option<ClockMode> {
-        ClockMode::ALL.into_iter().find(|m| m.name() == name)
-    }
-
     /// The name written into measurement files.
     pub fn name(self) -> &'static str {
         match self {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
 use mheta_model::{self as model, Model};
+use mheta_runtime::clock::ClockMode;
 use mheta_runtime::distribution::Distribution;
 use mheta_runtime::format::{ClusterSpec, Measurements, Structure};
 
@@ -101,8 +102,9 @@ pub(crate) fn consistent(
             structure.digest()
         );
     }
-    if mheta_runtime::clock::ClockMode::named(&measurements.clock).is_none() {
-        let names = mheta_runtime::clock::ClockMode::ALL.map(|m| m.name());
+    let clocks = <ClockMode as clap::ValueEnum>::value_variants();
+    if !clocks.iter().any(|c| c.name() == measurements.clock) {
+        let names: Vec<&str> = clocks.iter().map(|c| c.name()).collect();
         bail!(
             "`{mf}`: field `clock` is \"{}\", expected one of {}",
             measurements.clock,
@@ -134,15 +136,19 @@ pub(crate) fn consistent(
              negative"
         );
     }
-    if let Some((field, value, node)) = measurements.first_outside_iteration() {
-        let what = if field == format!("nodes[{node}]") {
-            format!("node {node}'s stages and events add up to {value:?} s per iteration")
-        } else {
-            format!("field `{field}` is {value:?} s per iteration")
+    if let Some(found) = measurements.first_outside_iteration() {
+        let node = found.node;
+        let what = match found.part {
+            Some(part) => format!("field `nodes[{node}].{part}` is {:?} s", found.seconds),
+            None => format!(
+                "node {node}'s stages and events add up to {:?} s",
+                found.seconds
+            ),
         };
         bail!(
-            "`{mf}`: {what}, longer than the node's whole iteration (`nodes[{node}].iteration_s` \
-             is {:?} s): a part of an iteration cannot take longer than the iteration",
+            "`{mf}`: {what} per iteration, longer than the node's whole iteration \
+             (`nodes[{node}].iteration_s` is {:?} s): a part of an iteration cannot take longer \
+             than the iteration",
             measurements.nodes[node].iteration_s
         );
     }

@@ -99,51 +99,25 @@ impl Measurements {
         walk(&value, &mut String::new())
     }
 
-    /// The first per-iteration time of a node that does not fit in the node's iteration: a
-    /// stage's computation, I/O or tile, an array's read, write or overlapped time, an event's
-    /// overheads, blocking or total, or the node's stages and events added up, longer than
-    /// `iteration_s` by more than [`ITERATION_SLACK`]. They are parts of that iteration, measured
-    /// with it (over 1,464 measurement files of the studies no part exceeds its iteration by
-    /// 0.1 %). Returns the field's path (`nodes[0].stages[1].compute_s`, `nodes[0]` for the sum),
-    /// its value and the node's index.
-    pub fn first_outside_iteration(&self) -> Option<(String, f64, usize)> {
+    /// The first per-iteration time of a node that does not fit in the node's iteration: one of
+    /// its [`NodeMeasurements::parts`], or all of them added up
+    /// ([`NodeMeasurements::parts_added_s`]), longer than `iteration_s` by more than
+    /// [`ITERATION_SLACK`]. They are parts of that iteration, measured with it (over 1,464
+    /// measurement files of the studies no part exceeds its iteration by 0.1 %).
+    pub fn first_outside_iteration(&self) -> Option<OutsideIteration> {
         let (relative, absolute) = ITERATION_SLACK;
-        self.nodes.iter().enumerate().find_map(|(i, n)| {
+        self.nodes.iter().enumerate().find_map(|(node, n)| {
             let limit = n.iteration_s * (1.0 + relative) + absolute;
-            let stages = n.stages.iter().enumerate().flat_map(|(k, s)| {
-                let whole = [("compute_s", s.compute_s), ("io_s", s.io_s)];
-                let whole = whole.map(|(f, v)| (format!("stages[{k}].{f}"), v));
-                let tiles = (s.tiles.iter().enumerate())
-                    .map(move |(j, &v)| (format!("stages[{k}].tiles[{j}]"), v));
-                whole.into_iter().chain(tiles)
-            });
-            let io = n.io.iter().enumerate().flat_map(|(k, x)| {
-                [
-                    ("read_s", x.read_s),
-                    ("write_s", x.write_s),
-                    ("overlap_s", x.overlap_s),
-                ]
-                .map(|(f, v)| (format!("io[{k}].{f}"), v))
-            });
-            let events = n.events.iter().enumerate().flat_map(|(k, e)| {
-                [
-                    ("send_overhead_s", e.send_overhead_s),
-                    ("recv_overhead_s", e.recv_overhead_s),
-                    ("blocked_s", e.blocked_s),
-                    ("total_s", e.total_s),
-                ]
-                .map(|(f, v)| (format!("events[{k}].{f}"), v))
-            });
-            let sum = (n.stages.iter().map(|s| s.compute_s + s.io_s))
-                .chain(n.events.iter().map(|e| e.total_s))
-                .sum::<f64>();
-            stages
-                .chain(io)
-                .chain(events)
-                .map(|(field, v)| (format!("nodes[{i}].{field}"), v))
-                .chain(std::iter::once((format!("nodes[{i}]"), sum)))
-                .find(|(_, v)| *v > limit)
-                .map(|(field, v)| (field, v, i))
+            let part = n.parts().find(|&(_, s)| s > limit);
+            let (part, seconds) = match part {
+                Some((part, s)) => (Some(part), s),
+                None => (None, n.parts_added_s()),
+            };
+            (seconds > limit).then_some(OutsideIteration {
+                node,
+                part,
+                seconds,
+            })
         })
     }
 
@@ -369,6 +343,84 @@ pub struct NodeMeasurements {
     /// older files and in files written without it: the model then predicts from the means.
     #[cfg_attr(feature = "read", serde(default))]
     pub iteration_compute_s: Vec<f64>,
+}
+
+impl NodeMeasurements {
+    /// The node's per-iteration times that are parts of its iteration, each named: a stage's
+    /// computation, I/O and tiles, an array's read, write and overlapped time, an event's
+    /// overheads, blocking and total.
+    pub fn parts(&self) -> impl Iterator<Item = (IterationPart, f64)> + '_ {
+        let stages = self.stages.iter().enumerate().flat_map(|(k, s)| {
+            [("compute_s", s.compute_s), ("io_s", s.io_s)]
+                .map(|(field, v)| (IterationPart::Stage(k, field), v))
+                .into_iter()
+                .chain(
+                    (s.tiles.iter().enumerate()).map(move |(j, &v)| (IterationPart::Tile(k, j), v)),
+                )
+        });
+        let io = self.io.iter().enumerate().flat_map(|(k, x)| {
+            [
+                ("read_s", x.read_s),
+                ("write_s", x.write_s),
+                ("overlap_s", x.overlap_s),
+            ]
+            .map(|(field, v)| (IterationPart::Io(k, field), v))
+        });
+        let events = self.events.iter().enumerate().flat_map(|(k, e)| {
+            [
+                ("send_overhead_s", e.send_overhead_s),
+                ("recv_overhead_s", e.recv_overhead_s),
+                ("blocked_s", e.blocked_s),
+                ("total_s", e.total_s),
+            ]
+            .map(|(field, v)| (IterationPart::Event(k, field), v))
+        });
+        stages.chain(io).chain(events)
+    }
+
+    /// The node's stages (computation and I/O) and events one after another, seconds per
+    /// iteration: what its iteration takes when it never waits outside them.
+    pub fn parts_added_s(&self) -> f64 {
+        (self.stages.iter().map(|s| s.compute_s + s.io_s))
+            .chain(self.events.iter().map(|e| e.total_s))
+            .sum()
+    }
+}
+
+/// One per-iteration time of a node ([`NodeMeasurements::parts`]), shown as its field's path
+/// below the node (`stages[1].compute_s`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum IterationPart {
+    /// A field of `stages[k]`.
+    Stage(usize, &'static str),
+    /// `stages[k].tiles[j]`.
+    Tile(usize, usize),
+    /// A field of `io[k]`.
+    Io(usize, &'static str),
+    /// A field of `events[k]`.
+    Event(usize, &'static str),
+}
+
+impl std::fmt::Display for IterationPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IterationPart::Stage(k, field) => write!(f, "stages[{k}].{field}"),
+            IterationPart::Tile(k, j) => write!(f, "stages[{k}].tiles[{j}]"),
+            IterationPart::Io(k, field) => write!(f, "io[{k}].{field}"),
+            IterationPart::Event(k, field) => write!(f, "events[{k}].{field}"),
+        }
+    }
+}
+
+/// What [`Measurements::first_outside_iteration`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutsideIteration {
+    /// The node's index in `nodes`.
+    pub node: usize,
+    /// The part longer than the iteration; `None` when each part fits and their sum does not.
+    pub part: Option<IterationPart>,
+    /// Its time (or the sum), seconds per iteration.
+    pub seconds: f64,
 }
 
 /// Identifies a stage: section id, tile loop id (for stages inside a tile loop), stage id.
@@ -732,21 +784,27 @@ mod tests {
         assert_eq!(m.first_outside_iteration(), None);
         let mut m = measurements(&[true, false], 0.5);
         m.nodes[1].stages[0].compute_s = within * 1.001;
+        let found = m.first_outside_iteration().expect("outside");
+        assert_eq!((found.node, found.seconds), (1, within * 1.001));
         assert_eq!(
-            m.first_outside_iteration(),
-            Some(("nodes[1].stages[0].compute_s".into(), within * 1.001, 1))
+            found.part.map(|p| p.to_string()).as_deref(),
+            Some("stages[0].compute_s")
         );
         let mut m = measurements(&[true, false], 0.5);
         m.nodes[0].stages[0].tiles = vec![0.25, 1.5];
+        let found = m.first_outside_iteration().expect("outside");
+        assert_eq!((found.node, found.seconds), (0, 1.5));
         assert_eq!(
-            m.first_outside_iteration(),
-            Some(("nodes[0].stages[0].tiles[1]".into(), 1.5, 0))
+            found.part.map(|p| p.to_string()).as_deref(),
+            Some("stages[0].tiles[1]")
         );
         let mut m = measurements(&[true, false], 0.5);
         m.nodes[0].io[0].overlap_s = 2.0;
+        let found = m.first_outside_iteration().expect("outside");
+        assert_eq!((found.node, found.seconds), (0, 2.0));
         assert_eq!(
-            m.first_outside_iteration(),
-            Some(("nodes[0].io[0].overlap_s".into(), 2.0, 0))
+            found.part.map(|p| p.to_string()).as_deref(),
+            Some("io[0].overlap_s")
         );
         // Each part fits, their sum does not: 0.75 s of stage and 0.5 s of event in 1 s.
         let mut m = measurements(&[false, false], 0.75);
@@ -767,7 +825,11 @@ mod tests {
         });
         assert_eq!(
             m.first_outside_iteration(),
-            Some(("nodes[1]".into(), 1.25, 1))
+            Some(OutsideIteration {
+                node: 1,
+                part: None,
+                seconds: 1.25
+            })
         );
     }
 

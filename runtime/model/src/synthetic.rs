@@ -313,9 +313,7 @@ impl<'a> Recorder<'a> {
         let mut nodes = self.nodes;
         // Each node's iteration is its stages and events one after another (it never waits).
         for n in &mut nodes {
-            n.iteration_s = (n.stages.iter().map(|s| s.compute_s + s.io_s))
-                .chain(n.events.iter().map(|e| e.total_s))
-                .sum();
+            n.iteration_s = n.parts_added_s();
         }
         Measurements {
             schema: MEASUREMENTS_SCHEMA.into(),
