@@ -48,6 +48,10 @@ pub struct StudyArgs {
     /// Runs of every compared distribution, each a separate process (`mheta tune --repeat`).
     #[arg(long, value_name = "R", default_value_t = 5)]
     pub repeat: u32,
+    /// Runs of every compared distribution at most, while a median is not known to ±3 %
+    /// (`mheta tune --max-repeat`) [default: tune's, 3 × --repeat].
+    #[arg(long, value_name = "R")]
+    pub max_repeat: Option<u32>,
     /// Search time budget of every case.
     #[arg(long, default_value = "1s")]
     pub budget: String,
@@ -350,6 +354,9 @@ fn tune_case(
     command.arg("tune");
     if let Some(k) = args.iterations {
         command.args(["--iterations", &k.to_string()]);
+    }
+    if let Some(r) = args.max_repeat.filter(|_| clock != "charged") {
+        command.args(["--max-repeat", &r.to_string()]);
     }
     command
         .arg(args.fixtures_dir.join(fixture.name))

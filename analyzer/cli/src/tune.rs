@@ -89,6 +89,12 @@ pub struct TuneArgs {
     /// runs with every sample.
     #[arg(long, value_name = "R", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
+    /// Runs of every compared distribution at most: after the --repeat rounds, more rounds run
+    /// while some distribution's median is not known to within ±3 % (its 95 % confidence
+    /// interval, from the runs' order statistics, is wider), until this many
+    /// [default: 3 × --repeat].
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_repeat: Option<u32>,
     /// How long to wait, after the build, for a quiet machine (load average below the core
     /// count, no other process above 10% of a core) before measuring; tune then goes on either
     /// way and records the load in tune.json and the report. `0s` does not wait, nor does a
@@ -133,6 +139,32 @@ pub const MODEL_ITERATIONS: u32 = 6;
 /// Block 12 % slow.
 pub const FORCED_RUNS: u32 = 3;
 
+/// Whether the compared runs go on after `rounds` rounds whose runs of each distribution are
+/// `runs`: always up to `repeat` rounds, then while the median of some distribution is not known
+/// to [`MEDIAN_PRECISION`], up to `max_repeat`.
+fn another_round<'r>(
+    rounds: u32,
+    repeat: u32,
+    max_repeat: u32,
+    mut runs: impl Iterator<Item = &'r [f64]>,
+) -> bool {
+    rounds < repeat
+        || (rounds < max_repeat && !runs.all(|r| accuracy::median_known(r, MEDIAN_PRECISION)))
+}
+
+/// `--max-repeat`, or its default: three times `--repeat`.
+fn max_repeat(args: &TuneArgs) -> anyhow::Result<u32> {
+    match args.max_repeat {
+        Some(max) if max < args.repeat => bail!(
+            "--max-repeat {max} is below --repeat {}: it is the most runs of a distribution, \
+             --repeat the fewest",
+            args.repeat
+        ),
+        Some(max) => Ok(max),
+        None => Ok(args.repeat.saturating_mul(3)),
+    }
+}
+
 /// The item of `items` (not empty) whose `key` is the median (the lower middle one of an even
 /// count).
 fn median_by<T>(mut items: Vec<T>, key: impl Fn(&T) -> f64) -> T {
@@ -163,6 +195,13 @@ pub fn in_core_iterations(iteration_s: f64) -> u32 {
 
 /// Times at most that `tune` samples the chosen distribution in core and searches again.
 pub const REFINEMENTS: u32 = 2;
+
+/// How precisely the compared runs' medians are to be known: more rounds run (up to
+/// `--max-repeat`) while a median's 95 % interval reaches further than this fraction of it on
+/// either side (`accuracy::median_known`). Runs that agree to 94 % meet it in five runs; the
+/// bimodal runs of a shared host (jacobi-prefetch on net-2: 7.0 or 8.6 ms whatever the
+/// distribution) need more before their medians tell distributions apart.
+pub const MEDIAN_PRECISION: f64 = 0.03;
 
 /// Measured seconds after which `--repeat` runs an in-core model sample no more.
 pub const REPEAT_SECONDS: f64 = 2.0;
@@ -209,6 +248,7 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     if args.iterations == Some(0) {
         bail!("--iterations must be at least 1");
     }
+    max_repeat(args)?;
     // Checked before the (slow) build, so a typo fails at once.
     mheta_runtime::format::ClusterSpec::load(&args.cluster).context("--cluster")?;
     // Without a report directory, the working files go to a directory of this tune's own
@@ -495,11 +535,25 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         });
         run_once(c)?;
     }
-    for round in 1..args.repeat {
-        progress.note(&format!("round {}: the model's in-core samples", round + 1));
+    let max_repeat = max_repeat(args)?;
+    let mut rounds = 1;
+    while another_round(
+        rounds,
+        args.repeat,
+        max_repeat,
+        distinct.iter().map(|c| c.runs.as_slice()),
+    ) {
+        rounds += 1;
+        if rounds > args.repeat {
+            progress.note(&format!(
+                "round {rounds}: a median is not yet known to ±{:.0} %",
+                100.0 * MEDIAN_PRECISION
+            ));
+        }
+        progress.note(&format!("round {rounds}: the model's in-core samples"));
         sampler.round(&mut measured)?;
         for c in &mut distinct {
-            progress.note(&format!("running {} again (run {})", c.name, round + 1));
+            progress.note(&format!("running {} again (run {rounds})", c.name));
             run_once(c)?;
         }
     }
@@ -587,12 +641,14 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             Interface::Flags => best_iterations,
             Interface::Environment(_) => measured.iterations + measured.warm_up,
         },
-        actual_method: if args.repeat > 1 {
+        actual_method: if rounds > 1 {
             format!(
-                "{}; the median of {} runs, each a separate process, made in rounds over the \
-                 distributions",
+                "{}; the median of {rounds} runs, each a separate process, made in rounds over \
+                 the distributions ({} at least, more while a median's 95 % interval was wider \
+                 than ±{:.0} %, at most {max_repeat})",
                 method.describe(),
-                args.repeat
+                args.repeat,
+                100.0 * MEDIAN_PRECISION
             )
         } else {
             method.describe().into()
@@ -999,6 +1055,32 @@ mod tests {
         // Among equals below the pick, the first.
         assert_eq!(final_choice(1, &[0.5, 0.3, 0.2, 0.2]), 2);
         assert_eq!(final_choice(2, &[0.1, 0.3, 0.2]), 0);
+    }
+
+    #[test]
+    fn rounds_go_on_while_a_median_is_not_known_to_three_percent() {
+        use super::another_round;
+        let tight = [1.00, 1.01, 0.99, 1.00, 1.02];
+        // jacobi-prefetch on net-2, Balanced (ms): two modes.
+        let bimodal = [6.98, 7.00, 7.27, 8.48, 8.59];
+        let both: [&[f64]; 2] = [&tight, &bimodal];
+        // The --repeat rounds run whatever the runs say.
+        assert!(another_round(1, 5, 15, [&tight[..1]].into_iter()));
+        assert!(another_round(4, 5, 15, both.into_iter()));
+        // Then only while a median is loose, and never past --max-repeat.
+        assert!(!another_round(5, 5, 15, [&tight[..]].into_iter()));
+        assert!(another_round(5, 5, 15, both.into_iter()));
+        assert!(!another_round(15, 5, 15, both.into_iter()));
+        assert!(!another_round(5, 5, 5, both.into_iter()));
+        // Fifteen runs: the interval is [x(4), x(12)]. With twelve in the fast mode it is
+        // 7.03..7.14, known; with ten it reaches the slow mode.
+        let mut fifteen = vec![
+            6.98, 7.00, 7.02, 7.03, 7.04, 7.05, 7.06, 7.07, 7.08, 7.10, 7.12, 7.14,
+        ];
+        fifteen.extend([8.48, 8.50, 8.55]);
+        assert!(!another_round(14, 5, 20, [&fifteen[..]].into_iter()));
+        fifteen[10..12].copy_from_slice(&[8.59, 8.60]);
+        assert!(another_round(14, 5, 20, [&fifteen[..]].into_iter()));
     }
 
     #[test]

@@ -33,6 +33,45 @@ pub fn run_range(runs_s: &[f64]) -> Option<(f64, f64)> {
     )
 }
 
+/// A distribution-free 95 % confidence interval for the median of the population `runs_s` were
+/// drawn from: the order statistics `[x(j+1), x(n−j)]` (1-based, sorted) with the largest `j`
+/// such that both ends miss the median with probability `2·P(B ≤ j) ≤ 5 %`, `B` the number of
+/// runs below it (binomial, n, ½). Five runs or fewer cannot reach 95 % (their range covers the
+/// median with probability 1 − 2/2ⁿ): the interval is then their range. `None` without runs.
+pub fn median_interval(runs_s: &[f64]) -> Option<(f64, f64)> {
+    let mut sorted = runs_s.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    // P(B ≤ j) summed term by term: C(n, i) / 2ⁿ, each from the one before.
+    let mut term = 0.5f64.powi(n as i32);
+    let mut below = term;
+    let mut j = 0;
+    while 2 * (j + 1) < n {
+        term *= (n - j) as f64 / (j + 1) as f64;
+        if 2.0 * (below + term) > 0.05 {
+            break;
+        }
+        below += term;
+        j += 1;
+    }
+    Some((sorted[j], sorted[n - 1 - j]))
+}
+
+/// Whether the median of `runs_s` is known to within `precision` of itself (a fraction): its
+/// 95 % interval ([`median_interval`]) is at most `2 · precision` of the median wide. Runs that
+/// cannot be compared (no runs, a time that is not a positive number) count as known: more of
+/// them would not tell more.
+pub fn median_known(runs_s: &[f64], precision: f64) -> bool {
+    let Some((lo, hi)) = median_interval(runs_s) else {
+        return true;
+    };
+    let median = mheta_runtime::stats::median(&mut runs_s.to_vec());
+    !(median > 0.0 && lo.is_finite() && hi.is_finite()) || hi - lo <= 2.0 * precision * median
+}
+
 /// How a distribution's runs spread, and where its prediction lies against them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Spread {
@@ -156,6 +195,52 @@ mod tests {
         let one = spread(1.0, &[2.0]).unwrap();
         assert_eq!((one.q1_s, one.q3_s, one.outside), (2.0, 2.0, 0.5));
         assert!(spread(1.0, &[]).is_none());
+    }
+
+    #[test]
+    fn median_interval_is_the_binomial_order_statistics() {
+        assert_eq!(median_interval(&[]), None);
+        assert_eq!(median_interval(&[3.0]), Some((3.0, 3.0)));
+        // Five runs: the range covers the median with 1 − 2/32 = 93.75 % only; still the range.
+        assert_eq!(
+            median_interval(&[5.0, 1.0, 3.0, 2.0, 4.0]),
+            Some((1.0, 5.0))
+        );
+        // Eight: [x(2), x(7)] misses with 2·9/256 = 7 %, so the range (2/256) again.
+        let eight: Vec<f64> = (1..=8).map(f64::from).collect();
+        assert_eq!(median_interval(&eight), Some((1.0, 8.0)));
+        // Nine: [x(2), x(8)] misses with 2·10/512 = 3.9 %; [x(3), x(7)] with 2·46/512 = 18 %.
+        let nine: Vec<f64> = (1..=9).rev().map(f64::from).collect();
+        assert_eq!(median_interval(&nine), Some((2.0, 8.0)));
+        // Fifteen: P(B ≤ 3) = 576/32768, twice is 3.5 %; P(B ≤ 4) = 1941/32768, twice 11.8 %.
+        let fifteen: Vec<f64> = (1..=15).map(f64::from).collect();
+        assert_eq!(median_interval(&fifteen), Some((4.0, 12.0)));
+    }
+
+    #[test]
+    fn a_median_is_known_when_its_interval_is_narrow() {
+        // 0.98..1.02 around 1.0 is within ±3 %; 0.97..1.04 is 7 % wide.
+        assert!(median_known(&[1.0, 0.98, 1.02, 1.0, 1.01], 0.03));
+        assert!(!median_known(&[1.0, 0.97, 1.04, 1.0, 1.01], 0.03));
+        // The bimodal runs of jacobi-prefetch on net-2 (ms): far from known.
+        assert!(!median_known(&[6.98, 7.00, 7.27, 8.48, 8.59], 0.03));
+        // One run, no runs, untimed runs: nothing more to learn by repeating.
+        assert!(median_known(&[7.0], 0.03));
+        assert!(median_known(&[], 0.03));
+        assert!(median_known(&[0.0, 0.0], 0.03));
+        assert!(median_known(&[f64::NAN, 1.0], 0.03));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_median_interval_holds_the_median(runs in proptest::collection::vec(1e-6f64..1e3, 1..60)) {
+            let (lo, hi) = median_interval(&runs).unwrap();
+            let median = mheta_runtime::stats::median(&mut runs.clone());
+            proptest::prop_assert!(lo <= median && median <= hi);
+            // Never wider than the runs' range.
+            let (min, max) = run_range(&runs).unwrap();
+            proptest::prop_assert!(min <= lo && hi <= max);
+        }
     }
 
     proptest::proptest! {
