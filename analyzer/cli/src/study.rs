@@ -49,7 +49,7 @@ pub struct StudyArgs {
     #[arg(long, value_name = "R", default_value_t = 5)]
     pub repeat: u32,
     /// Runs of every compared distribution at most, while a median is not known to ±3 %
-    /// (`mheta tune --max-repeat`) [default: tune's, 3 × --repeat].
+    /// (`mheta tune --max-repeat`) [default: --repeat, no more rounds].
     #[arg(long, value_name = "R")]
     pub max_repeat: Option<u32>,
     /// Search time budget of every case.

@@ -91,8 +91,10 @@ pub struct TuneArgs {
     pub repeat: u32,
     /// Runs of every compared distribution at most: after the --repeat rounds, more rounds run
     /// while some distribution's median is not known to within ±3 % (its 95 % confidence
-    /// interval, from the runs' order statistics, is wider), until this many
-    /// [default: 3 × --repeat].
+    /// interval, from the runs' order statistics, is wider), until this many [default:
+    /// --repeat, no more rounds]. Longer cases see more of the machine's drift: on this VM,
+    /// jacobi on dc-2 went to 15 runs and Block's later runs took 20 ms where its first took
+    /// 16-17 (the model, sampled in the first rounds, predicted 17.2).
     #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_repeat: Option<u32>,
     /// How long to wait, after the build, for a quiet machine (load average below the core
@@ -152,7 +154,7 @@ fn another_round<'r>(
         || (rounds < max_repeat && !runs.all(|r| accuracy::median_known(r, MEDIAN_PRECISION)))
 }
 
-/// `--max-repeat`, or its default: three times `--repeat`.
+/// `--max-repeat`, or its default: `--repeat` (no rounds beyond those).
 fn max_repeat(args: &TuneArgs) -> anyhow::Result<u32> {
     match args.max_repeat {
         Some(max) if max < args.repeat => bail!(
@@ -161,7 +163,7 @@ fn max_repeat(args: &TuneArgs) -> anyhow::Result<u32> {
             args.repeat
         ),
         Some(max) => Ok(max),
-        None => Ok(args.repeat.saturating_mul(3)),
+        None => Ok(args.repeat),
     }
 }
 
@@ -196,11 +198,12 @@ pub fn in_core_iterations(iteration_s: f64) -> u32 {
 /// Times at most that `tune` samples the chosen distribution in core and searches again.
 pub const REFINEMENTS: u32 = 2;
 
-/// How precisely the compared runs' medians are to be known: more rounds run (up to
-/// `--max-repeat`) while a median's 95 % interval reaches further than this fraction of it on
-/// either side (`accuracy::median_known`). Runs that agree to 94 % meet it in five runs; the
-/// bimodal runs of a shared host (jacobi-prefetch on net-2: 7.0 or 8.6 ms whatever the
-/// distribution) need more before their medians tell distributions apart.
+/// How precisely the compared runs' medians are to be known: with `--max-repeat` above
+/// `--repeat`, more rounds run while a median's 95 % interval reaches further than this
+/// fraction of it on either side (`accuracy::median_known`). Runs that agree to 94 % meet it in
+/// five runs; the bimodal runs of a shared host (jacobi-prefetch on net-2: 7.0 or 8.6 ms
+/// whatever the distribution, switching modes mid-process) need more before their medians
+/// tell distributions apart.
 pub const MEDIAN_PRECISION: f64 = 0.03;
 
 /// Measured seconds after which `--repeat` runs an in-core model sample no more.
@@ -642,13 +645,20 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
             Interface::Environment(_) => measured.iterations + measured.warm_up,
         },
         actual_method: if rounds > 1 {
+            let more = if max_repeat > args.repeat {
+                format!(
+                    " ({} at least, more while a median's 95 % interval was wider than ±{:.0} \
+                     %, at most {max_repeat})",
+                    args.repeat,
+                    100.0 * MEDIAN_PRECISION
+                )
+            } else {
+                String::new()
+            };
             format!(
                 "{}; the median of {rounds} runs, each a separate process, made in rounds over \
-                 the distributions ({} at least, more while a median's 95 % interval was wider \
-                 than ±{:.0} %, at most {max_repeat})",
+                 the distributions{more}",
                 method.describe(),
-                args.repeat,
-                100.0 * MEDIAN_PRECISION
             )
         } else {
             method.describe().into()

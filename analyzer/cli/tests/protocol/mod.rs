@@ -1,9 +1,8 @@
 //! What the tune tests share.
 
 /// `args` with the measurement protocol of a test: a `tune` does not wait for a quiet machine
-/// (tests run beside each other) and runs each distribution once unless `--repeat` is given,
-/// and no more often than that unless `--max-repeat` is given (runs beside other tests spread,
-/// and would run again). The protocol's defaults have their own test.
+/// (tests run beside each other) and runs each distribution once unless `--repeat` is given.
+/// The protocol's defaults have their own test.
 pub fn test_protocol<'a>(args: &[&'a str]) -> Vec<&'a str> {
     let mut args = args.to_vec();
     if args.first() != Some(&"tune") {
@@ -11,15 +10,8 @@ pub fn test_protocol<'a>(args: &[&'a str]) -> Vec<&'a str> {
     }
     let at = args.iter().position(|a| *a == "--").unwrap_or(args.len());
     let mut extra = vec!["--wait-quiet", "0s"];
-    let repeat = match args.iter().position(|a| *a == "--repeat") {
-        Some(i) => args[i + 1],
-        None => {
-            extra.extend(["--repeat", "1"]);
-            "1"
-        }
-    };
-    if !args.contains(&"--max-repeat") {
-        extra.extend(["--max-repeat", repeat]);
+    if !args.contains(&"--repeat") {
+        extra.extend(["--repeat", "1"]);
     }
     args.splice(at..at, extra);
     args
