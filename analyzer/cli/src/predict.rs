@@ -102,6 +102,42 @@ pub(crate) fn consistent(
             structure.digest()
         );
     }
+    // The structure the digest names is the one the program embedded: its crate too.
+    if !embedded.is_empty() && measurements.structure.crate_name != structure.crate_name {
+        bail!(
+            "`{mf}`: field `structure.crate` is \"{}\", but `{sf}`, the structure its digest \
+             names, is of crate \"{}\"",
+            measurements.structure.crate_name,
+            structure.crate_name
+        );
+    }
+    let arrays = &measurements.arrays;
+    for (j, a) in arrays.iter().enumerate() {
+        if let Some(first) = arrays[..j].iter().position(|b| b.name == a.name) {
+            bail!(
+                "`{mf}`: field `arrays[{j}].name` is \"{}\", as is `arrays[{first}].name`: a \
+                 program registers each array once",
+                a.name
+            );
+        }
+    }
+    for (i, n) in measurements.nodes.iter().enumerate() {
+        if let Some((k, io)) =
+            (n.io.iter().enumerate()).find(|(_, io)| !arrays.iter().any(|a| a.name == io.var))
+        {
+            let names: Vec<String> = arrays.iter().map(|a| format!("\"{}\"", a.name)).collect();
+            bail!(
+                "`{mf}`: field `nodes[{i}].io[{k}].var` is \"{}\", which field `arrays` does not \
+                 register (it has {}): the model would leave that I/O out",
+                io.var,
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            );
+        }
+    }
     let clocks = <ClockMode as clap::ValueEnum>::value_variants();
     if !clocks.iter().any(|c| c.name() == measurements.clock) {
         let names: Vec<&str> = clocks.iter().map(|c| c.name()).collect();

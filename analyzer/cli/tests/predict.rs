@@ -37,7 +37,34 @@ fn inconsistent_inputs_are_errors_naming_the_file_and_field() {
 
     // Each case: a change to the measurements (or the structure), and what the error says.
     type Edit = fn(&mut Measurements, &mut Structure);
-    let cases: [(&str, Edit, &[&str]); 16] = [
+    let cases: [(&str, Edit, &[&str]); 19] = [
+        (
+            "crate",
+            |m, _| m.structure.crate_name = "x".into(),
+            &[
+                "measurements.json",
+                "field `structure.crate` is \"x\"",
+                "structure.json",
+            ],
+        ),
+        (
+            "array registered twice",
+            |m, _| m.arrays[1].name = m.arrays[0].name.clone(),
+            &[
+                "measurements.json",
+                "field `arrays[1].name`",
+                "`arrays[0].name`",
+            ],
+        ),
+        (
+            "I/O of an array not registered",
+            |m, _| m.nodes[2].io[0].var = "x".into(),
+            &[
+                "measurements.json",
+                "field `nodes[2].io[0].var` is \"x\"",
+                "does not register",
+            ],
+        ),
         (
             "event longer than the iteration",
             |m, _| m.nodes[0].events[0].blocked_s = 1e300,
