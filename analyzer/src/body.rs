@@ -937,7 +937,12 @@ fn peel(e: &syn::Expr) -> &syn::Expr {
         syn::Expr::MethodCall(m)
             if matches!(
                 crate::syntax::Name::of(&m.method).as_str(),
-                "unwrap" | "expect" | "map_err" | "unwrap_or_else"
+                "unwrap"
+                    | "expect"
+                    | "map_err"
+                    | "unwrap_or_else"
+                    | "unwrap_or"
+                    | "unwrap_or_default"
             ) =>
         {
             peel(&m.receiver)

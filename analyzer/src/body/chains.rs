@@ -4,6 +4,7 @@
 
 use super::{peel, Builder};
 use crate::binding::{pattern_idents, Text};
+use crate::catalogue::ValueKind;
 use crate::extent::Extent;
 use crate::ir::{Loop, LoopKind, Node};
 
@@ -33,6 +34,9 @@ impl Builder<'_, '_> {
     /// a data iterator (`v.iter().sum()`), anywhere in the statement, as a loop.
     pub(super) fn iterator_loop(&mut self, e: &syn::Expr, bound: &[String]) -> Option<Node> {
         let chain = find_chain(e)?;
+        if self.adapts_comm_value(chain) {
+            return None;
+        }
         // A chain over ranks (`[rank - 1, rank + 1].into_iter().filter(..).collect()`) is glue.
         let glue = crate::glue::Glue {
             closures: &self.facts.glue_closures,
@@ -76,6 +80,28 @@ impl Builder<'_, '_> {
         }))
     }
 
+    /// Whether a per-element closure adapter of the chain is called on a communicator or a
+    /// process (`world.split_by_color(color).map(|sub| ..)`: `Option::map` of the communicator
+    /// the split may give): that runs its closure once or not at all, no iteration over data.
+    /// A collection of requests is iterated (`reqs.into_iter().for_each(|r| ..)`).
+    fn adapts_comm_value(&self, chain: &syn::ExprMethodCall) -> bool {
+        let mut cur = chain;
+        loop {
+            if ChainFlags::of(cur).is_iter
+                && self
+                    .env
+                    .value_of(&cur.receiver, &self.text)
+                    .is_some_and(|v| matches!(v.kind, ValueKind::Communicator | ValueKind::Process))
+            {
+                return true;
+            }
+            match &*cur.receiver {
+                syn::Expr::MethodCall(inner) => cur = inner,
+                _ => return false,
+            }
+        }
+    }
+
     /// Closures passed to a non-iterator call (`scope(|s| { .. })`) are inlined.
     pub(super) fn closure_bodies(&mut self, e: &syn::Expr) -> Option<Vec<Node>> {
         let (args, name) = match peel(e) {
@@ -100,8 +126,21 @@ impl Builder<'_, '_> {
             return None;
         }
         let name = name.map(|n| n.to_string()).unwrap_or_default();
+        // `world.split_by_color(color).map(|sub| { .. })`: `sub` is the communicator.
+        let receiver = match peel(e) {
+            syn::Expr::MethodCall(m) => self
+                .env
+                .value_of(&m.receiver, &self.text)
+                .filter(|v| matches!(v.kind, ValueKind::Communicator | ValueKind::Process)),
+            _ => None,
+        };
         let mut out = Vec::new();
         for c in closures {
+            if let (Some(value), Some(input)) = (&receiver, c.inputs.first()) {
+                for v in pattern_idents(input) {
+                    self.env.bind(&v, Some(value.clone()));
+                }
+            }
             // `mpi::request::multiple_scope(n, |scope, coll| ..)`: `coll` collects requests.
             if name == "multiple_scope" {
                 if let Some(coll) = c.inputs.iter().nth(1) {

@@ -65,15 +65,34 @@ impl<T: ?Sized> AnyPeer for &Peer<'_, T> {
 #[cfg(feature = "mpi")]
 impl ProcessPeer for Peer<'_, mpi::topology::Process<'_>> {
     fn peer(&self) -> Option<usize> {
-        usize::try_from(self.0.rank()).ok()
+        world_rank(self.0)
     }
 }
 
 #[cfg(feature = "mpi")]
 impl ProcessPeer for Peer<'_, &mpi::topology::Process<'_>> {
     fn peer(&self) -> Option<usize> {
-        usize::try_from(self.0.rank()).ok()
+        world_rank(self.0)
     }
+}
+
+/// The world rank of `process`, which names a rank of its own communicator: a process of a
+/// communicator split off the world (`world.split_by_color(c)`) has another rank there than in
+/// the world, and the session's ranks, peers and measurements are world ranks. `None` for a
+/// process outside the world's group (none in a program that never spawns).
+#[cfg(feature = "mpi")]
+fn world_rank(process: &mpi::topology::Process<'_>) -> Option<usize> {
+    use mpi::raw::AsRaw;
+    use mpi::topology::{Communicator, Group, SimpleCommunicator};
+    let world = SimpleCommunicator::world();
+    let rank = if process.as_raw() == world.as_raw() {
+        Some(process.rank())
+    } else {
+        process
+            .group()
+            .translate_rank(process.rank(), &world.group())
+    };
+    rank.and_then(|r| usize::try_from(r).ok())
 }
 
 /// Reads a message's size: see the module documentation. The call site writes
