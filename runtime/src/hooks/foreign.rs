@@ -79,7 +79,9 @@ impl ProcessPeer for Peer<'_, &mpi::topology::Process<'_>> {
 /// The world rank of `process`, which names a rank of its own communicator: a process of a
 /// communicator split off the world (`world.split_by_color(c)`) has another rank there than in
 /// the world, and the session's ranks, peers and measurements are world ranks. `None` for a
-/// process outside the world's group (none in a program that never spawns).
+/// process outside the world's group (none in a program that never spawns), and for one of an
+/// inter-communicator, whose ranks name its remote group (which rsmpi does not give for a
+/// `Process`): no peer known rather than a wrong one.
 #[cfg(feature = "mpi")]
 fn world_rank(process: &mpi::topology::Process<'_>) -> Option<usize> {
     use mpi::raw::AsRaw;
@@ -87,6 +89,8 @@ fn world_rank(process: &mpi::topology::Process<'_>) -> Option<usize> {
     let world = SimpleCommunicator::world();
     let rank = if process.as_raw() == world.as_raw() {
         Some(process.rank())
+    } else if process.test_inter() {
+        None
     } else {
         process
             .group()
