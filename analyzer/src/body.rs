@@ -579,6 +579,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             }
             Expr::While(w) => {
                 let header = self.scan(Some(&w.cond), bound, self.loc(w.cond.extent()));
+                self.bind_let_condition(&w.cond);
                 let body = self.block(&w.body);
                 let vars = match &*w.cond {
                     Expr::Let(l) => pattern_idents(&l.pat),
@@ -713,6 +714,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             .collect();
         let mut thens = Vec::with_capacity(levels.len());
         for (_, level) in &levels {
+            self.bind_let_condition(&level.cond);
             let mut then = self.block(&level.then_branch);
             // `if let Some(p) = up { .. process_at_rank(p) .. }`: the peer is what `up` holds.
             if let Some((inner, outer)) = unwrapped_binding(&level.cond) {
@@ -788,11 +790,42 @@ impl<'p, 'f> Builder<'p, 'f> {
         }
         let mut arms = Vec::new();
         for arm in &m.arms {
+            self.bind_comm_pattern(&arm.pat, &m.expr);
             let mut nodes = Vec::new();
             self.expr(&arm.body, &[], self.loc(arm.body.extent()), &mut nodes);
             arms.push(nodes);
         }
         self.branch_or_stmt(whole, &m.expr, arms, bound, loc)
+    }
+
+    /// `if let Some(sub) = world.split_by_color(c) { .. }` (also in a `&&` chain, and `while let`):
+    /// what the pattern binds holds the communicator or process the scrutinee gives.
+    fn bind_let_condition(&mut self, cond: &syn::Expr) {
+        match cond {
+            syn::Expr::Let(l) => self.bind_comm_pattern(&l.pat, &l.expr),
+            syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::And(_)) => {
+                self.bind_let_condition(&b.left);
+                self.bind_let_condition(&b.right);
+            }
+            syn::Expr::Paren(p) => self.bind_let_condition(&p.expr),
+            _ => {}
+        }
+    }
+
+    /// Binds the names `pat` binds to the communicator or process `scrutinee` gives, if it gives
+    /// one (`Some(sub)` matched against `world.split_by_color(c)`).
+    fn bind_comm_pattern(&mut self, pat: &syn::Pat, scrutinee: &syn::Expr) {
+        let value = self.env.value_of(scrutinee, &self.text).filter(|v| {
+            matches!(
+                v.kind,
+                crate::catalogue::ValueKind::Communicator | crate::catalogue::ValueKind::Process
+            )
+        });
+        if let Some(value) = value {
+            for name in pattern_idents(pat) {
+                self.env.bind(&name, Some(value.clone()));
+            }
+        }
     }
 
     /// A branch whose arms hold loops or communication stays a branch; otherwise the whole
