@@ -1,135 +1,88 @@
 //! rsmpi programs that solve on a communicator split off the world: however the program takes the
-//! communicator out of the split's `Option` (`if let`, `match`, `let .. else`, `Option::map`), the
+//! communicator out of the split's `Option` (`Option::map`, `if let`, `match`, `let .. else`), the
 //! names it binds are that communicator, its processes are peers, and `Option::map` on it is no
 //! loop. Found on rsmpi's own `dyn_communicator` example, which the analyzer once took for an
 //! iterative solver.
+//!
+//! The variants are the idiom program `subcommunicator_map.rs` (which solves inside
+//! `world.split_by_color(color).map(|sub| { .. })`) with its solve moved into the other forms.
+
+use std::path::Path;
 
 use mheta_analyzer::{analyze_source, emit, Options};
 
-/// The solve on `sub`, written inside `open` .. `close` (`{body}` is where it goes).
-const SOLVE: &str = "\
-            let (rank, size) = (sub.rank(), sub.size());
-            let n = 100;
-            let mut u = vec![0.0f64; n + 2];
-            let mut next = u.clone();
-            let mut total = 0.0;
-            for _ in 0..50 {
-                if rank > 0 {
-                    let left = sub.process_at_rank(rank - 1);
-                    let mut ghost = [0.0];
-                    send_receive_into(&u[1..2], &left, &mut ghost, &left);
-                    u[0] = ghost[0];
-                }
-                if rank + 1 < size {
-                    let right = sub.process_at_rank(rank + 1);
-                    let mut ghost = [0.0];
-                    send_receive_into(&u[n..n + 1], &right, &mut ghost, &right);
-                    u[n + 1] = ghost[0];
-                }
-                let mut local = 0.0;
-                for i in 1..=n {
-                    next[i] = 0.5 * (u[i - 1] + u[i + 1]);
-                    local += (next[i] - u[i]).abs();
-                }
-                std::mem::swap(&mut u, &mut next);
-                sub.all_reduce_into(&local, &mut total, SystemOperation::sum());
-            }
-            println!(\"{total}\");";
-
-fn program(open: &str, close: &str) -> String {
-    format!(
-        "use mpi::collective::SystemOperation;\n\
-         use mpi::point_to_point::send_receive_into;\n\
-         use mpi::topology::Color;\n\
-         use mpi::traits::*;\n\
-         fn main() {{\n\
-             let universe = mpi::initialize().unwrap();\n\
-             let world = universe.world();\n\
-             let color = Color::with_value(world.rank() % 2);\n\
-             {open}\n{SOLVE}\n{close}\n\
-         }}\n"
-    )
+/// The idiom program's text around its solve: what comes before `let change = ..`, the solve
+/// (the closure's body, returning nothing), and what follows the `.unwrap_or(0.0);`.
+fn program_parts() -> (String, String, String) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/analysis/idioms/subcommunicator_map.rs");
+    let text = std::fs::read_to_string(&path).expect("the idiom program");
+    let (open, close) = (
+        "        .map(|sub| {\n",
+        "        })\n        .unwrap_or(0.0);\n",
+    );
+    let start = text.find("    let change = world").expect("the split");
+    let body_start = text.find(open).expect("the map") + open.len();
+    let body_end = text.find(close).expect("the unwrap_or");
+    let body = text[body_start..body_end]
+        .replace("return total;", "return;")
+        .replace("            total\n", "");
+    let tail = text[body_end + close.len()..].replace(
+        "eprintln!(\"rank {}: last summed change {change:.3e}\", world.rank());",
+        "",
+    );
+    (text[..start].to_string(), body, tail)
 }
 
-/// The text rendering of the analysis of `src`, which must find a solver.
-fn analyzed(src: &str) -> String {
-    let a = analyze_source("t.rs", src, &Options::default());
-    assert!(a.has_structure(), "{}\n{src}", a.render_diagnostics());
-    emit::render(&a.structure, emit::Format::Text)
+/// The program with its solve inside `open` .. `close`.
+fn variant(open: &str, close: &str) -> String {
+    let (head, body, tail) = program_parts();
+    format!("{head}{open}\n{body}{close}\n{tail}")
 }
 
 /// The main loop is the `for` over the steps, with the halo exchange on `sub`'s ranks and the
 /// reduction on `sub`.
-fn assert_solved_on_sub(text: &str) {
-    assert!(text.contains("main loop: for"), "{text}");
-    assert!(
-        text.contains("nearest_neighbor by single_call with [rank - 1, rank + 1]"),
-        "{text}"
-    );
-    assert!(
-        text.contains("reduction by single_call with [all]: mpi::all_reduce_into"),
-        "{text}"
-    );
-}
-
-#[test]
-fn if_let_binds_the_split_communicator() {
-    let src = program("if let Some(sub) = world.split_by_color(color) {", "}");
-    assert_solved_on_sub(&analyzed(&src));
-}
-
-#[test]
-fn a_match_arm_binds_the_split_communicator() {
-    let src = program(
-        "match world.split_by_color(color) {\n Some(sub) => {",
-        "}\n None => {}\n }",
-    );
-    assert_solved_on_sub(&analyzed(&src));
-}
-
-#[test]
-fn let_else_binds_the_split_communicator() {
-    let src = program(
-        "let Some(sub) = world.split_by_color(color) else { return; };",
-        "",
-    );
-    assert_solved_on_sub(&analyzed(&src));
+fn assert_solved_on_sub(src: &str) {
+    let a = analyze_source("t.rs", src, &Options::default());
+    assert!(a.has_structure(), "{}\n{src}", a.render_diagnostics());
+    let text = emit::render(&a.structure, emit::Format::Text);
+    for expected in [
+        "main loop: for",
+        "nearest_neighbor by single_call with [rank - 1, rank + 1]",
+        "reduction by single_call with [all]: mpi::all_reduce_into",
+    ] {
+        assert!(text.contains(expected), "`{expected}` not in\n{text}");
+    }
 }
 
 #[test]
 fn option_map_on_the_split_communicator_is_no_loop() {
-    let src = program(
-        "let _ = world.split_by_color(color).map(|sub| {",
-        "}).unwrap_or(());",
-    );
-    assert_solved_on_sub(&analyzed(&src));
-    // A closure that only calls a communicating helper once: nothing iterates.
-    let once = "use mpi::collective::SystemOperation;\n\
-                use mpi::topology::{Color, SimpleCommunicator};\n\
-                use mpi::traits::*;\n\
-                fn prefix(group: &SimpleCommunicator, x: i32) -> i32 {\n\
-                    let mut sum = 0;\n\
-                    group.scan_into(&x, &mut sum, SystemOperation::sum());\n\
-                    println!(\"{sum}\");\n\
-                    sum\n\
-                }\n\
-                fn main() {\n\
-                    let universe = mpi::initialize().unwrap();\n\
-                    let world = universe.world();\n\
-                    let rank = world.rank();\n\
-                    let s = world.split_by_color(Color::with_value(rank % 2)).map(|g| prefix(&g, rank));\n\
-                    println!(\"{s:?}\");\n\
-                }\n";
-    let a = analyze_source("t.rs", once, &Options::default());
-    assert!(
-        !a.has_structure(),
-        "{}",
-        emit::render(&a.structure, emit::Format::Text)
-    );
-    assert!(
-        a.render_diagnostics()
-            .contains("no iterative loop that communicates"),
-        "{}",
-        a.render_diagnostics()
-    );
+    let (head, body, tail) = program_parts();
+    assert_solved_on_sub(&format!(
+        "{head}let _ = world.split_by_color(color).map(|sub| {{\n{body}}}).unwrap_or(());\n{tail}"
+    ));
+}
+
+#[test]
+fn if_let_binds_the_split_communicator() {
+    assert_solved_on_sub(&variant(
+        "if let Some(sub) = world.split_by_color(color) {",
+        "}",
+    ));
+}
+
+#[test]
+fn a_match_arm_binds_the_split_communicator() {
+    assert_solved_on_sub(&variant(
+        "match world.split_by_color(color) {\nSome(sub) => {",
+        "}\nNone => {}\n}",
+    ));
+}
+
+#[test]
+fn let_else_binds_the_split_communicator() {
+    assert_solved_on_sub(&variant(
+        "let Some(sub) = world.split_by_color(color) else { return; };",
+        "",
+    ));
 }
