@@ -46,11 +46,11 @@ pub struct StudyArgs {
     #[arg(long, value_name = "K")]
     pub iterations: Option<u32>,
     /// Runs of every compared distribution, each a separate process (`mheta tune --repeat`).
-    #[arg(long, value_name = "R", default_value_t = 5)]
+    #[arg(long, value_name = "R", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// Runs of every compared distribution at most, while a median is not known to ±3 %
     /// (`mheta tune --max-repeat`) [default: --repeat, no more rounds].
-    #[arg(long, value_name = "R")]
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_repeat: Option<u32>,
     /// Search time budget of every case.
     #[arg(long, default_value = "1s")]
@@ -228,6 +228,8 @@ pub enum Outcome {
 
 pub fn run(args: &StudyArgs) -> anyhow::Result<()> {
     args.check_names()?;
+    // Checked once here, not by every case's tune.
+    super::tune::max_repeat(args.repeat, args.max_repeat)?;
     if args.repredict {
         return repredict(args);
     }

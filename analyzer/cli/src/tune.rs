@@ -154,16 +154,16 @@ fn another_round<'r>(
         || (rounds < max_repeat && !runs.all(|r| accuracy::median_known(r, MEDIAN_PRECISION)))
 }
 
-/// `--max-repeat`, or its default: `--repeat` (no rounds beyond those).
-fn max_repeat(args: &TuneArgs) -> anyhow::Result<u32> {
-    match args.max_repeat {
-        Some(max) if max < args.repeat => bail!(
-            "--max-repeat {max} is below --repeat {}: it is the most runs of a distribution, \
-             --repeat the fewest",
-            args.repeat
+/// The most runs of a compared distribution: `--max-repeat`, or its default `--repeat` (no
+/// rounds beyond those); an error when it is below `--repeat` (`mheta study` passes both on).
+pub fn max_repeat(repeat: u32, max_repeat: Option<u32>) -> anyhow::Result<u32> {
+    match max_repeat {
+        Some(max) if max < repeat => bail!(
+            "--max-repeat {max} is below --repeat {repeat}: it is the most runs of a \
+             distribution, --repeat the fewest"
         ),
         Some(max) => Ok(max),
-        None => Ok(args.repeat),
+        None => Ok(repeat),
     }
 }
 
@@ -251,7 +251,7 @@ pub fn run(args: &TuneArgs) -> anyhow::Result<()> {
     if args.iterations == Some(0) {
         bail!("--iterations must be at least 1");
     }
-    max_repeat(args)?;
+    max_repeat(args.repeat, args.max_repeat)?;
     // Checked before the (slow) build, so a typo fails at once.
     mheta_runtime::format::ClusterSpec::load(&args.cluster).context("--cluster")?;
     // Without a report directory, the working files go to a directory of this tune's own
@@ -538,7 +538,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         });
         run_once(c)?;
     }
-    let max_repeat = max_repeat(args)?;
+    let max_repeat = max_repeat(args.repeat, args.max_repeat)?;
     let mut rounds = 1;
     while another_round(
         rounds,
