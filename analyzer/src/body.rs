@@ -813,19 +813,22 @@ impl<'p, 'f> Builder<'p, 'f> {
     }
 
     /// Binds the names `pat` binds to the communicator or process `scrutinee` gives, if it gives
-    /// one (`Some(sub)` matched against `world.split_by_color(c)`).
+    /// one (`Some(sub)` matched against `world.split_by_color(c)`, a closure's input on it).
     fn bind_comm_pattern(&mut self, pat: &syn::Pat, scrutinee: &syn::Expr) {
-        let value = self.env.value_of(scrutinee, &self.text).filter(|v| {
-            matches!(
-                v.kind,
-                crate::catalogue::ValueKind::Communicator | crate::catalogue::ValueKind::Process
-            )
-        });
-        if let Some(value) = value {
+        if let Some(value) = self.comm_value_of(scrutinee) {
             for name in pattern_idents(pat) {
                 self.env.bind(&name, Some(value.clone()));
             }
         }
+    }
+
+    /// The communicator or process `e` gives (`world.split_by_color(c)`,
+    /// `sub.process_at_rank(r)`), if it gives one; not a collection of requests.
+    fn comm_value_of(&self, e: &syn::Expr) -> Option<crate::binding::CommValue> {
+        use crate::catalogue::ValueKind;
+        self.env
+            .value_of(e, &self.text)
+            .filter(|v| matches!(v.kind, ValueKind::Communicator | ValueKind::Process))
     }
 
     /// A branch whose arms hold loops or communication stays a branch; otherwise the whole

@@ -4,7 +4,6 @@
 
 use super::{peel, Builder};
 use crate::binding::{pattern_idents, Text};
-use crate::catalogue::ValueKind;
 use crate::extent::Extent;
 use crate::ir::{Loop, LoopKind, Node};
 
@@ -87,12 +86,7 @@ impl Builder<'_, '_> {
     fn adapts_comm_value(&self, chain: &syn::ExprMethodCall) -> bool {
         let mut cur = chain;
         loop {
-            if ChainFlags::of(cur).is_iter
-                && self
-                    .env
-                    .value_of(&cur.receiver, &self.text)
-                    .is_some_and(|v| matches!(v.kind, ValueKind::Communicator | ValueKind::Process))
-            {
+            if ChainFlags::of(cur).is_iter && self.comm_value_of(&cur.receiver).is_some() {
                 return true;
             }
             match &*cur.receiver {
@@ -126,20 +120,15 @@ impl Builder<'_, '_> {
             return None;
         }
         let name = name.map(|n| n.to_string()).unwrap_or_default();
-        // `world.split_by_color(color).map(|sub| { .. })`: `sub` is the communicator.
         let receiver = match peel(e) {
-            syn::Expr::MethodCall(m) => self
-                .env
-                .value_of(&m.receiver, &self.text)
-                .filter(|v| matches!(v.kind, ValueKind::Communicator | ValueKind::Process)),
+            syn::Expr::MethodCall(m) => Some(&*m.receiver),
             _ => None,
         };
         let mut out = Vec::new();
         for c in closures {
-            if let (Some(value), Some(input)) = (&receiver, c.inputs.first()) {
-                for v in pattern_idents(input) {
-                    self.env.bind(&v, Some(value.clone()));
-                }
+            // `world.split_by_color(color).map(|sub| { .. })`: `sub` is the communicator.
+            if let (Some(receiver), Some(input)) = (receiver, c.inputs.first()) {
+                self.bind_comm_pattern(input, receiver);
             }
             // `mpi::request::multiple_scope(n, |scope, coll| ..)`: `coll` collects requests.
             if name == "multiple_scope" {
