@@ -11,10 +11,14 @@
 //!     let __mheta_received: u64 = 0u64;
 //!     let __mheta_start = begin();
 //!     let __mheta_out = world.process_at_rank(p).send(&x);   // the call as written
-//!     end(__mheta_start, CallKind::Send, __mheta_peer, __mheta_sent, __mheta_received, false);
+//!     end(__mheta_start, CallKind::Send, __mheta_peer, None, None, __mheta_sent, __mheta_received, false);
 //!     __mheta_out
 //! }
 //! ```
+//!
+//! A collective also reads the ranks it runs among from its receiver, a communicator or a root
+//! `Process` (`(&Members(&world)).group()`: `None` for the world, interned world ranks for a
+//! communicator split off it), which `end` takes after the source (the second `None` above).
 //!
 //! Peer and bytes are read before the call from the same expressions, which is sound when they
 //! are pure (places, references to them, literals, `process_at_rank`: [`is_pure`]). Otherwise
@@ -43,6 +47,8 @@ struct Kind {
     call: TokenStream,
     /// Waits for other ranks: its whole duration is blocked time.
     blocks: bool,
+    /// A collective: it runs among its communicator's ranks.
+    collective: bool,
     /// Sends its message argument.
     sends: bool,
     /// Receives into its buffer argument.
@@ -78,27 +84,32 @@ fn kind(api: &str) -> Kind {
             quote!(::mheta::__private::rsmpi::CallKind::#ident)
         },
         blocks,
+        collective: !matches!(call, "Send" | "ImmediateSend" | "Receive"),
         sends,
         receives,
         message,
         received,
         source,
     };
-    match name {
+    // Collectives: this rank's contribution is the message. An immediate one
+    // (`immediate_all_reduce_into`) is recorded as its collective, not blocking: it only posts.
+    let collective = name.strip_prefix("immediate_").unwrap_or(name);
+    let blocks = !name.starts_with("immediate_");
+    match collective {
         _ if source.is_some() => k("Receive", true, true, true),
-        n if n.starts_with("immediate_") && n.contains("send") => {
+        n if n.contains("barrier") => k("Barrier", blocks, true, false),
+        n if n.contains("broadcast") => k("Broadcast", blocks, true, false),
+        n if n.contains("scan") => k("Scan", blocks, true, false),
+        n if n.starts_with("all_reduce") => k("AllReduce", blocks, true, false),
+        n if n.contains("reduce") => k("Reduce", blocks, true, false),
+        n if n.starts_with("all_gather") => k("AllGather", blocks, true, false),
+        n if n.contains("gather") => k("Gather", blocks, true, false),
+        n if n.contains("scatter") => k("Scatter", blocks, true, false),
+        n if n.contains("all_to_all") => k("AllToAll", blocks, true, false),
+        _ if name.starts_with("immediate_") && name.contains("send") => {
             k("ImmediateSend", false, true, false)
         }
-        n if n.starts_with("immediate_") => k("Receive", false, false, true),
-        // Collectives: this rank's contribution is the message.
-        n if n.contains("barrier") => k("Barrier", true, true, false),
-        n if n.contains("broadcast") => k("Broadcast", true, true, false),
-        n if n.starts_with("all_reduce") => k("AllReduce", true, true, false),
-        n if n.contains("reduce") => k("Reduce", true, true, false),
-        n if n.starts_with("all_gather") => k("AllGather", true, true, false),
-        n if n.contains("gather") => k("Gather", true, true, false),
-        n if n.contains("scatter") => k("Scatter", true, true, false),
-        n if n.contains("all_to_all") => k("AllToAll", true, true, false),
+        _ if name.starts_with("immediate_") => k("Receive", false, false, true),
         // Request completion (`wait`, `wait_all`, `test_any`): no message of its own, and its
         // arguments are result lists, not buffers.
         n if n.starts_with("wait") || n.starts_with("test") => k("Receive", true, false, false),
@@ -280,20 +291,26 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
         Some(s) => quote!((&#rsmpi::Peer(&*#s)).peer()),
         None => quote!(::core::option::Option::None),
     };
+    // The ranks a collective runs among, from its communicator or root process.
+    let group = match &recv {
+        Some(r) if kind.collective => quote!((&#rsmpi::Members(&#r)).group()),
+        _ => quote!(::core::option::Option::None),
+    };
     let (call_kind, blocks) = (&kind.call, kind.blocks);
     let out = quote! {{
         #[allow(unused_imports)]
-        use #rsmpi::{AnyBytes as _, AnyPeer as _, BufferBytes as _, ProcessPeer as _, VecBytes as _};
+        use #rsmpi::{AnyBytes as _, AnyMembers as _, AnyPeer as _, BufferBytes as _, CommMembers as _, ProcessPeer as _, VecBytes as _};
         #(#lets)*
         // Read before the call: it may consume its receiver (`req.wait()`) or keep its buffers
         // borrowed (`immediate_receive_into` returns a request holding `&mut buf`).
         let __mheta_peer = #peer;
         let __mheta_source = #source;
+        let __mheta_group = #group;
         let __mheta_sent: u64 = #sent;
         let __mheta_received: u64 = #got;
         let __mheta_start = #rsmpi::begin();
         let __mheta_out = #call;
-        #rsmpi::end(__mheta_start, #call_kind, __mheta_peer, __mheta_source, __mheta_sent, __mheta_received, #blocks);
+        #rsmpi::end(__mheta_start, #call_kind, __mheta_peer, __mheta_source, __mheta_group, __mheta_sent, __mheta_received, #blocks);
         __mheta_out
     }};
     syn::parse2(out).expect("the wrapper is an expression")
@@ -343,6 +360,76 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("CallKind :: AllReduce"), "{out}");
+    }
+
+    #[test]
+    fn a_collective_reads_the_ranks_it_runs_among_from_its_receiver() {
+        let out = wrapped_statement(
+            "sub.all_reduce_into(&a, &mut b, op);",
+            "mpi::all_reduce_into",
+        );
+        assert!(
+            out.contains("let __mheta_group = (& :: mheta :: __private :: rsmpi :: Members (& (sub))) . group ()"),
+            "{out}"
+        );
+        // A rooted one reads them from its root process, which names its communicator.
+        let out = wrapped_statement(
+            "sub.process_at_rank(0).broadcast_into(&mut x);",
+            "mpi::broadcast_into",
+        );
+        assert!(
+            out.contains("Members (& (sub . process_at_rank (0)))"),
+            "{out}"
+        );
+        // A point-to-point call has its peer instead.
+        let out = wrapped_statement("sub.process_at_rank(p).send(&x);", "mpi::send");
+        assert!(
+            out.contains("let __mheta_group = :: core :: option :: Option :: None"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn scans_and_immediate_collectives_are_recorded_as_collectives() {
+        // A scan is a collective, not a receive (which would need a peer).
+        for api in ["scan_into", "exclusive_scan_into"] {
+            let out = wrapped_statement(
+                &format!("world.{api}(&a, &mut b, op);"),
+                &format!("mpi::{api}"),
+            );
+            assert!(out.contains("CallKind :: Scan"), "{out}");
+            assert!(out.contains("Members"), "{out}");
+            assert!(
+                out.ends_with("__mheta_received , true) ; __mheta_out } ; }"),
+                "{out}"
+            );
+        }
+        // An immediate collective only posts: its kind, not blocking.
+        for (api, kind) in [
+            ("immediate_all_reduce_into(s, &a, &mut b, op)", "AllReduce"),
+            ("immediate_barrier()", "Barrier"),
+            ("immediate_scan_into(s, &a, &mut b, op)", "Scan"),
+            ("immediate_all_gather_into(s, &a, &mut b)", "AllGather"),
+        ] {
+            let name = api.split('(').next().unwrap();
+            let out = wrapped_statement(&format!("world.{api};"), &format!("mpi::{name}"));
+            assert!(out.contains(&format!("CallKind :: {kind}")), "{out}");
+            assert!(
+                out.ends_with("__mheta_received , false) ; __mheta_out } ; }"),
+                "{out}"
+            );
+        }
+        // Immediate point-to-point calls are as before.
+        let out = wrapped_statement(
+            "world.process_at_rank(p).immediate_send(s, &x);",
+            "mpi::immediate_send",
+        );
+        assert!(out.contains("CallKind :: ImmediateSend"), "{out}");
+        let out = wrapped_statement(
+            "world.process_at_rank(p).immediate_receive_into(s, &mut x);",
+            "mpi::immediate_receive_into",
+        );
+        assert!(out.contains("CallKind :: Receive"), "{out}");
     }
 
     #[test]

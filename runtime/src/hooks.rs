@@ -259,6 +259,7 @@ fn prefaulted(capacity: usize) -> Vec<Record> {
         in_stage: false,
         event: NONE,
         peer: NONE,
+        group: NONE,
         traffic: Traffic::default(),
         bytes: 0,
         begin_s: 0.0,
@@ -393,6 +394,40 @@ pub fn var_name(var: VarId) -> Option<String> {
     vars.get(var.0 as usize).cloned()
 }
 
+/// An interned set of world ranks: the members of a communicator split off the world, which
+/// a collective call on it runs among ([`register_group`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupId(pub u32);
+
+fn group_table() -> &'static Mutex<Vec<Box<[u32]>>> {
+    static GROUPS: Mutex<Vec<Box<[u32]>>> = Mutex::new(Vec::new());
+    &GROUPS
+}
+
+/// Intern a set of world ranks (in the order of the communicator's own ranks). Ids are
+/// process-wide, as [`register_var`]'s are.
+pub fn register_group(members: &[u32]) -> GroupId {
+    let mut groups = group_table()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let id = match groups.iter().position(|g| **g == *members) {
+        Some(i) => i,
+        None => {
+            groups.push(members.into());
+            groups.len() - 1
+        }
+    };
+    GroupId(id as u32)
+}
+
+/// The world ranks of an interned group.
+pub fn group_members(group: GroupId) -> Option<Vec<u32>> {
+    let groups = group_table()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    groups.get(group.0 as usize).map(|g| g.to_vec())
+}
+
 /// Describe an array for the measurements file (bytes per row, distributed or replicated).
 /// `read_only` is derived from the iteration's records.
 pub fn register_array(name: &str, bytes_per_row: u64, distributed: bool) {
@@ -451,6 +486,7 @@ fn push_var(kind: RecordKind, var: VarId, aux: u32, bytes: u64, begin_s: f64, en
             in_stage: false,
             event: NONE,
             peer: NONE,
+            group: NONE,
             traffic: Traffic::default(),
             bytes,
             begin_s,
@@ -491,17 +527,19 @@ pub fn comm_begin() -> CommStart {
 /// Record a communication call that began at `start`.
 #[inline]
 pub fn comm_end(start: CommStart, call: CallKind, peer: Option<usize>, traffic: &Traffic) {
-    comm_end_from(start, call, peer, None, traffic);
+    comm_end_from(start, call, peer, None, None, traffic);
 }
 
 /// [`comm_end`] for an exchange that sent to `peer` and received from `source`
 /// (`send_receive_into(&x, &dest, &mut y, &source)`): the record keeps `source` when it is
-/// another rank than `peer` (see [`Record::id`]).
+/// another rank than `peer` (see [`Record::id`]), and for a collective among `group`, ranks
+/// of a communicator split off the world (`None`: the whole world).
 pub fn comm_end_from(
     start: CommStart,
     call: CallKind,
     peer: Option<usize>,
     source: Option<usize>,
+    group: Option<GroupId>,
     traffic: &Traffic,
 ) {
     let Some((begin_s, open)) = start.0 else {
@@ -509,14 +547,14 @@ pub fn comm_end_from(
     };
     let blocks = start.1;
     let source = source.filter(|&s| Some(s) != peer);
-    bookkeeping(|| push_comm(begin_s, open, call, (peer, source), traffic, blocks));
+    bookkeeping(|| push_comm(begin_s, open, call, (peer, source, group), traffic, blocks));
 }
 
 fn push_comm(
     begin_s: f64,
     open: u32,
     call: CallKind,
-    (peer, source): (Option<usize>, Option<usize>),
+    (peer, source, group): (Option<usize>, Option<usize>, Option<GroupId>),
     traffic: &Traffic,
     blocks: bool,
 ) {
@@ -535,6 +573,7 @@ fn push_comm(
             in_stage: false,
             event: NONE,
             peer: peer.map_or(NONE, |p| p as u32),
+            group: group.map_or(NONE, |g| g.0),
             traffic,
             bytes: 0,
             begin_s,

@@ -154,7 +154,7 @@ fn render(a: &phases::Analysis, agreement: Option<&Agreement>) -> String {
                 let _ = writeln!(out, "  {l}");
             }
         }
-        None => out.push_str("\nno phase repeats on every rank\n"),
+        None => out.push_str("\nno phase repeats on every rank that ran the main loop\n"),
     }
     if let Some(ag) = agreement {
         let _ = writeln!(out, "\nstructure (solver `{}`):", ag.solver);

@@ -8,7 +8,7 @@
 //! `(&Peer(&x)).peer()`, which takes the `ProcessPeer` method when `x` is a `Process` and the
 //! `AnyPeer` method (one more auto-reference away) otherwise.
 
-use super::{comm_begin, comm_end_from, CallKind, CommStart};
+use super::{comm_begin, comm_end_from, CallKind, CommStart, GroupId};
 use crate::comm::Traffic;
 
 /// The start of a wrapped call.
@@ -20,13 +20,16 @@ pub fn begin() -> CommStart {
 /// Records a wrapped call that began at `start`. A call that waits for other ranks (`blocks`:
 /// blocking receives, exchanges, collectives, request completion) counts its whole duration as
 /// blocked time; a send counts it as overhead. `source` is the rank an exchange received from
-/// (`send_receive_into(&x, &peer, &mut y, &source)`), `None` for any other call.
+/// (`send_receive_into(&x, &peer, &mut y, &source)`), `None` for any other call. `group` is the
+/// world ranks a collective ran among, read by [`Members`] (`None`: the whole world).
+#[allow(clippy::too_many_arguments)] // One call per wrapped call site, written by the macro.
 #[inline]
 pub fn end(
     start: CommStart,
     call: CallKind,
     peer: Option<usize>,
     source: Option<usize>,
+    group: Option<GroupId>,
     sent: u64,
     received: u64,
     blocks: bool,
@@ -38,7 +41,7 @@ pub fn end(
         bytes_received: received,
         blocked_s: 0.0,
     };
-    comm_end_from(start.blocking(blocks), call, peer, source, &traffic);
+    comm_end_from(start.blocking(blocks), call, peer, source, group, &traffic);
 }
 
 /// Reads a call's peer: see the module documentation.
@@ -97,6 +100,82 @@ fn world_rank(process: &mpi::topology::Process<'_>) -> Option<usize> {
             .translate_rank(process.rank(), &world.group())
     };
     rank.and_then(|r| usize::try_from(r).ok())
+}
+
+/// Reads which ranks a collective runs among, from the communicator it is called on (or the
+/// root `Process` of a rooted one): the call site writes `(&Members(&comm)).group()`, which takes
+/// the [`CommMembers`] method for an rsmpi communicator or process (feature `mpi`) and the
+/// [`AnyMembers`] method, the whole world, for anything else.
+pub struct Members<'a, T: ?Sized>(pub &'a T);
+
+/// The members of an rsmpi communicator (feature `mpi`).
+pub trait CommMembers {
+    /// The communicator's ranks as world ranks, interned; `None` when they are the whole world.
+    fn group(&self) -> Option<GroupId>;
+}
+
+/// The whole world, or not known.
+pub trait AnyMembers {
+    /// Always `None`.
+    fn group(&self) -> Option<GroupId>;
+}
+
+impl<T: ?Sized> AnyMembers for &Members<'_, T> {
+    fn group(&self) -> Option<GroupId> {
+        None
+    }
+}
+
+/// [`CommMembers`] for rsmpi's communicators and processes, and references to them (one impl
+/// per type: an impl for every `Communicator` and another for references to them would
+/// overlap, as far as the compiler knows).
+#[cfg(feature = "mpi")]
+macro_rules! comm_members {
+    ($($t:ty),*) => {$(
+        impl CommMembers for Members<'_, $t> {
+            fn group(&self) -> Option<GroupId> {
+                members(self.0)
+            }
+        }
+        impl CommMembers for Members<'_, &$t> {
+            fn group(&self) -> Option<GroupId> {
+                members(*self.0)
+            }
+        }
+    )*};
+}
+
+#[cfg(feature = "mpi")]
+comm_members!(
+    mpi::topology::SimpleCommunicator,
+    mpi::topology::CartesianCommunicator,
+    mpi::topology::Process<'_>,
+    mpi::topology::AnyProcess<'_>
+);
+
+/// The world ranks of `comm`'s members, in the order of their ranks in `comm`, interned; `None`
+/// for the world itself and for any communicator with the world's ranks in the world's order (a
+/// `duplicate()` of it), whose collectives are the world's. An inter-communicator's collectives
+/// span two groups, of which rsmpi gives one: `None` (the whole world, as before groups were
+/// recorded).
+#[cfg(feature = "mpi")]
+fn members<C: mpi::topology::Communicator + ?Sized>(comm: &C) -> Option<GroupId> {
+    use mpi::raw::AsRaw;
+    use mpi::topology::{Communicator, Group, SimpleCommunicator};
+    let world = SimpleCommunicator::world();
+    if comm.as_raw() == world.as_raw() || comm.test_inter() {
+        return None;
+    }
+    let (group, world_group) = (comm.group(), world.group());
+    let ranks: Vec<mpi::Rank> = (0..group.size()).collect();
+    let world_ranks = group.translate_ranks(&ranks, &world_group);
+    let members: Vec<u32> = world_ranks
+        .iter()
+        .map(|r| r.and_then(|r| u32::try_from(r).ok()))
+        .collect::<Option<_>>()?;
+    let whole_world = i64::try_from(members.len()) == Ok(i64::from(world.size()))
+        && members.iter().enumerate().all(|(i, &r)| r as usize == i);
+    (!whole_world).then(|| super::register_group(&members))
 }
 
 /// Reads a message's size: see the module documentation. The call site writes

@@ -174,6 +174,7 @@ impl Recorder {
                 in_stage,
                 event,
                 peer: NONE,
+                group: NONE,
                 traffic: Traffic::default(),
                 bytes: 0,
                 begin_s: frame.begin_s,

@@ -30,7 +30,7 @@ pub enum RecordKind {
     /// A communication call; `aux` is the [`CallKind`] code, `peer` the peer or root, and `id`
     /// the rank an exchange received from when that is not `peer` (`send_receive_into(&x,
     /// &right, &mut y, &left)` sends to `right`, its peer, and receives from `left`), else
-    /// [`NONE`].
+    /// [`NONE`]; `group` names the ranks of a collective on a communicator split off the world.
     Comm,
 }
 
@@ -67,10 +67,13 @@ pub enum CallKind {
     AllGather,
     /// [`CommExt::all_to_all`](crate::CommExt::all_to_all) and its `_varcount` form.
     AllToAll,
+    /// An inclusive or exclusive prefix reduction (rsmpi's `scan_into`, `exclusive_scan_into`),
+    /// which the `CommExt` API does not offer: only attached programs record it.
+    Scan,
 }
 
 impl CallKind {
-    const ALL: [CallKind; 11] = [
+    const ALL: [CallKind; 12] = [
         CallKind::Send,
         CallKind::ImmediateSend,
         CallKind::Receive,
@@ -82,6 +85,7 @@ impl CallKind {
         CallKind::Scatter,
         CallKind::AllGather,
         CallKind::AllToAll,
+        CallKind::Scan,
     ];
 
     /// The kind with this code, if any.
@@ -103,6 +107,7 @@ impl CallKind {
             CallKind::Scatter => "scatter",
             CallKind::AllGather => "all_gather",
             CallKind::AllToAll => "all_to_all",
+            CallKind::Scan => "scan",
         }
     }
 
@@ -156,6 +161,10 @@ pub struct Record {
     pub event: u32,
     /// Peer (point-to-point) or root (rooted collectives), or [`NONE`].
     pub peer: u32,
+    /// The ranks a collective call ran among when they are not the whole world (a communicator
+    /// split off it): a [`GroupId`](crate::hooks::GroupId) of interned world ranks, else
+    /// [`NONE`].
+    pub group: u32,
     /// Messages and bytes a communication call moved, and its blocked time.
     pub traffic: Traffic,
     /// Bytes of an I/O operation.

@@ -266,8 +266,22 @@ fn an_exchange_records_its_source_and_the_trace_writes_it() {
             bytes_received: 16,
             ..Traffic::sent(16)
         };
-        comm_end_from(comm_begin(), CallKind::Receive, Some(2), Some(0), &both);
-        comm_end_from(comm_begin(), CallKind::Receive, Some(2), Some(2), &both);
+        comm_end_from(
+            comm_begin(),
+            CallKind::Receive,
+            Some(2),
+            Some(0),
+            None,
+            &both,
+        );
+        comm_end_from(
+            comm_begin(),
+            CallKind::Receive,
+            Some(2),
+            Some(2),
+            None,
+            &both,
+        );
         comm_end(comm_begin(), CallKind::Send, Some(2), &Traffic::sent(8));
     });
     let comm: Vec<(u32, u32)> = records
@@ -282,4 +296,38 @@ fn an_exchange_records_its_source_and_the_trace_writes_it() {
     }]);
     assert_eq!(trace.matches("\"source\":0").count(), 1, "{trace}");
     assert_eq!(trace.matches("\"source\"").count(), 1, "{trace}");
+}
+
+/// A collective on a communicator split off the world records the world ranks it ran among
+/// (interned, in `group`), and the Chrome trace writes them as `args.group`; a collective of
+/// the whole world, and any other call, records `NONE` and writes none.
+#[test]
+fn a_collective_records_the_ranks_it_ran_among_and_the_trace_writes_them() {
+    let evens = register_group(&[0, 2]);
+    let records = recorded(move || {
+        let _s = stage(key(0, 0));
+        comm_end_from(
+            comm_begin(),
+            CallKind::AllReduce,
+            None,
+            None,
+            Some(evens),
+            &Traffic::sent(8),
+        );
+        comm_end(comm_begin(), CallKind::AllReduce, None, &Traffic::sent(8));
+    });
+    let groups: Vec<u32> = records
+        .iter()
+        .filter(|r| r.kind == RecordKind::Comm)
+        .map(|r| r.group)
+        .collect();
+    assert_eq!(groups, vec![evens.0, NONE]);
+    assert_eq!(register_group(&[0, 2]), evens, "interned once");
+    assert_eq!(group_members(evens), Some(vec![0, 2]));
+    let trace = crate::measure::chrome_trace(&[RankRecords {
+        records,
+        ..Default::default()
+    }]);
+    assert_eq!(trace.matches("\"group\":[0,2]").count(), 1, "{trace}");
+    assert_eq!(trace.matches("\"group\"").count(), 1, "{trace}");
 }

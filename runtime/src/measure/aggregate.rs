@@ -25,7 +25,8 @@ use crate::format::{
     StageMeasurement, TileMeasurement,
 };
 use crate::hooks::{
-    io_kind, var_name, CallKind, IoKind, RankRecords, Record, RecordKind, VarId, NONE,
+    group_members, io_kind, var_name, CallKind, GroupId, IoKind, RankRecords, Record, RecordKind,
+    VarId, NONE,
 };
 
 #[derive(Default)]
@@ -336,7 +337,12 @@ pub fn aggregate_node(
                 m.recv_overhead_s += overhead * (1.0 - send_share);
                 let peer = (r.peer != NONE).then_some(r.peer as usize);
                 acc.order.push(iteration, peer_op(call, peer, &t));
-                for p in call_peers(call, rank, size, peer) {
+                let group = (r.group != NONE).then(|| group_members(GroupId(r.group)));
+                let members = match group.flatten() {
+                    Some(g) => g.into_iter().map(|m| m as usize).collect(),
+                    None => (0..size).collect::<Vec<_>>(),
+                };
+                for p in call_peers(call, rank, &members, peer) {
                     if t.messages_sent > 0 {
                         acc.sent_to.entry(p as u32);
                     }
@@ -429,15 +435,27 @@ pub fn aggregate_node(
 
 /// The ranks a call of `call` on `rank` exchanges messages with, under the linear collective
 /// algorithms of `comm::collectives`: point-to-point calls talk to `peer`; the root of a rooted
-/// collective (rank 0 for barrier, all-reduce and all-gather) talks to every other rank and the
-/// others to the root; all-to-all talks to every other rank.
-pub fn call_peers(call: CallKind, rank: usize, size: usize, peer: Option<usize>) -> Vec<usize> {
-    let others = || (0..size).filter(|&r| r != rank).collect::<Vec<_>>();
+/// collective (the first of `members` for barrier, all-reduce, all-gather and scan) talks to
+/// every other member and the others to the root; all-to-all talks to every other member.
+/// `members` are the world ranks the collective runs among: every rank, or a communicator's.
+pub fn call_peers(
+    call: CallKind,
+    rank: usize,
+    members: &[usize],
+    peer: Option<usize>,
+) -> Vec<usize> {
+    let others = || {
+        members
+            .iter()
+            .copied()
+            .filter(|&r| r != rank)
+            .collect::<Vec<_>>()
+    };
     match call {
         CallKind::Send | CallKind::ImmediateSend | CallKind::Receive => peer.into_iter().collect(),
         CallKind::AllToAll => others(),
         _ => {
-            let hub = peer.unwrap_or(0);
+            let hub = peer.or(members.first().copied()).unwrap_or(0);
             if hub == rank {
                 others()
             } else {
@@ -553,6 +571,7 @@ mod tests {
             in_stage: kind != RecordKind::Iteration,
             event: NONE,
             peer: NONE,
+            group: NONE,
             traffic: Default::default(),
             bytes: 100,
             begin_s: span.0,
@@ -709,10 +728,20 @@ mod tests {
 
     #[test]
     fn collective_peers() {
-        assert_eq!(call_peers(CallKind::Reduce, 2, 4, Some(2)), vec![0, 1, 3]);
-        assert_eq!(call_peers(CallKind::Reduce, 1, 4, Some(2)), vec![2]);
-        assert_eq!(call_peers(CallKind::AllReduce, 3, 4, None), vec![0]);
-        assert_eq!(call_peers(CallKind::AllToAll, 1, 3, None), vec![0, 2]);
-        assert_eq!(call_peers(CallKind::Send, 1, 3, Some(2)), vec![2]);
+        let (four, three) = ([0, 1, 2, 3], [0, 1, 2]);
+        assert_eq!(
+            call_peers(CallKind::Reduce, 2, &four, Some(2)),
+            vec![0, 1, 3]
+        );
+        assert_eq!(call_peers(CallKind::Reduce, 1, &four, Some(2)), vec![2]);
+        assert_eq!(call_peers(CallKind::AllReduce, 3, &four, None), vec![0]);
+        assert_eq!(call_peers(CallKind::AllToAll, 1, &three, None), vec![0, 2]);
+        assert_eq!(call_peers(CallKind::Send, 1, &three, Some(2)), vec![2]);
+        // On a communicator of the odd world ranks: its first member is the hub.
+        let odd = [1, 3, 5];
+        assert_eq!(call_peers(CallKind::AllReduce, 5, &odd, None), vec![1]);
+        assert_eq!(call_peers(CallKind::AllReduce, 1, &odd, None), vec![3, 5]);
+        assert_eq!(call_peers(CallKind::Scan, 3, &odd, None), vec![1]);
+        assert_eq!(call_peers(CallKind::AllToAll, 3, &odd, None), vec![1, 5]);
     }
 }

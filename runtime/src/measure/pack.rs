@@ -3,21 +3,25 @@
 //!
 //! Variable ids are interned per process ([`crate::hooks::register_var`]), so the packed form
 //! carries the name of every variable its I/O records use, and [`unpack`] maps each to the id the
-//! unpacking process gives that name. Times are shifted by the rank's clock offset to rank 0
+//! unpacking process gives that name. Groups of ranks (the members of a communicator a
+//! collective ran on, [`crate::hooks::register_group`]) travel the same way, by their members. Times are shifted by the rank's clock offset to rank 0
 //! while packing, so that all ranks' records share rank 0's time base.
 //!
-//! Layout (little-endian): the magic `MHRR`, a format version, the variable table, the records
-//! (fixed-size fields), the arrays and the optional I/O calibration.
+//! Layout (little-endian): the magic `MHRR`, a format version, the variable table, the group
+//! table, the records (fixed-size fields), the arrays and the optional I/O calibration.
 
 use std::collections::BTreeMap;
 
 use crate::comm::Traffic;
 use crate::format::{ArrayInfo, StageKey};
-use crate::hooks::{register_var, var_name, RankRecords, Record, RecordKind, VarId};
+use crate::hooks::{
+    group_members, register_group, register_var, var_name, GroupId, RankRecords, Record,
+    RecordKind, VarId, NONE,
+};
 use crate::ooc::DiskCosts;
 
 const MAGIC: &[u8; 4] = b"MHRR";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 const KINDS: [RecordKind; 9] = [
     RecordKind::Iteration,
@@ -57,6 +61,18 @@ pub fn pack(rr: &RankRecords, offset_s: f64) -> Vec<u8> {
         w.u32(*id);
         w.str(name);
     }
+    let groups: BTreeMap<u32, Vec<u32>> = rr
+        .records
+        .iter()
+        .filter(|r| r.group != NONE)
+        .map(|r| (r.group, group_members(GroupId(r.group)).unwrap_or_default()))
+        .collect();
+    w.len(groups.len());
+    for (id, members) in &groups {
+        w.u32(*id);
+        w.len(members.len());
+        members.iter().for_each(|&m| w.u32(m));
+    }
     w.len(rr.records.len());
     for r in &rr.records {
         w.0.push(kind_code(r.kind));
@@ -69,6 +85,7 @@ pub fn pack(rr: &RankRecords, offset_s: f64) -> Vec<u8> {
         w.0.push(u8::from(r.in_stage));
         w.u32(r.event);
         w.u32(r.peer);
+        w.u32(r.group);
         w.u32(r.traffic.messages_sent);
         w.u32(r.traffic.messages_received);
         w.u64(r.traffic.bytes_sent);
@@ -123,6 +140,13 @@ pub fn unpack(bytes: &[u8]) -> Result<RankRecords, String> {
         let name = r.str()?;
         vars.insert(id, register_var(&name).0);
     }
+    let mut groups = BTreeMap::new();
+    for _ in 0..r.len()? {
+        let id = r.u32()?;
+        let len = r.len()?;
+        let members = (0..len).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
+        groups.insert(id, register_group(&members).0);
+    }
     let n = r.len()?;
     let mut records = Vec::with_capacity(n.min(bytes.len() / 64));
     for _ in 0..n {
@@ -153,6 +177,12 @@ pub fn unpack(bytes: &[u8]) -> Result<RankRecords, String> {
             in_stage: r.u8()? != 0,
             event: r.u32()?,
             peer: r.u32()?,
+            group: match r.u32()? {
+                NONE => NONE,
+                g => *groups
+                    .get(&g)
+                    .ok_or_else(|| format!("record names group {g}, absent from the table"))?,
+            },
             traffic: Traffic {
                 messages_sent: r.u32()?,
                 messages_received: r.u32()?,
@@ -287,6 +317,7 @@ mod tests {
             in_stage: true,
             event: 7,
             peer: 2,
+            group: NONE,
             traffic: Traffic {
                 messages_sent: 1,
                 messages_received: 2,
@@ -357,6 +388,28 @@ mod tests {
     }
 
     #[test]
+    fn groups_travel_by_their_members() {
+        // A group unknown to the table packs with no members; a known one comes back as the
+        // id this process gives its members.
+        let known = register_group(&[5, 7, 9]);
+        let mut comm = record(RecordKind::Comm, 0, None, 0.0);
+        comm.group = known.0;
+        let mut unknown = comm;
+        unknown.group = 999_999;
+        let rr = RankRecords {
+            records: vec![comm, unknown],
+            ..RankRecords::default()
+        };
+        let back = unpack(&pack(&rr, 0.0)).unwrap();
+        assert_eq!(back.records[0].group, known.0);
+        assert_eq!(
+            group_members(GroupId(back.records[0].group)),
+            Some(vec![5, 7, 9])
+        );
+        assert_eq!(group_members(GroupId(back.records[1].group)), Some(vec![]));
+    }
+
+    #[test]
     fn damaged_input_is_an_error_not_a_panic() {
         let rr = RankRecords {
             records: vec![record(RecordKind::Event, 1, None, 0.0)],
@@ -369,9 +422,14 @@ mod tests {
         let mut longer = bytes.clone();
         longer.push(0);
         assert!(unpack(&longer).unwrap_err().contains("left over"));
+        let mut bad_group = bytes.clone();
+        // Its group follows kind, id, aux, section, tile, tile flag, stage, in-stage flag,
+        // event and peer.
+        bad_group[32 + 31..32 + 35].copy_from_slice(&3u32.to_le_bytes());
+        assert!(unpack(&bad_group).unwrap_err().contains("names group 3"));
         let mut bad_kind = bytes;
-        // The first record's kind byte follows magic, version, an empty table and the count.
-        bad_kind[4 + 4 + 8 + 8] = 200;
+        // The first record's kind byte follows magic, version, two empty tables and the count.
+        bad_kind[4 + 4 + 8 + 8 + 8] = 200;
         assert!(unpack(&bad_kind).unwrap_err().contains("kind 200"));
     }
 

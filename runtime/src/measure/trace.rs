@@ -4,7 +4,10 @@
 
 use mheta_format::json::{self, Object, Writer};
 
-use crate::hooks::{io_kind, var_name, CallKind, RankRecords, Record, RecordKind, VarId, NONE};
+use crate::hooks::{
+    group_members, io_kind, var_name, CallKind, GroupId, RankRecords, Record, RecordKind, VarId,
+    NONE,
+};
 
 /// The trace of every rank's records, as compact JSON. Every object's keys are in sorted order
 /// (as serde_json's maps keep them).
@@ -100,7 +103,8 @@ fn describe(r: &Record) -> (String, &'static str) {
     }
 }
 
-/// A record's `args`: the bytes of I/O and copies, the traffic of communication calls.
+/// A record's `args`: the bytes of I/O and copies, the traffic of communication calls (and the
+/// ranks a collective ran among, when not the whole world).
 fn args(o: &mut Object<'_>, r: &Record) {
     match r.kind {
         RecordKind::Io | RecordKind::Copy => o.field("bytes", &r.bytes),
@@ -110,6 +114,9 @@ fn args(o: &mut Object<'_>, r: &Record) {
             o.field("bytes_received", &t.bytes_received);
             o.field("bytes_sent", &t.bytes_sent);
             o.field("event", &(r.event != NONE).then_some(r.event));
+            // The world ranks of a collective on a communicator split off the world.
+            let group = (r.group != NONE).then(|| group_members(GroupId(r.group)));
+            o.optional("group", &group.flatten());
             o.field("messages_received", &t.messages_received);
             o.field("messages_sent", &t.messages_sent);
             o.optional("source", &(r.id != NONE).then_some(r.id));

@@ -32,7 +32,7 @@
 //! other rank's i-th collective call (2.3; collectives are matched by their order, as MPI
 //! requires every rank to call them in the same order).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -199,7 +199,10 @@ impl DependencyGraph {
         // Message edges: k-th send a→b with k-th receive on b from a.
         let mut sends: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
         let mut receives: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
-        let mut collectives: Vec<Vec<usize>> = vec![Vec::new(); n];
+        // Collectives by the ranks they ran among (every rank, or a communicator's): per rank,
+        // its calls among them.
+        let every: Vec<u32> = (0..n as u32).collect();
+        let mut collectives: BTreeMap<Vec<u32>, Vec<Vec<usize>>> = BTreeMap::new();
         for (r, rank) in trace.ranks.iter().enumerate() {
             for (i, c) in rank.calls.iter().enumerate() {
                 match (c.peer, c.received_from()) {
@@ -221,7 +224,27 @@ impl DependencyGraph {
                             ),
                         ))
                     }
-                    _ => collectives[r].push(i),
+                    _ => {
+                        let members = c.group.as_deref().unwrap_or(&every);
+                        if let Some(&m) = members.iter().find(|&&m| m as usize >= n) {
+                            return Err(err(
+                                format!("rank {r}, call {i}"),
+                                format!("`{}` runs among rank {m}, which is not a rank of the trace (it has {n})", c.call),
+                            ));
+                        }
+                        if !members.contains(&(r as u32)) {
+                            return Err(err(
+                                format!("rank {r}, call {i}"),
+                                format!("`{}` runs among ranks {members:?}, which do not include rank {r}", c.call),
+                            ));
+                        }
+                        if !collectives.contains_key(members) {
+                            collectives.insert(members.to_vec(), vec![Vec::new(); n]);
+                        }
+                        if let Some(calls) = collectives.get_mut(members) {
+                            calls[r].push(i);
+                        }
+                    }
                 }
             }
         }
@@ -247,32 +270,40 @@ impl DependencyGraph {
                 g.add_dependency(from, to, EdgeKind::Message);
             }
         }
-        let count = collectives.iter().map(Vec::len).collect::<Vec<_>>();
-        if let Some(r) = (1..n).find(|&r| count[r] != count[0]) {
-            return Err(err(
-                format!("rank {r}"),
-                format!(
-                    "makes {} collective calls, rank 0 makes {}: collectives cannot be matched",
-                    count[r], count[0]
-                ),
-            ));
-        }
-        #[allow(clippy::needless_range_loop)] // k indexes every rank's collectives.
-        for k in 0..count.first().copied().unwrap_or(0) {
-            let name0 = &trace.ranks[0].calls[collectives[0][k]].call;
-            for a in 0..n {
-                let call = &trace.ranks[a].calls[collectives[a][k]].call;
-                if call != name0 {
-                    return Err(err(
-                        format!("rank {a}, collective call {k}"),
-                        format!("is `{call}`, rank 0's is `{name0}`"),
-                    ));
-                }
-                for b in 0..n {
-                    if a != b {
-                        let from = g.ranks[a][ends_block[a][collectives[a][k]]];
-                        let to = g.ranks[b][ends_block[b][collectives[b][k]] + 1];
-                        g.add_dependency(from, to, EdgeKind::Collective);
+        for (members, calls) in &collectives {
+            let among = if *members == every {
+                String::new()
+            } else {
+                format!(" among ranks {members:?}")
+            };
+            let members: Vec<usize> = members.iter().map(|&m| m as usize).collect();
+            let first = members[0];
+            let count = calls[first].len();
+            if let Some(&r) = members.iter().find(|&&r| calls[r].len() != count) {
+                return Err(err(
+                    format!("rank {r}"),
+                    format!(
+                        "makes {} collective calls{among}, rank {first} makes {count}: collectives cannot be matched",
+                        calls[r].len()
+                    ),
+                ));
+            }
+            for k in 0..count {
+                let name0 = &trace.ranks[first].calls[calls[first][k]].call;
+                for &a in &members {
+                    let call = &trace.ranks[a].calls[calls[a][k]].call;
+                    if call != name0 {
+                        return Err(err(
+                            format!("rank {a}, collective call {k}{among}"),
+                            format!("is `{call}`, rank {first}'s is `{name0}`"),
+                        ));
+                    }
+                    for &b in &members {
+                        if a != b {
+                            let from = g.ranks[a][ends_block[a][calls[a][k]]];
+                            let to = g.ranks[b][ends_block[b][calls[b][k]] + 1];
+                            g.add_dependency(from, to, EdgeKind::Collective);
+                        }
                     }
                 }
             }

@@ -97,13 +97,24 @@ pub fn analyse_within(trace: &Trace, file: &str, max_pairs: usize) -> Result<Ana
 /// those. Without the iteration count a pipeline's tiles can win: with three tiles per pass, a
 /// phase of two tiles across all ranks occurs 2K times and outranks the body, which occurs K
 /// times.
+///
+/// When some ranks recorded iterations and others none (a solver run on a communicator split
+/// off the world, which the other ranks never enter), "every rank" means every rank that
+/// recorded iterations: a rank without any may be in the phase or not.
 pub fn main_loop_of(phases: &[PhaseSummary], iterations: &[usize]) -> Option<usize> {
-    let spanning =
-        |p: &PhaseSummary| p.occurrences >= 2 && p.ranks.iter().all(|&k| k == p.occurrences);
-    let k = iterations
-        .first()
-        .copied()
-        .filter(|&k| k >= 2 && iterations.iter().all(|&i| i == k));
+    let some_loop = iterations.iter().any(|&i| i > 0);
+    let looped = |r: usize| !some_loop || iterations.get(r).is_some_and(|&i| i > 0);
+    let spanning = |p: &PhaseSummary| {
+        p.occurrences >= 2
+            && p.ranks
+                .iter()
+                .enumerate()
+                .all(|(r, &k)| k == p.occurrences || (k == 0 && !looped(r)))
+    };
+    let mut looping = iterations.iter().copied().filter(|&i| !some_loop || i > 0);
+    let k = looping
+        .next()
+        .filter(|&k| k >= 2 && looping.all(|i| i == k));
     let per_iteration = |p: &PhaseSummary| Some(p.occurrences) == k;
     let best = |keep: &dyn Fn(&PhaseSummary) -> bool| {
         phases

@@ -167,6 +167,19 @@ fn trace_json(ranks: &[Vec<(String, Option<u32>)>], per: usize) -> String {
             let sent = u64::from(!wait && (!name.starts_with("receive") || name.ends_with("!")));
             let received = u64::from(!wait && !name.starts_with("send"));
             let name = name.trim_end_matches('!');
+            // `all_reduce@0,2`: a collective among world ranks 0 and 2 (`args.group`).
+            let (name, group) = match name.split_once('@') {
+                Some((name, group)) => (
+                    name,
+                    Some(
+                        group
+                            .split(',')
+                            .map(|m| m.parse::<u32>().unwrap())
+                            .collect::<Vec<_>>(),
+                    ),
+                ),
+                None => (name, None),
+            };
             // `receive 1<3`: sent to rank 1, received from rank 3 (`args.source`).
             let (name, source) = match name.split_once('<') {
                 Some((name, source)) => (name, Some(source.parse::<u32>().unwrap())),
@@ -181,7 +194,8 @@ fn trace_json(ranks: &[Vec<(String, Option<u32>)>], per: usize) -> String {
                 json!({"name": name, "cat": "comm", "ph": "X", "pid": 1, "tid": rank,
                 "ts": t, "dur": 2.0, "args": {"event": event, "bytes_sent": 8 * sent,
                 "bytes_received": 8 * received, "messages_sent": sent,
-                "messages_received": received, "blocked_us": 0.5, "source": source}}),
+                "messages_received": received, "blocked_us": 0.5, "source": source,
+                "group": group}}),
             );
             t += 2.0;
         }
@@ -334,6 +348,63 @@ fn request_completions_end_one_block_and_carry_no_message() {
     let a = analyse(&trace, "wait.json").unwrap();
     let main = &a.phases[a.main_loop.expect("a main-loop phase")];
     assert_eq!((main.occurrences, main.ranks.clone()), (k, vec![k; p]));
+}
+
+/// Collectives on communicators split off the world (`world.split_by_color(rank % 2)`): the
+/// even ranks exchange halos and all-reduce among themselves, the odd ranks all-reduce twice
+/// per iteration among themselves. Each group's collectives are matched among its members (the
+/// world's counts differ) and collective edges join members only. Nothing joins the groups, so
+/// each group has a phase of its own occurring once per iteration, and none spans every rank
+/// (as in `two_interleaved_phases`).
+#[test]
+fn collectives_on_split_communicators_match_within_their_group() {
+    let (p, k) = (4, 3);
+    let ranks: Vec<Vec<(String, Option<u32>)>> = (0..p)
+        .map(|r| {
+            let calls: Vec<(String, Option<u32>)> = if r % 2 == 0 {
+                let other = 2 - r;
+                vec![
+                    (format!("receive {other}!"), Some(0)),
+                    ("all_reduce@0,2".to_string(), Some(1)),
+                ]
+            } else {
+                vec![
+                    ("all_reduce@1,3".to_string(), Some(1)),
+                    ("all_reduce@1,3".to_string(), Some(1)),
+                ]
+            };
+            (0..k).flat_map(|_| calls.clone()).collect()
+        })
+        .collect();
+    let trace = Trace::parse(&trace_json(&ranks, 2), "split.json").unwrap();
+    assert_eq!(trace.ranks[3].calls[0].group, Some(vec![1, 3]));
+    let graph = DependencyGraph::from_trace(&trace, "split.json").unwrap();
+    let (r0, r1, r2, r3) = (
+        &graph.ranks[0],
+        &graph.ranks[1],
+        &graph.ranks[2],
+        &graph.ranks[3],
+    );
+    // Rank 0's all-reduce (its second call) feeds rank 2's block after its own, not rank 1's
+    // or rank 3's; rank 1's first all-reduce feeds rank 3's second block.
+    assert!(graph.succs(r0[1]).any(|n| n == r2[2]));
+    assert!(!graph
+        .succs(r0[1])
+        .any(|n| n == r1[1] || n == r1[2] || n == r3[2]));
+    assert!(graph.succs(r1[0]).any(|n| n == r3[1]));
+    assert!(!graph.succs(r1[0]).any(|n| n == r0[1] || n == r2[1]));
+    let a = analyse(&trace, "split.json").unwrap();
+    assert_eq!(a.main_loop, None);
+    for ranks in [vec![k, 0, k, 0], vec![0, k, 0, k]] {
+        let body = a
+            .phases
+            .iter()
+            .filter(|ph| ph.ranks == ranks)
+            .max_by_key(|ph| ph.blocks)
+            .unwrap_or_else(|| panic!("no phase on ranks {ranks:?}: {:?}", a.phases));
+        // At least one iteration's two blocks on each member.
+        assert!(body.occurrences == k && body.blocks >= 4, "{body:?}");
+    }
 }
 
 /// `first_iterations(k)` keeps every rank's calls up to the end of its k-th iteration; the
@@ -534,6 +605,33 @@ fn bad_traces_are_errors_naming_file_and_field() {
             r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "barrier"},
                 {"ph": "X", "tid": 1, "ts": 1, "dur": 1, "cat": "stage", "name": "s"}]}"#,
             "rank 1 makes 0 collective calls, rank 0 makes 1",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "barrier", "args": {"group": "evens"}}]}"#,
+            "traceEvents[0].args.group is \"evens\", expected a list of distinct ranks or null",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "barrier", "args": {"group": [0, 0]}}]}"#,
+            "traceEvents[0].args.group is [0,0]",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "barrier", "args": {"group": []}}]}"#,
+            "traceEvents[0].args.group is []",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "barrier", "args": {"group": [0, 9]}}]}"#,
+            "`barrier` runs among rank 9, which is not a rank of the trace (it has 1)",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "barrier", "args": {"group": [1]}},
+                {"ph": "X", "tid": 1, "ts": 1, "dur": 1, "cat": "stage", "name": "s"}]}"#,
+            "rank 0, call 0 `barrier` runs among ranks [1], which do not include rank 0",
+        ),
+        (
+            r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "barrier", "args": {"group": [0, 2]}},
+                {"ph": "X", "tid": 1, "ts": 1, "dur": 1, "cat": "stage", "name": "s"},
+                {"ph": "X", "tid": 2, "ts": 1, "dur": 1, "cat": "stage", "name": "s"}]}"#,
+            "rank 2 makes 0 collective calls among ranks [0, 2], rank 0 makes 1",
         ),
     ];
     for (text, expected) in cases {
@@ -774,6 +872,18 @@ fn the_main_loop_phase_occurs_once_per_recorded_iteration() {
     // No spanning phase occurs K times: the best spanning one.
     assert_eq!(main_loop_of(&phases, &[5, 5, 5, 5]), Some(2));
     assert_eq!(main_loop_of(&phases[..2], &[3, 3, 3, 3]), None);
+    // Rank 3 never ran the main loop (it is not in the solver's communicator): the phases need
+    // not span it, and K is the other ranks'.
+    let split = vec![
+        phase(9, 1, vec![9, 9, 9, 0]),
+        phase(3, 4, vec![3, 3, 3, 0]),
+        phase(3, 2, vec![3, 0, 3, 0]),
+    ];
+    assert_eq!(main_loop_of(&split, &[3, 3, 3, 0]), Some(1));
+    assert_eq!(main_loop_of(&split, &[3, 0, 3, 0]), Some(1));
+    assert_eq!(main_loop_of(&split[2..], &[3, 0, 3, 0]), Some(0));
+    // A rank that ran it must be in the phase.
+    assert_eq!(main_loop_of(&split[2..], &[3, 3, 3, 0]), None);
 }
 
 /// The detection keeps at most the candidate pairs it is given: past them it stops, says how

@@ -20,6 +20,10 @@ pub struct CommCall {
     pub source: Option<u32>,
     /// The structure event the call belongs to (`args.event`), when it belongs to one.
     pub event: Option<u32>,
+    /// The ranks a collective ran among when they are not every rank (`args.group`: the world
+    /// ranks of a communicator split off the world, in its own rank order); `None` for every
+    /// rank.
+    pub group: Option<Vec<u32>>,
     /// Messages the call sent and received (`args.messages_sent`, `args.messages_received`;
     /// 0 when absent). An rsmpi `send_receive` is recorded as a `receive` that also sent.
     pub messages_sent: u64,
@@ -279,11 +283,37 @@ impl Trace {
                     };
                     let (messages_sent, messages_received) =
                         (count("messages_sent")?, count("messages_received")?);
+                    let group = match obj.get("args").and_then(|a| a.get("group")) {
+                        None | Some(Value::Null) => None,
+                        Some(v) => {
+                            let bad = || {
+                                err(
+                                    field("args.group"),
+                                    format!("is {v}, expected a list of distinct ranks or null"),
+                                )
+                            };
+                            let ranks = v.as_array().ok_or_else(bad)?;
+                            let mut members = Vec::with_capacity(ranks.len());
+                            for r in ranks {
+                                let r = r
+                                    .as_u64()
+                                    .and_then(|r| u32::try_from(r).ok())
+                                    .filter(|r| !members.contains(r))
+                                    .ok_or_else(bad)?;
+                                members.push(r);
+                            }
+                            if members.is_empty() {
+                                return Err(bad());
+                            }
+                            Some(members)
+                        }
+                    };
                     rank.calls.push(CommCall {
                         call,
                         peer,
                         source,
                         event,
+                        group,
                         messages_sent,
                         messages_received,
                         begin_s,
