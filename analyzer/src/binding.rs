@@ -156,7 +156,14 @@ impl Env {
             Expr::Field(f) => {
                 let member = match &f.member {
                     syn::Member::Named(id) => id.to_string(),
-                    syn::Member::Unnamed(_) => return None,
+                    // `mpi::initialize_with_threading(..).unwrap().0`: the universe of the
+                    // (universe, threading) pair.
+                    syn::Member::Unnamed(i) => {
+                        return (i.index == 0)
+                            .then(|| self.value_of(&f.base, text))
+                            .flatten()
+                            .filter(|v| v.kind == ValueKind::Universe);
+                    }
                 };
                 let written = text.of(expr).replace(' ', "");
                 if self
@@ -190,6 +197,26 @@ impl Env {
                 None
             }
             Expr::MethodCall(m) => self.method_value(m, text),
+            // `if rank > 0 { world.process_at_rank(rank - 1) } else { world.process_at_rank(size
+            // - 1) }`: a process either way, whose peer is the `if` over the arms' peers (the
+            // participants fold its edge case as they fold a rank chosen by `if`).
+            Expr::If(i) => {
+                let (_, otherwise) = i.else_branch.as_ref()?;
+                let then = self.value_of(tail(&i.then_branch)?, text)?;
+                let otherwise = self.value_of(otherwise, text)?;
+                if (then.kind, then.family) != (otherwise.kind, otherwise.family) {
+                    return None;
+                }
+                let peer = match (then.peer, otherwise.peer) {
+                    (Some(a), Some(b)) if a == b => Some(a),
+                    (Some(a), Some(b)) => {
+                        Some(format!("if {} {{ {a} }} else {{ {b} }}", text.of(&i.cond)))
+                    }
+                    _ => None,
+                };
+                Some(CommValue { peer, ..then })
+            }
+            Expr::Block(b) if b.label.is_none() => self.value_of(tail(&b.block)?, text),
             _ => None,
         }
     }
@@ -201,6 +228,17 @@ impl Env {
         // (`x.abs().abs()…`) evaluated its whole receiver chain: quadratic in n.
         if !carries_value(&name) {
             return None;
+        }
+        // `mpi::initialize_with_threading(..).map(|x| x.0)` or `.map(|(u, _)| u)`: the
+        // universe of the (universe, threading) pair. Any other `map` carries no value, and
+        // its receiver is not evaluated.
+        if name == "map" {
+            let first =
+                matches!(m.args.iter().collect::<Vec<_>>()[..], [a] if takes_first_of_pair(a));
+            return first
+                .then(|| self.value_of(&m.receiver, text))
+                .flatten()
+                .filter(|v| v.kind == ValueKind::Universe);
         }
         let receiver = self.value_of(&m.receiver, text);
         if matches!(
@@ -364,6 +402,42 @@ const ROOTED: &[&str] = &[
 ];
 
 /// Whether a method can return a communicator value, given one as receiver (`method_value`).
+/// The value of a block: its tail expression.
+fn tail(block: &syn::Block) -> Option<&syn::Expr> {
+    match block.stmts.last()? {
+        syn::Stmt::Expr(e, None) => Some(e),
+        _ => None,
+    }
+}
+
+/// Whether `e` is a closure of one argument returning the first of a pair: `|x| x.0` or
+/// `|(u, _)| u`.
+fn takes_first_of_pair(e: &syn::Expr) -> bool {
+    let syn::Expr::Closure(c) = e else {
+        return false;
+    };
+    let (Some(input), 1) = (c.inputs.first(), c.inputs.len()) else {
+        return false;
+    };
+    let body = &*c.body;
+    let ident = |p: &syn::Pat| match p {
+        syn::Pat::Ident(i) => Some(i.ident.clone()),
+        _ => None,
+    };
+    match (input, body) {
+        (syn::Pat::Ident(x), syn::Expr::Field(f)) => {
+            matches!(&f.member, syn::Member::Unnamed(i) if i.index == 0)
+                && matches!(&*f.base, syn::Expr::Path(p) if p.path.is_ident(&x.ident))
+        }
+        (syn::Pat::Tuple(t), syn::Expr::Path(p)) => t
+            .elems
+            .first()
+            .and_then(ident)
+            .is_some_and(|u| t.elems.len() == 2 && p.path.is_ident(&u)),
+        _ => false,
+    }
+}
+
 fn carries_value(name: &str) -> bool {
     matches!(
         name,
@@ -379,6 +453,7 @@ fn carries_value(name: &str) -> bool {
             | "iter_mut"
             | "drain"
             | "pop"
+            | "map"
     ) || catalogue::derived_value(name).is_some()
         || name.starts_with("immediate_")
 }
@@ -555,6 +630,59 @@ mod tests {
         assert_eq!(calls[0].api, "mpi::send");
         assert_eq!(calls[0].peers, ["rank - 1"]);
         assert_eq!(calls[0].message.as_deref(), Some("a[1..2]"));
+    }
+
+    /// `initialize_with_threading` gives a (universe, threading) pair: its first is the universe
+    /// however the program takes it out; its second is none.
+    #[test]
+    fn the_universe_of_a_threaded_initialisation() {
+        for init in [
+            "let (u, _level) = mpi::initialize_with_threading(t).unwrap();",
+            "let u = mpi::initialize_with_threading(t).unwrap().0;",
+            "let u = mpi::initialize_with_threading(t).map(|x| x.0).unwrap();",
+            "let u = mpi::initialize_with_threading(t).map(|(u, _)| u).expect(\"mpi\");",
+        ] {
+            let calls = calls_in(&format!(
+                "fn f() {{ {init} let w = u.world(); w.barrier(); }}"
+            ));
+            assert_eq!(calls.len(), 1, "{init}");
+        }
+        for init in [
+            "let u = mpi::initialize_with_threading(t).unwrap().1;",
+            "let u = mpi::initialize_with_threading(t).map(|x| x.1).unwrap();",
+            "let u = mpi::initialize_with_threading(t).map(|(_, l)| l).unwrap();",
+            "let u = mpi::initialize_with_threading(t).map(|x| x).unwrap().world();",
+        ] {
+            let calls = calls_in(&format!(
+                "fn f() {{ {init} let w = u.world(); w.barrier(); }}"
+            ));
+            assert!(calls.is_empty(), "{init}");
+        }
+    }
+
+    /// A process chosen by `if` is a process either way; its peer is the `if` over the arms'
+    /// peers, which the participants fold as they fold a rank chosen by `if`.
+    #[test]
+    fn a_process_chosen_by_if() {
+        let calls = calls_in(
+            "fn f() { let u = mpi::initialize().unwrap(); let world = u.world(); \
+             let left = if rank > 0 { world.process_at_rank(rank - 1) } else { world.process_at_rank(size - 1) }; \
+             left.send(&x); }",
+        );
+        assert_eq!(calls.len(), 1);
+        assert_eq!(
+            calls[0].peers,
+            ["if rank > 0 { rank - 1 } else { size - 1 }"]
+        );
+        // The same process either way, or a process on one side only.
+        let calls = calls_in(
+            "fn f() { let u = mpi::initialize().unwrap(); let world = u.world(); \
+             let p = if odd { world.process_at_rank(0) } else { world.process_at_rank(0) }; \
+             let q = if odd { world.process_at_rank(0) } else { other }; \
+             p.send(&x); q.send(&x); }",
+        );
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].peers, ["0"]);
     }
 
     #[test]

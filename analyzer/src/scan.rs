@@ -13,13 +13,21 @@ pub use crate::glue::{is_glue, Glue};
 use crate::ir::{CallSite, IndexAccess, IoCall, Stmt};
 use crate::syntax::{base_var, macro_args, scans_macro};
 
-/// Methods that mutate their receiver.
+/// Methods that mutate their receiver, besides those named `*_mut` ([`mutates`]).
 #[rustfmt::skip]
 const MUTATING_METHODS: &[&str] = &[
     "push", "pop", "insert", "remove", "clear", "fill", "copy_from_slice", "clone_from_slice", "extend",
-    "extend_from_slice", "swap", "iter_mut", "as_mut_slice", "sort", "sort_by", "truncate", "resize", "append",
-    "drain", "retain", "set", "write_block", "par_iter_mut", "chunks_mut", "get_mut", "fill_with", "reverse",
+    "extend_from_slice", "swap", "sort", "sort_by", "truncate", "resize", "append", "drain", "retain", "set",
+    "write_block", "fill_with", "reverse", "swap_with_slice", "sort_unstable", "sort_unstable_by", "sort_by_key",
+    "rotate_left", "rotate_right", "dedup", "push_str", "split_off", "as_mut",
 ];
+
+/// Whether a method call writes its receiver: a method of [`MUTATING_METHODS`], or one named
+/// by Rust's convention for a mutable borrow (`iter_mut`, `get_mut`, `chunks_mut`,
+/// `get_pixel_mut`), through whose result the caller writes (`*img.get_pixel_mut(x, y) = p`).
+fn mutates(name: &str) -> bool {
+    name.ends_with("_mut") || MUTATING_METHODS.contains(&name)
+}
 
 /// A call that may be of a user function.
 #[derive(Clone, Copy)]
@@ -264,7 +272,7 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
         if let Some(calls) = (self.s.user_comm)(UserCall::Method(m)) {
             self.out.calls.extend(calls);
         }
-        if MUTATING_METHODS.contains(&name.as_str()) {
+        if mutates(&name) {
             if let Some(var) = base_var(&m.receiver) {
                 push_unique(&mut self.out.writes, &var);
             }
