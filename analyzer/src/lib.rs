@@ -163,6 +163,37 @@ fn analyze_program(
     }
 }
 
+/// The first `mpi::initialize()` or `mpi::initialize_with_threading(..)` call of the program's
+/// functions, in the order they were loaded.
+fn mpi_start(program: &load::Program) -> Option<diagnostics::Loc> {
+    use syn::visit::Visit;
+    struct Find(Option<proc_macro2::Span>);
+    impl<'ast> Visit<'ast> for Find {
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if self.0.is_some() {
+                return;
+            }
+            if let syn::Expr::Path(p) = &*c.func {
+                let segments: Vec<_> = p.path.segments.iter().map(|s| &s.ident).collect();
+                if let [.., last] = segments[..] {
+                    if (last == "initialize" || last == "initialize_with_threading")
+                        && (segments.len() == 1 || *segments[0] == "mpi")
+                    {
+                        self.0 = Some(crate::extent::Extent::extent(c));
+                        return;
+                    }
+                }
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+    }
+    program.functions.iter().find_map(|f| {
+        let mut find = Find(None);
+        find.visit_block(&f.block);
+        find.0.map(|span| diagnostics::Loc::of(f.file, span))
+    })
+}
+
 /// Finds the solvers of a loaded program and analyses each: the structure's diagnostics, and
 /// the solvers' analyses with their structures (their diagnostics also go to `diags`).
 fn analyze_solvers(
@@ -178,11 +209,15 @@ fn analyze_solvers(
     let comm = body::Communicating::new(program);
     let found = solver::find(program, &comm);
     if found.is_empty() && !diags.has_errors() {
-        let loc = program.sources.files().first().map(|_| diagnostics::Loc {
-            file: 0,
-            start: (1, 0),
-            end: (1, 0),
-            via: 0,
+        // Where the program starts MPI, else the start of the first file loaded (in a crate
+        // with a library, its `src/lib.rs`, which may hold no MPI code at all).
+        let loc = mpi_start(program).or_else(|| {
+            program.sources.files().first().map(|_| diagnostics::Loc {
+                file: 0,
+                start: (1, 0),
+                end: (1, 0),
+                via: 0,
+            })
         });
         let d = Diagnostic::error("no solver found: no iterative loop that communicates", loc)
             .with_note("mark the solver function with #[mheta::solver], name it in mheta.toml ([solver] functions = [..]), or give it a loop that communicates through a catalogued API");

@@ -77,6 +77,7 @@ pub fn load_path(path: &Path, diags: &mut Diagnostics) -> Program {
                     diags,
                     root: dir.clone(),
                     visited: BTreeSet::new(),
+                    in_root: BTreeSet::new(),
                     single_file: true,
                 };
                 loader.add_file(name, text, dir, String::new(), 0);
@@ -104,6 +105,7 @@ pub fn load_source(file_name: &str, source: &str, diags: &mut Diagnostics) -> Pr
         diags,
         root: PathBuf::new(),
         visited: BTreeSet::new(),
+        in_root: BTreeSet::new(),
         single_file: true,
     };
     loader.add_file(
@@ -170,11 +172,22 @@ fn load_crate(dir: &Path, program: &mut Program, diags: &mut Diagnostics) {
             }
         }
     }
+    // The binaries Cargo finds by itself: `src/bin/x.rs` and `src/bin/x/main.rs`, unless the
+    // package turns that off (`autobins = false`).
+    let autobins = manifest
+        .get("package")
+        .and_then(|p| p.get_ref().get("autobins"))
+        .and_then(|a| a.get_ref().as_bool())
+        .unwrap_or(true);
+    if autobins {
+        roots.extend(discovered_bins(dir));
+    }
     let mut loader = Loader {
         program,
         diags,
         root: dir.to_path_buf(),
         visited: BTreeSet::new(),
+        in_root: BTreeSet::new(),
         single_file: false,
     };
     let mut found = false;
@@ -184,6 +197,7 @@ fn load_crate(dir: &Path, program: &mut Program, diags: &mut Diagnostics) {
             continue;
         }
         found = true;
+        loader.in_root.clear();
         loader.load_file(&file, String::new(), 0, None);
     }
     if !found {
@@ -214,11 +228,39 @@ fn load_crate(dir: &Path, program: &mut Program, diags: &mut Diagnostics) {
     }
 }
 
+/// `src/bin/*.rs` and `src/bin/*/main.rs` of the crate at `dir`, relative to it, sorted.
+fn discovered_bins(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir.join("src/bin")) else {
+        return Vec::new();
+    };
+    let mut bins: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let path = e.path();
+            if path.is_file() && name.ends_with(".rs") {
+                Some(format!("src/bin/{name}"))
+            } else if path.join("main.rs").is_file() {
+                Some(format!("src/bin/{name}/main.rs"))
+            } else {
+                None
+            }
+        })
+        .collect();
+    bins.sort();
+    bins
+}
+
 struct Loader<'a> {
     program: &'a mut Program,
     diags: &'a mut Diagnostics,
     root: PathBuf,
     visited: BTreeSet<PathBuf>,
+    /// The files loaded from the crate root being loaded (`src/lib.rs`, `src/main.rs`, a
+    /// `[[bin]]`): each root is a crate of its own, so a module file both declare (`mod grid;`
+    /// in the library and in the binary) is loaded once, and only a second declaration within
+    /// one root is a duplicate.
+    in_root: BTreeSet<PathBuf>,
     /// One file analysed on its own (not through Cargo.toml): its modules may live anywhere.
     single_file: bool,
 }
@@ -234,6 +276,7 @@ impl Loader<'_> {
     /// Reads and parses `file` as module `module`; `from` is the `mod` declaration that led here.
     fn load_file(&mut self, file: &Path, module: String, depth: usize, from: Option<Loc>) {
         self.visited.insert(file.to_path_buf());
+        self.in_root.insert(file.to_path_buf());
         let name = self.display_name(file);
         match std::fs::read_to_string(file) {
             Ok(text) => {
@@ -393,6 +436,8 @@ impl Loader<'_> {
             ],
         };
         match candidates.iter().find(|c| c.is_file()) {
+            // Declared by another crate root too: its items are loaded already.
+            Some(found) if self.visited.contains(found) && !self.in_root.contains(found) => {}
             Some(found) if self.visited.contains(found) => {
                 let msg = format!(
                     "module `{name}` resolves to `{}`, which is already loaded",

@@ -146,3 +146,89 @@ fn every_good_fixture_yields_a_structure_and_every_bad_one_an_error() {
     }
     assert!(seen >= 20, "only {seen} fixtures found");
 }
+
+/// Writes `files` (path, text) under a new temporary directory: a crate to analyse.
+fn crate_of(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("a file has a directory")).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+const SOLVER_BIN: &str = "use mpi::traits::*;
+fn main() {
+    let universe = mpi::initialize().unwrap();
+    let world = universe.world();
+    let mut u = vec![0.0f64; 8];
+    let mut s = 0.0;
+    for _ in 0..10 {
+        for x in u.iter_mut() { *x *= 0.5; }
+        world.all_reduce_into(&u[0], &mut s, mpi::collective::SystemOperation::sum());
+    }
+}
+";
+
+/// A crate lays out its programs the way Cargo finds them: a library and a binary that both
+/// declare the same module (each root is a crate of its own, so that is no duplicate), and the
+/// MPI program in `src/bin/`, which Cargo builds without a `[[bin]]` entry.
+#[test]
+fn crates_are_read_the_way_cargo_finds_their_programs() {
+    let manifest = "[package]\nname = \"layout\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+    let files = [
+        ("src/lib.rs", "pub mod grid;\n"),
+        ("src/grid.rs", "pub fn cells() -> usize { 8 }\n"),
+        (
+            "src/main.rs",
+            "mod grid;\nfn main() { println!(\"{}\", grid::cells()); }\n",
+        ),
+        ("src/bin/heat.rs", SOLVER_BIN),
+    ];
+    let with = |manifest: &str| {
+        let mut all = vec![("Cargo.toml", manifest)];
+        all.extend(files);
+        crate_of(&all)
+    };
+    let dir = with(manifest);
+    let analysis = mheta_analyzer::analyze_path(dir.path(), &mheta_analyzer::Options::default());
+    let rendered = analysis.render_diagnostics();
+    assert!(analysis.has_structure(), "{rendered}");
+    assert!(!rendered.contains("already loaded"), "{rendered}");
+
+    // Without Cargo's discovery there is no MPI program; the error points where the program
+    // starts MPI, not at the library's first line.
+    let dir = with(&format!("{manifest}autobins = false\n"));
+    let analysis = mheta_analyzer::analyze_path(dir.path(), &mheta_analyzer::Options::default());
+    assert!(!analysis.has_structure());
+    let dir = crate_of(&[
+        ("Cargo.toml", manifest),
+        ("src/lib.rs", "pub mod grid;\n"),
+        ("src/grid.rs", "pub fn cells() -> usize { 8 }\n"),
+        (
+            "src/main.rs",
+            "fn main() {\n    let universe = mpi::initialize().unwrap();\n}\n",
+        ),
+    ]);
+    let analysis = mheta_analyzer::analyze_path(dir.path(), &mheta_analyzer::Options::default());
+    let rendered = analysis.render_diagnostics();
+    assert!(rendered.contains("no solver found"), "{rendered}");
+    assert!(rendered.contains("src/main.rs:2:20"), "{rendered}");
+
+    // Two declarations of one file within one crate root are still a duplicate.
+    let dir = crate_of(&[
+        ("Cargo.toml", manifest),
+        (
+            "src/main.rs",
+            "mod grid;\n#[path = \"grid.rs\"]\nmod again;\nfn main() {}\n",
+        ),
+        ("src/grid.rs", "pub fn cells() -> usize { 8 }\n"),
+    ]);
+    let analysis = mheta_analyzer::analyze_path(dir.path(), &mheta_analyzer::Options::default());
+    assert!(
+        analysis.render_diagnostics().contains("already loaded"),
+        "{}",
+        analysis.render_diagnostics()
+    );
+}
