@@ -35,6 +35,18 @@ pub struct EventDraft {
     /// The same event elsewhere: the other arm of an alternating branch, or the other arms of
     /// a rank-guarded branch whose arms communicate between their own computations.
     pub alt: Vec<Loc>,
+    /// The `if` the event is the one communicating arm of (`if step % 10 == 0 { all_reduce(..)
+    /// }`), whose condition may say how often it runs.
+    pub guard: Option<Guard>,
+}
+
+/// The condition of an `if` with one communicating arm.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Guard {
+    /// The condition as written.
+    pub text: String,
+    /// Whether the communicating arm is the `if`'s (else the `else`'s).
+    pub then_arm: bool,
 }
 
 /// Widens each of `a`'s places by the matching one of `b` (or takes `b`'s when `a` has none).
@@ -116,6 +128,24 @@ fn draft(node: &Node, computes: Option<Stmt>) -> EventDraft {
         ranges,
         computes,
         alt: node_alt(node).into_iter().collect(),
+        guard: guard_of(node),
+    }
+}
+
+/// The guard of a branch of which exactly one arm communicates: an `if` (not a `match`) with at
+/// most an `else`.
+fn guard_of(node: &Node) -> Option<Guard> {
+    let Node::Branch(b) = node else { return None };
+    let communicating = |arm: &Vec<Node>| arm.iter().any(Node::has_comm);
+    if b.cond_expr.is_none() || b.arms.len() > 2 {
+        return None;
+    }
+    match b.arms.iter().filter(|a| communicating(a)).count() {
+        1 => Some(Guard {
+            text: b.cond_text.clone(),
+            then_arm: b.arms.first().is_some_and(communicating),
+        }),
+        _ => None,
     }
 }
 
@@ -259,6 +289,11 @@ pub fn merge(items: Vec<Item>) -> Vec<Item> {
                 prev.ranges.extend(next.ranges.iter().cloned());
                 prev.loc = prev.loc.to(next.loc);
                 join_alts(&mut prev.alt, &next.alt);
+                // One event runs as often as its parts run together: only parts under the
+                // same guard keep it.
+                if prev.guard != next.guard {
+                    prev.guard = None;
+                }
                 if next.rule == EventRule::Loop {
                     prev.rule = EventRule::Loop;
                 }

@@ -34,6 +34,10 @@ pub struct Program {
     pub comm_fields: std::collections::HashMap<String, crate::binding::CommValue>,
     /// The crate's `mheta.toml`; the default when there is none or a single file is loaded.
     pub config: Config,
+    /// Numeric constants (`const OUTPUT_EVERY: usize = 10;`, at module level or at the top of a
+    /// function body) whose value is a literal, by name; `None` for a name given different
+    /// values in different places.
+    pub consts: std::collections::HashMap<String, Option<f64>>,
     /// Names brought in by `use` anywhere in the program: local name → full path
     /// (`p2p` → `mpi::point_to_point`, `send_receive_into` → `mpi::point_to_point::send_receive_into`).
     pub imports: std::rc::Rc<std::collections::HashMap<String, String>>,
@@ -334,6 +338,31 @@ impl Loader<'_> {
     }
 
     /// Indexes a module's items, moving their functions' syntax into the program.
+    /// Records `c` among the program's constants when its value is a numeric literal.
+    fn constant(&mut self, c: &syn::ItemConst) {
+        let value = match crate::syntax::strip_casts(&c.expr) {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => i.base10_parse::<u64>().ok().map(|v| v as f64),
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Float(f),
+                ..
+            }) => f.base10_parse::<f64>().ok(),
+            _ => None,
+        };
+        let Some(value) = value else { return };
+        self.program
+            .consts
+            .entry(c.ident.to_string())
+            .and_modify(|v| {
+                if *v != Some(value) {
+                    *v = None;
+                }
+            })
+            .or_insert(Some(value));
+    }
+
     fn index_items(
         &mut self,
         items: Vec<syn::Item>,
@@ -345,15 +374,24 @@ impl Loader<'_> {
     ) {
         for item in items {
             match item {
-                syn::Item::Fn(f) => self.program.functions.push(Function {
-                    name: f.sig.ident.to_string(),
-                    path: join(module, &f.sig.ident.to_string()),
-                    file,
-                    attrs: f.attrs,
-                    sig: f.sig,
-                    block: *f.block,
-                    solver_imported: imported,
-                }),
+                syn::Item::Const(c) => self.constant(&c),
+                syn::Item::Fn(f) => {
+                    // `const STEPS: usize = 100;` at the top of a function body.
+                    for stmt in &f.block.stmts {
+                        if let syn::Stmt::Item(syn::Item::Const(c)) = stmt {
+                            self.constant(c);
+                        }
+                    }
+                    self.program.functions.push(Function {
+                        name: f.sig.ident.to_string(),
+                        path: join(module, &f.sig.ident.to_string()),
+                        file,
+                        attrs: f.attrs,
+                        sig: f.sig,
+                        block: *f.block,
+                        solver_imported: imported,
+                    })
+                }
                 syn::Item::Impl(imp) => {
                     let ty = type_name(&imp.self_ty);
                     for it in imp.items {

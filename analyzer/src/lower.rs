@@ -104,6 +104,8 @@ pub struct Lowered {
     pub diags: Vec<Diagnostic>,
     /// The main loop's iteration counters (its loop variables, `it += 1` counters).
     counters: Vec<String>,
+    /// The program's numeric constants, for guards such as `step % OUTPUT_EVERY == 0`.
+    consts: std::collections::HashMap<String, Option<f64>>,
     /// The iteration-counter guards being lowered: (frequency, condition as written).
     guards: Vec<(f64, String)>,
 }
@@ -118,10 +120,17 @@ enum Context {
     StageLoop,
 }
 
-/// Lowers the main loop's body; `counters` are its iteration counters.
-pub fn lower(body: Vec<Node>, facts: &Facts, counters: Vec<String>) -> Lowered {
+/// Lowers the main loop's body; `counters` are its iteration counters, `consts` the program's
+/// numeric constants.
+pub fn lower(
+    body: Vec<Node>,
+    facts: &Facts,
+    counters: Vec<String>,
+    consts: &std::collections::HashMap<String, Option<f64>>,
+) -> Lowered {
     let mut l = Lowered {
         counters,
+        consts: consts.clone(),
         ..Lowered::default()
     };
     l.block(body, Context::Sections, facts);
@@ -143,11 +152,18 @@ impl Lowered {
                     self.stmt(compute);
                 }
                 let described = events::describe(&draft, facts);
+                // A communicating arm guarded by the iteration counter runs in its share of the
+                // iterations, as the arms of a branch that also computes do.
+                let own = draft.guard.as_ref().and_then(|g| self.guard_share(g));
+                self.guards.extend(own.clone());
                 let frequency = self.guards.iter().map(|g| g.0).product();
                 let condition = (!self.guards.is_empty()).then(|| {
                     let conds: Vec<&str> = self.guards.iter().map(|g| g.1.as_str()).collect();
                     conds.join(" && ")
                 });
+                if own.is_some() {
+                    self.guards.pop();
+                }
                 self.events.push(Event {
                     draft,
                     described,
@@ -324,6 +340,7 @@ fn unreachable_event(header: &Stmt) -> EventDraft {
         ranges: vec![],
         computes: None,
         alt: vec![],
+        guard: None,
     }
 }
 

@@ -289,7 +289,12 @@ pub fn analyze(
         .map(|main| (main as *const Loop, main.loc, main.kind, counters(main)));
     let (lowered, outline, main) = match found {
         Some((main, loc, kind, counters)) => {
-            let lowered = lower::lower(take_body(&mut nodes, main), &facts, counters);
+            let lowered = lower::lower(
+                take_body(&mut nodes, main),
+                &facts,
+                counters,
+                &program.consts,
+            );
             let outline = automaton::run(&lowered);
             (lowered, outline, Some((loc, kind)))
         }

@@ -48,6 +48,7 @@ fn lowered(spec: &str) -> Lowered {
                     ranges: vec![],
                     computes: None,
                     alt: vec![],
+                    guard: None,
                 };
                 let described = Described {
                     pattern: Pattern::PointToPoint,

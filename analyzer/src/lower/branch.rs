@@ -23,6 +23,21 @@ use crate::ir::{Branch, Node};
 use crate::syntax::strip_casts;
 
 impl Lowered {
+    /// The share of iterations an event under `guard` runs in, with its condition as the
+    /// structure shows it, when the guard is on the iteration counter.
+    pub(super) fn guard_share(&self, guard: &events::Guard) -> Option<(f64, String)> {
+        let cond = syn::parse_str::<syn::Expr>(&guard.text).ok()?;
+        if !crate::syntax::mentions_any(&cond, &self.counters) {
+            return None;
+        }
+        let [then, otherwise] = arm_shares(&cond, &self.counters, &self.consts)?;
+        Some(if guard.then_arm {
+            (then, guard.text.clone())
+        } else {
+            (otherwise, format!("!({})", guard.text))
+        })
+    }
+
     pub(super) fn comm_branch(&mut self, b: Branch, ctx: Context, facts: &Facts) {
         let reads_counter = b.cond.reads.iter().any(|r| self.counters.contains(r));
         let reads_rank = b.cond.reads.iter().any(|r| facts.is_rank(r));
@@ -65,7 +80,7 @@ impl Lowered {
         let Some(shares) = b
             .cond_expr
             .as_ref()
-            .and_then(|c| arm_shares(c, &self.counters))
+            .and_then(|c| arm_shares(c, &self.counters, &self.consts))
         else {
             self.coarse_branch(b, ctx, facts, "how often its arms run cannot be read off");
             return;
@@ -260,18 +275,21 @@ fn set_alt(a: &mut [Node], b: &[Node]) {
 /// and `c <= k` (a literal `k`) only in the first iterations (share 0); `c > k`, `c >= k`,
 /// `c != k` in all but the first (share 1). `&&` multiplies the shares of its counter conditions (others count as
 /// always true). `None` when the condition reads the counter some other way.
-fn arm_shares(cond: &syn::Expr, counters: &[String]) -> Option<[f64; 2]> {
-    let first = share(cond, counters)?;
+fn arm_shares(cond: &syn::Expr, counters: &[String], consts: &Consts) -> Option<[f64; 2]> {
+    let first = share(cond, counters, consts)?;
     Some([first, 1.0 - first])
 }
 
-fn share(cond: &syn::Expr, counters: &[String]) -> Option<f64> {
+/// The program's numeric constants by name (`None`: given different values).
+type Consts = std::collections::HashMap<String, Option<f64>>;
+
+fn share(cond: &syn::Expr, counters: &[String], consts: &Consts) -> Option<f64> {
     use syn::{BinOp, Expr};
     let reads_counter = |e: &Expr| crate::syntax::mentions_any(e, counters);
     match cond {
-        Expr::Paren(p) => share(&p.expr, counters),
+        Expr::Paren(p) => share(&p.expr, counters, consts),
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => {
-            share(&u.expr, counters).map(|s| 1.0 - s)
+            share(&u.expr, counters, consts).map(|s| 1.0 - s)
         }
         Expr::Binary(b) => {
             // `step % 10 == 0 || step == steps - 1`: a test for one iteration adds nothing to
@@ -281,7 +299,7 @@ fn share(cond: &syn::Expr, counters: &[String]) -> Option<f64> {
                     if one_iteration(e, counters) {
                         Some(0.0)
                     } else {
-                        share(e, counters)
+                        share(e, counters, consts)
                     }
                 };
                 let (l, r) = (part(&b.left)?, part(&b.right)?);
@@ -289,12 +307,12 @@ fn share(cond: &syn::Expr, counters: &[String]) -> Option<f64> {
             }
             if let BinOp::And(_) = b.op {
                 let l = if reads_counter(&b.left) {
-                    share(&b.left, counters)?
+                    share(&b.left, counters, consts)?
                 } else {
                     1.0
                 };
                 let r = if reads_counter(&b.right) {
-                    share(&b.right, counters)?
+                    share(&b.right, counters, consts)?
                 } else {
                     1.0
                 };
@@ -307,7 +325,7 @@ fn share(cond: &syn::Expr, counters: &[String]) -> Option<f64> {
             } else {
                 return None;
             };
-            if let Some(n) = modulus(c) {
+            if let Some(n) = modulus(c, consts) {
                 return match b.op {
                     BinOp::Eq(_) => Some(1.0 / n),
                     BinOp::Ne(_) => Some(1.0 - 1.0 / n),
@@ -346,22 +364,31 @@ fn one_iteration(e: &syn::Expr, counters: &[String]) -> bool {
         && ((is_counter(&b.left) && !reads(&b.right)) || (is_counter(&b.right) && !reads(&b.left)))
 }
 
-/// `N` of `expr % N` with an integer literal `N` (at least 1).
-fn modulus(e: &syn::Expr) -> Option<f64> {
-    match strip_casts(e) {
-        syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Rem(_)) => match strip_casts(&b.right) {
-            syn::Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Int(i),
-                ..
-            }) => i
-                .base10_parse::<u64>()
-                .ok()
-                .filter(|n| *n >= 1)
-                .map(|n| n as f64),
-            _ => None,
-        },
-        _ => None,
+/// `N` of `expr % N` with a whole `N` of at least 1: an integer literal, a float literal with
+/// no fraction (`(step as f64) % 5.0`), or a constant holding one (`step % OUTPUT_EVERY`).
+fn modulus(e: &syn::Expr, consts: &Consts) -> Option<f64> {
+    let syn::Expr::Binary(b) = strip_casts(e) else {
+        return None;
+    };
+    if !matches!(b.op, syn::BinOp::Rem(_)) {
+        return None;
     }
+    let n = match strip_casts(&b.right) {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.base10_parse::<u64>().ok().map(|n| n as f64),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Float(f),
+            ..
+        }) => f.base10_parse::<f64>().ok(),
+        syn::Expr::Path(p) => p
+            .path
+            .get_ident()
+            .and_then(|id| consts.get(&id.to_string()).copied().flatten()),
+        _ => None,
+    }?;
+    (n >= 1.0 && n.fract() == 0.0 && n < 1e15).then_some(n)
 }
 
 #[cfg(test)]
@@ -370,7 +397,14 @@ mod tests {
 
     fn shares(cond: &str) -> Option<[f64; 2]> {
         let e = syn::parse_str::<syn::Expr>(cond).unwrap();
-        arm_shares(&e, &["step".to_string(), "k".to_string()])
+        let consts: Consts = [
+            ("EVERY".to_string(), Some(10.0)),
+            ("WSTEP".to_string(), Some(5.0)),
+            ("HALF".to_string(), Some(2.5)),
+            ("TWICE".to_string(), None),
+        ]
+        .into();
+        arm_shares(&e, &["step".to_string(), "k".to_string()], &consts)
     }
 
     #[test]
@@ -394,6 +428,10 @@ mod tests {
         assert_eq!(shares("k > 1"), Some([1.0, 0.0]));
         // Other conditions count as always true beside the counter's.
         assert_eq!(shares("step % 10 == 0 && rank == 0"), Some([0.1, 0.9]));
+        // A constant modulus, and a whole float one.
+        assert_eq!(shares("step % EVERY == 0"), Some([0.1, 0.9]));
+        assert_eq!(shares("(step as f64) % WSTEP == 0.0"), Some([0.2, 0.8]));
+        assert_eq!(shares("(step as f64) % 4.0 == 0.0"), Some([0.25, 0.75]));
     }
 
     #[test]
@@ -404,6 +442,10 @@ mod tests {
         assert_eq!(shares("step % n == 0"), None);
         assert_eq!(shares("step == next_output"), None);
         assert_eq!(shares("step % 10 < 3"), None);
+        // A constant that is no whole number, or has different values in different places.
+        assert_eq!(shares("(step as f64) % HALF == 0.0"), None);
+        assert_eq!(shares("step % TWICE == 0"), None);
+        assert_eq!(shares("(step as f64) % 2.5 == 0.0"), None);
     }
 
     /// The nodes of the only solver's main loop in `body` (inside a `main` with rsmpi).
@@ -429,6 +471,51 @@ mod tests {
             Some(Node::Branch(b)) => b.arms,
             other => panic!("not a branch: {other:?}"),
         }
+    }
+
+    /// The text structure of a program whose main loop (over `it`) is `body`, with the module
+    /// items `items` before `main`.
+    fn structure_of(items: &str, body: &str) -> String {
+        let src = format!(
+            "use mpi::traits::*;\n{items}\nfn main() {{\n let u = mpi::initialize().unwrap();\n let world = u.world();\n \
+             let mut a = vec![0.0f64; 10];\n let mut b = vec![0.0f64; 10];\n \
+             for it in 0..90 {{ for i in 1..9 {{ b[i] = a[i - 1] + a[i + 1]; }} {body} }}\n}}\n"
+        );
+        let analysis = crate::analyze_source("t.rs", &src, &crate::Options::default());
+        crate::emit::render(&analysis.structure, crate::emit::Format::Text)
+    }
+
+    /// An `if` on the iteration counter whose one arm only communicates is one event, which
+    /// runs in that arm's share of the iterations.
+    #[test]
+    fn a_communicating_arm_guarded_by_the_counter_is_a_conditional_event() {
+        let reduce =
+            "world.all_reduce_into(&a[0], &mut b[0], mpi::collective::SystemOperation::sum());";
+        let s = structure_of("", &format!("if it % 4 == 0 {{ {reduce} }}"));
+        assert!(s.contains("when it % 4 == 0 (frequency 0.25)"), "{s}");
+        // The `else` arm runs in the other iterations.
+        let s = structure_of("", &format!("if it % 4 == 0 {{ }} else {{ {reduce} }}"));
+        assert!(s.contains("when !(it % 4 == 0) (frequency 0.75)"), "{s}");
+        // A constant modulus, at module level or in the function.
+        let s = structure_of(
+            "const EVERY: usize = 10;",
+            &format!("if it % EVERY == 0 {{ {reduce} }}"),
+        );
+        assert!(s.contains("when it % EVERY == 0 (frequency 0.1)"), "{s}");
+        // Both arms communicate, or the condition is not the counter's: every iteration.
+        let s = structure_of(
+            "",
+            &format!("if it % 4 == 0 {{ {reduce} }} else {{ world.barrier(); }}"),
+        );
+        assert!(!s.contains("when"), "{s}");
+        let s = structure_of("", &format!("if a[0] > 1.0 {{ {reduce} }}"));
+        assert!(!s.contains("when"), "{s}");
+        // Two guarded parts of one event under different guards: the event runs unconditionally.
+        let s = structure_of(
+            "",
+            &format!("if it % 4 == 0 {{ {reduce} }} if it % 5 == 0 {{ {reduce} }}"),
+        );
+        assert!(!s.contains("when"), "{s}");
     }
 
     /// Found by the fuzz target: a rank branch whose condition also communicates was split into
