@@ -136,6 +136,11 @@ impl Env {
                     generic.get(&name).map(|&(k, f)| CommValue::new(k, f))
                 });
                 for name in pattern_idents(&pt.pat) {
+                    // Bound already from an inlined call's argument: a process with its peer
+                    // says more than the parameter's type.
+                    if self.values.contains_key(&name) {
+                        continue;
+                    }
                     self.bind(&name, value.clone());
                 }
             }
@@ -401,7 +406,6 @@ const ROOTED: &[&str] = &[
     "scatter_bytes",
 ];
 
-/// Whether a method can return a communicator value, given one as receiver (`method_value`).
 /// The value of a block: its tail expression.
 fn tail(block: &syn::Block) -> Option<&syn::Expr> {
     match block.stmts.last()? {
@@ -438,6 +442,7 @@ fn takes_first_of_pair(e: &syn::Expr) -> bool {
     }
 }
 
+/// Whether a method can return a communicator value, given one as receiver (`method_value`).
 fn carries_value(name: &str) -> bool {
     matches!(
         name,
