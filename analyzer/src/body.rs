@@ -427,7 +427,21 @@ impl<'p, 'f> Builder<'p, 'f> {
     fn stmt(&mut self, s: &syn::Stmt, out: &mut Vec<Node>) {
         match s {
             syn::Stmt::Local(l) => self.local(l, out),
-            syn::Stmt::Expr(e, _) => self.expr(e, &[], self.loc(s.extent()), out),
+            syn::Stmt::Expr(e, _) => {
+                let before = out.len();
+                self.expr(e, &[], self.loc(s.extent()), out);
+                // A value stepped as the loop goes (`send_to += 1`, a round-robin peer) is not
+                // the value its `let` gave it.
+                for node in &out[before..] {
+                    if let Node::Stmt(Stmt {
+                        increments: Some(name),
+                        ..
+                    }) = node
+                    {
+                        self.facts.glue_defs.remove(name);
+                    }
+                }
+            }
             syn::Stmt::Macro(m) => {
                 let loc = self.loc(s.extent());
                 let user_comm = |c: UserCall<'_>| self.nested_user_comm(c);

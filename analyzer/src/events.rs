@@ -784,6 +784,24 @@ mod tests {
         );
     }
 
+    /// A peer stepped as the loop goes (round robin over the workers) is not its first value;
+    /// a peer reassigned at the edges (`if left < 0 { left = size - 1 }`) still is.
+    #[test]
+    fn a_peer_stepped_in_the_loop_is_not_its_initial_value() {
+        let s = solver_of(
+            "let mut to = 1;\n for _ in 0..9 {\n world.process_at_rank(to).send(&a[1]);\n \
+             to += 1;\n if to == size { to = 1; }\n for i in 1..=n { b[i] = 0.5 * a[i]; }\n}",
+        );
+        let e = s.sections[0].comm.as_ref().expect("the send is an event");
+        assert_eq!(e.participants, ["to"]);
+        let s = solver_of(
+            "let mut left = rank - 1;\n if left < 0 { left = size - 1; }\n for _ in 0..9 {\n \
+             world.process_at_rank(left).send(&a[1]);\n for i in 1..=n { b[i] = 0.5 * a[i]; }\n}",
+        );
+        let e = s.sections[0].comm.as_ref().expect("the send is an event");
+        assert_eq!(e.participants, ["rank - 1"]);
+    }
+
     #[test]
     fn a_peer_unwrapped_by_if_let_is_what_the_option_holds() {
         let s = solver_of(
