@@ -340,18 +340,9 @@ impl Loader<'_> {
     /// Indexes a module's items, moving their functions' syntax into the program.
     /// Records `c` among the program's constants when its value is a numeric literal.
     fn constant(&mut self, c: &syn::ItemConst) {
-        let value = match crate::syntax::strip_casts(&c.expr) {
-            syn::Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Int(i),
-                ..
-            }) => i.base10_parse::<u64>().ok().map(|v| v as f64),
-            syn::Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Float(f),
-                ..
-            }) => f.base10_parse::<f64>().ok(),
-            _ => None,
+        let Some(value) = crate::syntax::number(&c.expr) else {
+            return;
         };
-        let Some(value) = value else { return };
         self.program
             .consts
             .entry(c.ident.to_string())

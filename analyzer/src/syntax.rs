@@ -84,6 +84,22 @@ pub fn strip_casts(e: &syn::Expr) -> &syn::Expr {
     }
 }
 
+/// The value of an integer or float literal, casts and parentheses aside (`10`, `2.5`,
+/// `(4 as f64)`).
+pub fn number(e: &syn::Expr) -> Option<f64> {
+    match strip_casts(e) {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.base10_parse::<u64>().ok().map(|v| v as f64),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Float(f),
+            ..
+        }) => f.base10_parse::<f64>().ok(),
+        _ => None,
+    }
+}
+
 /// Every call and method-call expression in `visit`'s scope, outer before inner, including
 /// those inside closures or not (`closures`). `visit` walks a block or an expression.
 pub fn calls_in<'a>(

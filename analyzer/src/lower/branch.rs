@@ -374,19 +374,11 @@ fn modulus(e: &syn::Expr, consts: &Consts) -> Option<f64> {
         return None;
     }
     let n = match strip_casts(&b.right) {
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Int(i),
-            ..
-        }) => i.base10_parse::<u64>().ok().map(|n| n as f64),
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Float(f),
-            ..
-        }) => f.base10_parse::<f64>().ok(),
         syn::Expr::Path(p) => p
             .path
             .get_ident()
             .and_then(|id| consts.get(&id.to_string()).copied().flatten()),
-        _ => None,
+        other => crate::syntax::number(other),
     }?;
     (n >= 1.0 && n.fract() == 0.0 && n < 1e15).then_some(n)
 }
