@@ -175,6 +175,24 @@ fn over_peers(l: &Loop) -> bool {
 /// `#[mheta::iterate]`, else the outermost loop that mixes communication with computation,
 /// else (not for the heuristic) the communication-only loop with most calls.
 pub fn main_loop<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) -> Option<&'n Loop> {
+    let all = candidates(nodes, body, heuristic);
+    if let Some(marked) = all.iter().find(|l| l.iterate) {
+        return Some(marked);
+    }
+    let mixed = all.iter().find(|l| !l.only_comm_and_glue());
+    if let Some(l) = mixed {
+        return Some(l);
+    }
+    if heuristic.is_some() {
+        return None;
+    }
+    all.into_iter()
+        .max_by_key(|l| (l.calls().len(), std::cmp::Reverse(l.loc.start)))
+}
+
+/// The loops [`main_loop`] chooses among: outermost loops that communicate (or are marked), not
+/// those over the ranks or peers when the solver was found by the heuristic.
+fn candidates<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) -> Vec<&'n Loop> {
     // A loop over the ranks (`for src in 1..size { receive; unpack }`) visits peers once: in a
     // program without a marked solver it is set-up or collection, not an iteration.
     // Likewise a loop that visits peers (see `over_peers`).
@@ -214,18 +232,33 @@ pub fn main_loop<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) ->
     }
     let mut all = Vec::new();
     loops(nodes, true, body, &over_ranks, &mut all);
-    if let Some(marked) = all.iter().find(|l| l.iterate) {
-        return Some(marked);
-    }
-    let mixed = all.iter().find(|l| !l.only_comm_and_glue());
-    if let Some(l) = mixed {
-        return Some(l);
-    }
-    if heuristic.is_some() {
-        return None;
-    }
-    all.into_iter()
-        .max_by_key(|l| (l.calls().len(), std::cmp::Reverse(l.loc.start)))
+    all
+}
+
+/// A warning for every other loop that communicates and computes beside the main loop `main`
+/// (the workers' loop of a master/worker split: each rank runs one of them), which the
+/// structure does not describe.
+fn other_loops(
+    nodes: &[Node],
+    body: Loc,
+    heuristic: Option<&Facts>,
+    main: &Loop,
+) -> Vec<Diagnostic> {
+    candidates(nodes, body, heuristic)
+        .into_iter()
+        .filter(|l| !std::ptr::eq(*l, main) && !l.only_comm_and_glue())
+        .map(|l| {
+            Diagnostic::warning(
+                format!(
+                    "this loop also communicates and computes, but the main loop is the one at line {}: it is not analysed",
+                    main.loc.start.0
+                ),
+                Some(l.loc),
+            )
+            .with_label("not the main loop")
+            .with_note("a structure describes one main loop per solver; ranks that run different loops (a master and its workers) are outside the model")
+        })
+        .collect()
 }
 
 /// Moves the body out of the loop `main` points to, one of the loops in `nodes` (the main loop
@@ -285,8 +318,10 @@ pub fn analyze(
     let mut diags: Vec<Diagnostic> = facts.diags.0.clone();
     let body = body_of(f);
     let heuristic = (found_by == "heuristic").then_some(&facts);
-    let found = main_loop(&nodes, body, heuristic)
-        .map(|main| (main as *const Loop, main.loc, main.kind, counters(main)));
+    let found = main_loop(&nodes, body, heuristic).map(|main| {
+        diags.extend(other_loops(&nodes, body, heuristic, main));
+        (main as *const Loop, main.loc, main.kind, counters(main))
+    });
     let (lowered, outline, main) = match found {
         Some((main, loc, kind, counters)) => {
             let lowered = lower::lower(
@@ -468,4 +503,44 @@ fn assemble(
 /// Whether any diagnostic is an error.
 pub fn has_errors(diags: &[Diagnostic]) -> bool {
     diags.iter().any(|d| d.level == Level::Error)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A master and its workers in one function, each rank group with a loop of its own: the
+    /// first is the main loop, and the other is named in a warning rather than left out in
+    /// silence. One loop, or a loop that only communicates beside it, gives no warning.
+    #[test]
+    fn a_second_loop_that_communicates_and_computes_is_named() {
+        let program = |workers: &str| {
+            format!(
+                "use mpi::traits::*;\nfn main() {{\n let u = mpi::initialize().unwrap();\n \
+                 let world = u.world();\n let rank = world.rank();\n let size = world.size();\n \
+                 let mut a = vec![0.0f64; 8];\n if rank == 0 {{\n  for t in 0..100 {{\n   \
+                 for w in 1..size {{ world.process_at_rank(w).send(&a[..]); }}\n   \
+                 for x in a.iter_mut() {{ *x += 1.0; }}\n  }}\n }} else {{\n{workers}\n }}\n}}\n"
+            )
+        };
+        let warnings = |src: &str| {
+            let analysis = crate::analyze_source("t.rs", src, &crate::Options::default());
+            assert!(
+                analysis.has_structure(),
+                "{}",
+                analysis.render_diagnostics()
+            );
+            analysis
+                .diagnostics
+                .iter()
+                .filter(|d| d.message.contains("but the main loop is the one at line 9"))
+                .map(|d| d.loc.map(|l| l.start.0))
+                .collect::<Vec<_>>()
+        };
+        let worker_loop = "  loop {\n   world.process_at_rank(0).receive_into(&mut a[..]);\n   \
+                           for x in a.iter_mut() { *x *= 2.0; }\n  }";
+        assert_eq!(warnings(&program(worker_loop)), vec![Some(14)]);
+        let receive_only =
+            "  for _ in 0..100 { world.process_at_rank(0).receive_into(&mut a[..]); }";
+        assert!(warnings(&program(receive_only)).is_empty());
+        assert!(warnings(&program("")).is_empty());
+    }
 }
