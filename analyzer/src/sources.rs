@@ -40,9 +40,10 @@ impl Loc {
     }
 
     /// The smallest location covering both (the start of `self` to the end of `other` when they
-    /// are in the same file, `self` otherwise).
+    /// are in the same file and reached through the same inline site, `self` otherwise: lines of
+    /// a callee and of its caller make no span, even in one file).
     pub fn to(self, other: Loc) -> Loc {
-        if self.file != other.file {
+        if self.file != other.file || self.via != other.via {
             return self;
         }
         Loc {
@@ -188,6 +189,21 @@ mod tests {
 
     /// The byte offset of every (line, column) position, columns past a line's end included,
     /// is the one counting characters from the line's start gives, in ASCII and non-ASCII text.
+    /// A callee's lines and its caller's make no span, even in one file: joined, the first
+    /// location stays as it is (it used to run from the callee's line to the caller's).
+    #[test]
+    fn locations_of_different_inline_sites_do_not_join() {
+        let at = |start: u32, end: u32, via: u32| Loc {
+            file: 0,
+            start: (start, 4),
+            end: (end, 8),
+            via,
+        };
+        assert_eq!(at(28, 28, 1).to(at(104, 104, 0)), at(28, 28, 1));
+        assert_eq!(at(104, 104, 0).to(at(28, 28, 1)), at(104, 104, 0));
+        assert_eq!(at(20, 21, 1).to(at(28, 29, 1)), at(20, 29, 1));
+    }
+
     #[test]
     fn offsets_count_characters() {
         let text = "let a = 1;\n// é ü ∑ 🦀 done\nlet café = \"naïve\"; x\n\nend";
