@@ -187,8 +187,6 @@ impl SourceMap {
 mod tests {
     use super::*;
 
-    /// The byte offset of every (line, column) position, columns past a line's end included,
-    /// is the one counting characters from the line's start gives, in ASCII and non-ASCII text.
     /// A callee's lines and its caller's make no span, even in one file: joined, the first
     /// location stays as it is (it used to run from the callee's line to the caller's).
     #[test]
@@ -204,6 +202,8 @@ mod tests {
         assert_eq!(at(20, 21, 1).to(at(28, 29, 1)), at(20, 29, 1));
     }
 
+    /// The byte offset of every (line, column) position, columns past a line's end included,
+    /// is the one counting characters from the line's start gives, in ASCII and non-ASCII text.
     #[test]
     fn offsets_count_characters() {
         let text = "let a = 1;\n// é ü ∑ 🦀 done\nlet café = \"naïve\"; x\n\nend";
