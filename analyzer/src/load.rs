@@ -82,6 +82,7 @@ pub fn load_path(path: &Path, diags: &mut Diagnostics) -> Program {
                     root: dir.clone(),
                     visited: BTreeSet::new(),
                     in_root: BTreeSet::new(),
+                    path_base: dir.clone(),
                     single_file: true,
                 };
                 loader.add_file(name, text, dir, String::new(), 0);
@@ -110,6 +111,7 @@ pub fn load_source(file_name: &str, source: &str, diags: &mut Diagnostics) -> Pr
         root: PathBuf::new(),
         visited: BTreeSet::new(),
         in_root: BTreeSet::new(),
+        path_base: PathBuf::new(),
         single_file: true,
     };
     loader.add_file(
@@ -192,6 +194,7 @@ fn load_crate(dir: &Path, program: &mut Program, diags: &mut Diagnostics) {
         root: dir.to_path_buf(),
         visited: BTreeSet::new(),
         in_root: BTreeSet::new(),
+        path_base: PathBuf::new(),
         single_file: false,
     };
     let mut found = false;
@@ -265,6 +268,10 @@ struct Loader<'a> {
     /// in the library and in the binary) is loaded once, and only a second declaration within
     /// one root is a duplicate.
     in_root: BTreeSet<PathBuf>,
+    /// The directory a `#[path = ".."]` of the items being indexed is relative to: the file's
+    /// own directory for its top-level items (Rust reads it so even in `src/physics.rs`, whose
+    /// plain `mod x;` lives in `src/physics/`), an inline module's directory inside it.
+    path_base: PathBuf,
     /// One file analysed on its own (not through Cargo.toml): its modules may live anywhere.
     single_file: bool,
 }
@@ -290,11 +297,13 @@ impl Loader<'_> {
                 ) || depth == 0;
                 let parent = file.parent().unwrap_or(Path::new("")).to_path_buf();
                 let child_dir = if is_mod_root {
-                    parent
+                    parent.clone()
                 } else {
                     parent.join(file.file_stem().unwrap_or_default())
                 };
+                let outer = std::mem::replace(&mut self.path_base, parent);
                 self.add_file(name, text, child_dir, module, depth);
+                self.path_base = outer;
             }
             Err(e) => self.diags.push(Diagnostic::error(
                 format!("cannot read `{name}`: {e}"),
@@ -431,10 +440,12 @@ impl Loader<'_> {
         let explicit = path_attr(&m.attrs);
         if let Some((_, items)) = m.content {
             let child_dir = match &explicit {
-                Some(p) => dir.join(p),
+                Some(p) => self.path_base.join(p),
                 None => dir.join(&name),
             };
+            let outer = std::mem::replace(&mut self.path_base, child_dir.clone());
             self.index_items(items, file, &path, &child_dir, depth, imported);
+            self.path_base = outer;
             return;
         }
         if is_cfg_test(&m.attrs) {
@@ -458,7 +469,7 @@ impl Loader<'_> {
             return;
         }
         let candidates = match &explicit {
-            Some(p) => vec![dir.join(p)],
+            Some(p) => vec![self.path_base.join(p)],
             None => vec![
                 dir.join(format!("{name}.rs")),
                 dir.join(&name).join("mod.rs"),

@@ -216,6 +216,19 @@ fn crates_are_read_the_way_cargo_finds_their_programs() {
     assert!(rendered.contains("no solver found"), "{rendered}");
     assert!(rendered.contains("src/main.rs:2:20"), "{rendered}");
 
+    // A `#[path]` in a module file is relative to that file's directory (`src/`), not to the
+    // directory its plain `mod x;` would use (`src/physics/`).
+    let dir = crate_of(&[
+        ("Cargo.toml", manifest),
+        ("src/main.rs", "mod physics;\nfn main() {}\n"),
+        ("src/physics.rs", "#[path = \"shared.rs\"]\nmod shared;\n#[path = \"inner\"]\nmod inner {\n    #[path = \"deep.rs\"]\n    mod deep;\n}\n"),
+        ("src/shared.rs", "pub fn cells() -> usize { 8 }\n"),
+        ("src/inner/deep.rs", "pub fn depth() -> usize { 2 }\n"),
+    ]);
+    let analysis = mheta_analyzer::analyze_path(dir.path(), &mheta_analyzer::Options::default());
+    let rendered = analysis.render_diagnostics();
+    assert!(!rendered.contains("unresolved module"), "{rendered}");
+
     // Two declarations of one file within one crate root are still a duplicate.
     let dir = crate_of(&[
         ("Cargo.toml", manifest),
