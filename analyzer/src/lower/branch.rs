@@ -40,7 +40,9 @@ impl Lowered {
 
     pub(super) fn comm_branch(&mut self, b: Branch, ctx: Context, facts: &Facts) {
         let reads_counter = b.cond.reads.iter().any(|r| self.counters.contains(r));
-        let reads_rank = b.cond.reads.iter().any(|r| facts.is_rank(r));
+        // The rank as a variable, or as a field (`if self.rank == 0`, `info.rank == root`).
+        let reads_rank =
+            b.cond.reads.iter().any(|r| facts.is_rank(r)) || facts.mentions_rank(&b.cond_text);
         if reads_counter {
             self.counter_branch(b, ctx, facts);
             return;
@@ -508,6 +510,36 @@ mod tests {
             &format!("if it % 4 == 0 {{ {reduce} }} if it % 5 == 0 {{ {reduce} }}"),
         );
         assert!(!s.contains("when"), "{s}");
+    }
+
+    /// The rank read as a field (`if self.rank == 0`) guards like the rank variable: the arms'
+    /// gathers are one event, not a branch "depending on data" read as if both arms ran.
+    #[test]
+    fn a_rank_field_guards_like_the_rank() {
+        let src = "use mpi::traits::*;\nuse mpi::topology::SimpleCommunicator;\n\
+                   struct Info { rank: i32 }\n\
+                   impl Info {\n fn save(&self, u: &[f64], world: &SimpleCommunicator) {\n \
+                   let root = world.process_at_rank(0);\n if self.rank == 0 {\n \
+                   let mut all = vec![0.0; 64];\n root.gather_into_root(&u[..], &mut all[..]);\n \
+                   println!(\"{}\", all[0]);\n } else {\n root.gather_into(&u[..]);\n }\n }\n}\n\
+                   fn main() {\n let universe = mpi::initialize().unwrap();\n let world = universe.world();\n \
+                   let info = Info { rank: world.rank() };\n let mut u = vec![0.0; 16];\n \
+                   for _ in 0..100 {\n for x in u.iter_mut() { *x += 1.0; }\n info.save(&u, &world);\n }\n}\n";
+        let analysis = crate::analyze_source("t.rs", src, &crate::Options::default());
+        let text = crate::emit::render(&analysis.structure, crate::emit::Format::Text);
+        assert_eq!(text.matches("comm event").count(), 1, "{text}");
+        assert!(
+            text.contains("mpi::gather_into_root, mpi::gather_into"),
+            "{text}"
+        );
+        assert!(
+            !analysis
+                .diagnostics
+                .iter()
+                .any(|d| d.message.contains("depends on data")),
+            "{}",
+            analysis.render_diagnostics()
+        );
     }
 
     /// Found by the fuzz target: a rank branch whose condition also communicates was split into
