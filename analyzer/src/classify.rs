@@ -188,10 +188,12 @@ pub fn stage(
             Token::IterEnd => {}
         }
     }
+    // A capitalised name is a constant (`N`, `CELLS`) unless it is one of the program's
+    // variables (`let A = ..`, the matrix of a solver written after the maths).
     let keep = |v: &String| {
         !loop_vars.contains(v)
             && !locals.contains(v)
-            && !v.starts_with(char::is_uppercase)
+            && (!v.starts_with(char::is_uppercase) || classes.contains_key(v))
             && v != "self"
     };
     reads.retain(keep);
@@ -443,6 +445,20 @@ fn widen(acc: &mut Option<Loc>, l: Option<Loc>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Capitalised names are constants, left out of a stage's reads and writes, unless they are
+    /// the program's variables (`let A = ..`).
+    #[test]
+    fn capitalised_variables_are_read_and_written() {
+        let src = "use mpi::traits::*;\nconst N: usize = 100;\n#[allow(non_snake_case)]\nfn main() {\n \
+                   let universe = mpi::initialize().unwrap();\n let world = universe.world();\n \
+                   let A = vec![1.0; N];\n let mut Ap = vec![0.0; N];\n let mut s = 0.0;\n \
+                   for _ in 0..100 {\n for i in 0..N { Ap[i] = 2.0 * A[i]; }\n \
+                   world.all_reduce_into(&Ap[0], &mut s, mpi::collective::SystemOperation::sum());\n }\n}\n";
+        let analysis = crate::analyze_source("t.rs", src, &crate::Options::default());
+        let text = crate::emit::render(&analysis.structure, crate::emit::Format::Text);
+        assert!(text.contains("reads [A] writes [Ap]"), "{text}");
+    }
 
     fn aff(src: &str, vars: &[&str]) -> Option<AffineIndex> {
         let vars: Vec<String> = vars.iter().map(|s| s.to_string()).collect();
