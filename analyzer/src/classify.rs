@@ -460,6 +460,19 @@ mod tests {
         assert!(text.contains("reads [A] writes [Ap]"), "{text}");
     }
 
+    /// A macro's named argument (`x = v`) reads `v` and writes nothing.
+    #[test]
+    fn named_macro_arguments_are_not_writes() {
+        let src = "use mpi::traits::*;\nfn main() {\n let universe = mpi::initialize().unwrap();\n \
+                   let world = universe.world();\n let mut u = vec![1.0f64; 100];\n let mut total = 0.0;\n \
+                   for it in 0..100 {\n println!(\"{it} {t}\", t = total);\n \
+                   tracing::debug!(iteration = it, residual = total);\n for x in u.iter_mut() { *x *= 0.5; }\n \
+                   world.all_reduce_into(&u[0], &mut total, mpi::collective::SystemOperation::sum());\n }\n}\n";
+        let analysis = crate::analyze_source("t.rs", src, &crate::Options::default());
+        let text = crate::emit::render(&analysis.structure, crate::emit::Format::Text);
+        assert!(text.contains("reads [total, it] writes []"), "{text}");
+    }
+
     fn aff(src: &str, vars: &[&str]) -> Option<AffineIndex> {
         let vars: Vec<String> = vars.iter().map(|s| s.to_string()).collect();
         affine_index(&syn::parse_str(src).unwrap(), &vars)

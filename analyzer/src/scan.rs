@@ -329,7 +329,14 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
             return;
         }
         for e in macro_args(m).iter() {
-            self.visit_expr(e);
+            match e {
+                // A named argument (`format!("{x}", x = v)`, `debug!(iteration = it)`) names a
+                // value: it reads `v` and writes nothing.
+                syn::Expr::Assign(a) if matches!(&*a.left, syn::Expr::Path(_)) => {
+                    self.visit_expr(&a.right)
+                }
+                other => self.visit_expr(other),
+            }
         }
     }
 
