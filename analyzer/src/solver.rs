@@ -15,6 +15,7 @@ use crate::extent::Extent;
 use crate::ir::{Loop, Node};
 use crate::load::Program;
 use crate::lower::{self, Lowered};
+use crate::sources::SourceMap;
 
 /// One analysed solver with everything the CLI may show.
 #[derive(Debug, Clone)]
@@ -89,8 +90,19 @@ pub fn find(program: &Program, comm: &body::Communicating<'_>) -> Vec<Found> {
         // compute: a loop that only communicates (a root collecting results once) is no solver.
         if let (false, Some(main)) = (comm_only, main_loop(&nodes, body, Some(&facts))) {
             // A loop that repeats a call of another solver (`for rep in 0..5 { solve(..) }`)
-            // is a benchmark wrapper: the callee is the solver.
-            if main.body.iter().any(|n| holds_foreign_solver_loop(n, body)) {
+            // is a benchmark wrapper: the callee is the solver. Not when the loop also exchanges
+            // data itself (a time loop with its own halo exchange that calls an output routine
+            // whose loop gathers): a barrier before the timing is all a wrapper does.
+            let mut solver_calls = Vec::new();
+            for n in &main.body {
+                foreign_solver_calls(n, body, &program.sources, &mut solver_calls);
+            }
+            if !solver_calls.is_empty()
+                && !main
+                    .body
+                    .iter()
+                    .any(|n| exchanges_data(n, body, &solver_calls, &program.sources))
+            {
                 wrappers.insert(i);
             }
             candidates.push((i, (nodes, facts)));
@@ -124,19 +136,50 @@ fn within(loc: Loc, body: Loc) -> bool {
     loc.file == body.file && loc.start >= body.start && loc.end <= body.end
 }
 
-/// Whether `n` holds a loop inlined from another function that communicates and computes.
-fn holds_foreign_solver_loop(n: &Node, body: Loc) -> bool {
+/// The calls, written in the function whose body is `body`, through which `n` holds loops
+/// inlined from another solver (loops that communicate and compute).
+fn foreign_solver_calls(n: &Node, body: Loc, sources: &SourceMap, out: &mut Vec<Loc>) {
     match n {
-        Node::Stmt(_) => false,
+        Node::Stmt(_) => {}
+        Node::Loop(l) if !within(l.loc, body) && n.has_comm() && !n.only_comm_and_glue() => {
+            out.extend(sources.outermost_call(l.loc.via));
+        }
+        Node::Loop(l) => l
+            .body
+            .iter()
+            .for_each(|c| foreign_solver_calls(c, body, sources, out)),
+        Node::Branch(b) => b
+            .arms
+            .iter()
+            .flatten()
+            .for_each(|c| foreign_solver_calls(c, body, sources, out)),
+    }
+}
+
+/// Whether `n` communicates other than by a barrier, outside the code inlined through
+/// `solver_calls` (calls of another solver, whose setup and loop are that solver's).
+fn exchanges_data(n: &Node, body: Loc, solver_calls: &[Loc], sources: &SourceMap) -> bool {
+    let barrier = crate::catalogue::CallKind::Collective(Pattern::Barrier);
+    let the_solvers = |l: Loc| {
+        sources
+            .outermost_call(l.via)
+            .is_some_and(|c| solver_calls.contains(&c))
+    };
+    match n {
+        Node::Stmt(s) => {
+            !s.loc.is_some_and(the_solvers) && s.calls.iter().any(|c| c.kind != barrier)
+        }
         Node::Loop(l) => {
-            (!within(l.loc, body) && n.has_comm() && !n.only_comm_and_glue())
-                || l.body.iter().any(|c| holds_foreign_solver_loop(c, body))
+            !the_solvers(l.loc)
+                && l.body
+                    .iter()
+                    .any(|c| exchanges_data(c, body, solver_calls, sources))
         }
         Node::Branch(b) => b
             .arms
             .iter()
             .flatten()
-            .any(|c| holds_foreign_solver_loop(c, body)),
+            .any(|c| exchanges_data(c, body, solver_calls, sources)),
     }
 }
 
@@ -507,6 +550,41 @@ pub fn has_errors(diags: &[Diagnostic]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// A time loop with its own halo exchange that calls an output routine every 100 steps,
+    /// whose loop gathers and prints, is the solver; a loop that only repeats another solver's
+    /// call (with a barrier and timing around it) is a benchmark wrapper, and the callee is the
+    /// solver.
+    #[test]
+    fn a_time_loop_that_exchanges_is_no_benchmark_wrapper() {
+        let src = |own: &str| {
+            format!(
+                "use mpi::traits::*;\nuse mpi::topology::SimpleCommunicator;\n\
+                 fn save(u: &[f64], world: &SimpleCommunicator) {{\n \
+                 let root = world.process_at_rank(0);\n let mut all = vec![0.0; 64];\n \
+                 for i in 0..4 {{\n if world.rank() == 0 {{ println!(\"{{}}\", u[i]); \
+                 root.gather_into_root(&u[i], &mut all[..]); }} else {{ root.gather_into(&u[i]); }}\n }}\n}}\n\
+                 fn main() {{\n let universe = mpi::initialize().unwrap();\n let world = universe.world();\n \
+                 let rank = world.rank();\n let size = world.size();\n let mut u = vec![0.0f64; 8];\n \
+                 for step in 0..1000 {{\n {own}\n for x in u.iter_mut() {{ *x *= 0.5; }}\n \
+                 if step % 100 == 0 {{ save(&u, &world); }}\n }}\n}}\n"
+            )
+        };
+        let solver = |own: &str| {
+            let analysis = crate::analyze_source("t.rs", &src(own), &crate::Options::default());
+            analysis
+                .structure
+                .solvers
+                .iter()
+                .map(|s| s.name.clone())
+                .collect::<Vec<_>>()
+        };
+        let exchange = "let right = world.process_at_rank((rank + 1) % size); \
+                        right.send(&u[7]); let mut g = 0.0; \
+                        world.process_at_rank((rank + size - 1) % size).receive_into(&mut g); u[0] = g;";
+        assert_eq!(solver(exchange), ["t::main"]);
+        assert_eq!(solver("world.barrier();"), ["t::save"]);
+    }
+
     /// A master and its workers in one function, each rank group with a loop of its own: the
     /// first is the main loop, and the other is named in a warning rather than left out in
     /// silence. One loop, or a loop that only communicates beside it, gives no warning.

@@ -111,6 +111,23 @@ impl SourceMap {
         site
     }
 
+    /// The outermost call of inline site `via`'s chain: the call written in the function being
+    /// built (its own `via` is 0). `None` for site 0 (no inlining) or an unknown site.
+    pub fn outermost_call(&self, via: u32) -> Option<Loc> {
+        let sites = self.inline_sites.borrow();
+        let mut call = *via
+            .checked_sub(1)
+            .and_then(|i| sites.calls.get(i as usize))?;
+        while let Some(outer) = call
+            .via
+            .checked_sub(1)
+            .and_then(|i| sites.calls.get(i as usize))
+        {
+            call = *outer;
+        }
+        Some(call)
+    }
+
     /// The structure-file span of a location (1-based columns), with the call sites it was
     /// reached through (`via`, outermost first).
     pub fn span(&self, loc: Loc) -> Span {
