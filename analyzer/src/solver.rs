@@ -101,7 +101,7 @@ pub fn find(program: &Program, comm: &body::Communicating<'_>) -> Vec<Found> {
                 && !main
                     .body
                     .iter()
-                    .any(|n| exchanges_data(n, body, &solver_calls, &program.sources))
+                    .any(|n| exchanges_data(n, &solver_calls, &program.sources))
             {
                 wrappers.insert(i);
             }
@@ -158,7 +158,7 @@ fn foreign_solver_calls(n: &Node, body: Loc, sources: &SourceMap, out: &mut Vec<
 
 /// Whether `n` communicates other than by a barrier, outside the code inlined through
 /// `solver_calls` (calls of another solver, whose setup and loop are that solver's).
-fn exchanges_data(n: &Node, body: Loc, solver_calls: &[Loc], sources: &SourceMap) -> bool {
+fn exchanges_data(n: &Node, solver_calls: &[Loc], sources: &SourceMap) -> bool {
     let barrier = crate::catalogue::CallKind::Collective(Pattern::Barrier);
     let the_solvers = |l: Loc| {
         sources
@@ -173,13 +173,13 @@ fn exchanges_data(n: &Node, body: Loc, solver_calls: &[Loc], sources: &SourceMap
             !the_solvers(l.loc)
                 && l.body
                     .iter()
-                    .any(|c| exchanges_data(c, body, solver_calls, sources))
+                    .any(|c| exchanges_data(c, solver_calls, sources))
         }
         Node::Branch(b) => b
             .arms
             .iter()
             .flatten()
-            .any(|c| exchanges_data(c, body, solver_calls, sources)),
+            .any(|c| exchanges_data(c, solver_calls, sources)),
     }
 }
 
