@@ -189,8 +189,7 @@ impl Env {
                 let Expr::Path(p) = &*c.func else { return None };
                 let segs: Vec<String> = crate::syntax::path_idents(&p.path);
                 let last = segs.last()?.as_str();
-                let is_init = matches!(last, "initialize" | "initialize_with_threading");
-                if is_init && (segs.len() == 1 || segs[0] == "mpi") {
+                if crate::syntax::starts_mpi(&segs) {
                     return Some(CommValue::new(ValueKind::Universe, Family::Mpi));
                 }
                 if segs.len() >= 2
@@ -238,8 +237,7 @@ impl Env {
         // universe of the (universe, threading) pair. Any other `map` carries no value, and
         // its receiver is not evaluated.
         if name == "map" {
-            let first =
-                matches!(m.args.iter().collect::<Vec<_>>()[..], [a] if takes_first_of_pair(a));
+            let first = m.args.len() == 1 && m.args.first().is_some_and(takes_first_of_pair);
             return first
                 .then(|| self.value_of(&m.receiver, text))
                 .flatten()
@@ -423,21 +421,15 @@ fn takes_first_of_pair(e: &syn::Expr) -> bool {
     let (Some(input), 1) = (c.inputs.first(), c.inputs.len()) else {
         return false;
     };
-    let body = &*c.body;
-    let ident = |p: &syn::Pat| match p {
-        syn::Pat::Ident(i) => Some(i.ident.clone()),
-        _ => None,
-    };
-    match (input, body) {
+    match (input, &*c.body) {
         (syn::Pat::Ident(x), syn::Expr::Field(f)) => {
             matches!(&f.member, syn::Member::Unnamed(i) if i.index == 0)
                 && matches!(&*f.base, syn::Expr::Path(p) if p.path.is_ident(&x.ident))
         }
-        (syn::Pat::Tuple(t), syn::Expr::Path(p)) => t
-            .elems
-            .first()
-            .and_then(ident)
-            .is_some_and(|u| t.elems.len() == 2 && p.path.is_ident(&u)),
+        (syn::Pat::Tuple(t), syn::Expr::Path(p)) => {
+            t.elems.len() == 2
+                && matches!(t.elems.first(), Some(syn::Pat::Ident(u)) if p.path.is_ident(&u.ident))
+        }
         _ => false,
     }
 }

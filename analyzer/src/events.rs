@@ -41,12 +41,31 @@ pub struct EventDraft {
 }
 
 /// The condition of an `if` with one communicating arm.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 pub struct Guard {
+    /// The condition.
+    pub cond: syn::Expr,
     /// The condition as written.
     pub text: String,
     /// Whether the communicating arm is the `if`'s (else the `else`'s).
     pub then_arm: bool,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("text", &self.text)
+            .field("then_arm", &self.then_arm)
+            .finish()
+    }
+}
+
+/// Two guards are the same when their conditions are written alike (syn's own equality is not
+/// compiled: `extra-traits`).
+impl PartialEq for Guard {
+    fn eq(&self, other: &Guard) -> bool {
+        (&self.text, self.then_arm) == (&other.text, other.then_arm)
+    }
 }
 
 /// Widens each of `a`'s places by the matching one of `b` (or takes `b`'s when `a` has none).
@@ -137,11 +156,13 @@ fn draft(node: &Node, computes: Option<Stmt>) -> EventDraft {
 fn guard_of(node: &Node) -> Option<Guard> {
     let Node::Branch(b) = node else { return None };
     let communicating = |arm: &Vec<Node>| arm.iter().any(Node::has_comm);
-    if b.cond_expr.is_none() || b.arms.len() > 2 {
+    let cond = b.cond_expr.as_ref()?;
+    if b.arms.len() > 2 {
         return None;
     }
     match b.arms.iter().filter(|a| communicating(a)).count() {
         1 => Some(Guard {
+            cond: cond.clone(),
             text: b.cond_text.clone(),
             then_arm: b.arms.first().is_some_and(communicating),
         }),

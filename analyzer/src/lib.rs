@@ -174,14 +174,9 @@ fn mpi_start(program: &load::Program) -> Option<diagnostics::Loc> {
                 return;
             }
             if let syn::Expr::Path(p) = &*c.func {
-                let segments: Vec<_> = p.path.segments.iter().map(|s| &s.ident).collect();
-                if let [.., last] = segments[..] {
-                    if (last == "initialize" || last == "initialize_with_threading")
-                        && (segments.len() == 1 || *segments[0] == "mpi")
-                    {
-                        self.0 = Some(crate::extent::Extent::extent(c));
-                        return;
-                    }
+                if crate::syntax::starts_mpi(&crate::syntax::path_idents(&p.path)) {
+                    self.0 = Some(crate::extent::Extent::extent(c));
+                    return;
                 }
             }
             syn::visit::visit_expr_call(self, c);

@@ -363,6 +363,15 @@ impl Loader<'_> {
             .or_insert(Some(value));
     }
 
+    /// Records the constants at the top of a function body (`const STEPS: usize = 100;`).
+    fn body_constants(&mut self, block: &syn::Block) {
+        for stmt in &block.stmts {
+            if let syn::Stmt::Item(syn::Item::Const(c)) = stmt {
+                self.constant(c);
+            }
+        }
+    }
+
     fn index_items(
         &mut self,
         items: Vec<syn::Item>,
@@ -376,12 +385,7 @@ impl Loader<'_> {
             match item {
                 syn::Item::Const(c) => self.constant(&c),
                 syn::Item::Fn(f) => {
-                    // `const STEPS: usize = 100;` at the top of a function body.
-                    for stmt in &f.block.stmts {
-                        if let syn::Stmt::Item(syn::Item::Const(c)) = stmt {
-                            self.constant(c);
-                        }
-                    }
+                    self.body_constants(&f.block);
                     self.program.functions.push(Function {
                         name: f.sig.ident.to_string(),
                         path: join(module, &f.sig.ident.to_string()),
@@ -396,6 +400,7 @@ impl Loader<'_> {
                     let ty = type_name(&imp.self_ty);
                     for it in imp.items {
                         if let syn::ImplItem::Fn(f) = it {
+                            self.body_constants(&f.block);
                             self.program.functions.push(Function {
                                 name: f.sig.ident.to_string(),
                                 path: join(&join(module, &ty), &f.sig.ident.to_string()),
@@ -594,6 +599,29 @@ fn imports_mheta_solver(item: &syn::Item) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Numeric constants at module level and at the top of function and method bodies; a name
+    /// given two values is no constant; a non-literal one is left out.
+    #[test]
+    fn numeric_constants_by_name() {
+        let src = "const EVERY: usize = 10;\nconst TWICE: u32 = 1;\nconst NAME: &str = \"x\";\n\
+                   fn f() { const STEP: f64 = 0.5; const TWICE: u32 = 2; }\n\
+                   struct S;\nimpl S { fn g(&self) { const WSTEP: f64 = 400.0; } }\n";
+        let mut diags = Diagnostics::default();
+        let p = load_source("x.rs", src, &mut diags);
+        let mut consts: Vec<(&str, Option<f64>)> =
+            p.consts.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        consts.sort_by(|a, b| a.0.cmp(b.0));
+        assert_eq!(
+            consts,
+            [
+                ("EVERY", Some(10.0)),
+                ("STEP", Some(0.5)),
+                ("TWICE", None),
+                ("WSTEP", Some(400.0))
+            ]
+        );
+    }
 
     #[test]
     fn indexes_functions_methods_and_inline_modules() {

@@ -155,13 +155,14 @@ impl Lowered {
                 // A communicating arm guarded by the iteration counter runs in its share of the
                 // iterations, as the arms of a branch that also computes do.
                 let own = draft.guard.as_ref().and_then(|g| self.guard_share(g));
-                self.guards.extend(own.clone());
+                let guarded = own.is_some();
+                self.guards.extend(own);
                 let frequency = self.guards.iter().map(|g| g.0).product();
                 let condition = (!self.guards.is_empty()).then(|| {
                     let conds: Vec<&str> = self.guards.iter().map(|g| g.1.as_str()).collect();
                     conds.join(" && ")
                 });
-                if own.is_some() {
+                if guarded {
                     self.guards.pop();
                 }
                 self.events.push(Event {

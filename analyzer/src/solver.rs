@@ -218,7 +218,11 @@ fn over_peers(l: &Loop) -> bool {
 /// `#[mheta::iterate]`, else the outermost loop that mixes communication with computation,
 /// else (not for the heuristic) the communication-only loop with most calls.
 pub fn main_loop<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) -> Option<&'n Loop> {
-    let all = candidates(nodes, body, heuristic);
+    choose(&candidates(nodes, body, heuristic), heuristic.is_some())
+}
+
+/// [`main_loop`] among its `candidates`; `heuristic` when the solver was found by the heuristic.
+fn choose<'n>(all: &[&'n Loop], heuristic: bool) -> Option<&'n Loop> {
     if let Some(marked) = all.iter().find(|l| l.iterate) {
         return Some(marked);
     }
@@ -226,10 +230,11 @@ pub fn main_loop<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) ->
     if let Some(l) = mixed {
         return Some(l);
     }
-    if heuristic.is_some() {
+    if heuristic {
         return None;
     }
-    all.into_iter()
+    all.iter()
+        .copied()
         .max_by_key(|l| (l.calls().len(), std::cmp::Reverse(l.loc.start)))
 }
 
@@ -281,15 +286,10 @@ fn candidates<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) -> Ve
 /// A warning for every other loop that communicates and computes beside the main loop `main`
 /// (the workers' loop of a master/worker split: each rank runs one of them), which the
 /// structure does not describe.
-fn other_loops(
-    nodes: &[Node],
-    body: Loc,
-    heuristic: Option<&Facts>,
-    main: &Loop,
-) -> Vec<Diagnostic> {
-    candidates(nodes, body, heuristic)
-        .into_iter()
-        .filter(|l| !std::ptr::eq(*l, main) && !l.only_comm_and_glue())
+fn other_loops(candidates: &[&Loop], main: &Loop) -> Vec<Diagnostic> {
+    candidates
+        .iter()
+        .filter(|l| !std::ptr::eq(**l, main) && !l.only_comm_and_glue())
         .map(|l| {
             Diagnostic::warning(
                 format!(
@@ -361,8 +361,9 @@ pub fn analyze(
     let mut diags: Vec<Diagnostic> = facts.diags.0.clone();
     let body = body_of(f);
     let heuristic = (found_by == "heuristic").then_some(&facts);
-    let found = main_loop(&nodes, body, heuristic).map(|main| {
-        diags.extend(other_loops(&nodes, body, heuristic, main));
+    let all = candidates(&nodes, body, heuristic);
+    let found = choose(&all, heuristic.is_some()).map(|main| {
+        diags.extend(other_loops(&all, main));
         (main as *const Loop, main.loc, main.kind, counters(main))
     });
     let (lowered, outline, main) = match found {

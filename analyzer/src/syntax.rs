@@ -281,6 +281,18 @@ pub fn path_idents(path: &syn::Path) -> Vec<String> {
     path.segments.iter().map(|s| s.ident.to_string()).collect()
 }
 
+/// Whether `segments` (a call's path) name MPI's start: `mpi::initialize`,
+/// `initialize_with_threading`, alone or under `mpi::`.
+pub fn starts_mpi<S: AsRef<str>>(segments: &[S]) -> bool {
+    match segments {
+        [.., last] => {
+            matches!(last.as_ref(), "initialize" | "initialize_with_threading")
+                && (segments.len() == 1 || segments[0].as_ref() == "mpi")
+        }
+        [] => false,
+    }
+}
+
 /// Whether `e` reads any of `names` (as a plain path).
 pub fn mentions_any(e: &syn::Expr, names: &[String]) -> bool {
     struct Finder<'n>(&'n [String], bool);

@@ -26,11 +26,10 @@ impl Lowered {
     /// The share of iterations an event under `guard` runs in, with its condition as the
     /// structure shows it, when the guard is on the iteration counter.
     pub(super) fn guard_share(&self, guard: &events::Guard) -> Option<(f64, String)> {
-        let cond = syn::parse_str::<syn::Expr>(&guard.text).ok()?;
-        if !crate::syntax::mentions_any(&cond, &self.counters) {
+        if !crate::syntax::mentions_any(&guard.cond, &self.counters) {
             return None;
         }
-        let [then, otherwise] = arm_shares(&cond, &self.counters, &self.consts)?;
+        let [then, otherwise] = arm_shares(&guard.cond, &self.counters, &self.consts)?;
         Some(if guard.then_arm {
             (then, guard.text.clone())
         } else {
@@ -490,7 +489,7 @@ mod tests {
         // The `else` arm runs in the other iterations.
         let s = structure_of("", &format!("if it % 4 == 0 {{ }} else {{ {reduce} }}"));
         assert!(s.contains("when !(it % 4 == 0) (frequency 0.75)"), "{s}");
-        // A constant modulus, at module level or in the function.
+        // A constant modulus (the constants `load` keeps: its own test covers where they are).
         let s = structure_of(
             "const EVERY: usize = 10;",
             &format!("if it % EVERY == 0 {{ {reduce} }}"),
