@@ -93,9 +93,9 @@ fn kind(api: &str) -> Kind {
     };
     // Collectives: this rank's contribution is the message. An immediate one
     // (`immediate_all_reduce_into`) is recorded as its collective, not blocking: it only posts.
-    let collective = name.strip_prefix("immediate_").unwrap_or(name);
-    let blocks = !name.starts_with("immediate_");
-    match collective {
+    let base = name.strip_prefix("immediate_");
+    let blocks = base.is_none();
+    match base.unwrap_or(name) {
         _ if source.is_some() => k("Receive", true, true, true),
         n if n.contains("barrier") => k("Barrier", blocks, true, false),
         n if n.contains("broadcast") => k("Broadcast", blocks, true, false),
@@ -106,10 +106,8 @@ fn kind(api: &str) -> Kind {
         n if n.contains("gather") => k("Gather", blocks, true, false),
         n if n.contains("scatter") => k("Scatter", blocks, true, false),
         n if n.contains("all_to_all") => k("AllToAll", blocks, true, false),
-        _ if name.starts_with("immediate_") && name.contains("send") => {
-            k("ImmediateSend", false, true, false)
-        }
-        _ if name.starts_with("immediate_") => k("Receive", false, false, true),
+        n if !blocks && n.contains("send") => k("ImmediateSend", false, true, false),
+        _ if !blocks => k("Receive", false, false, true),
         // Request completion (`wait`, `wait_all`, `test_any`): no message of its own, and its
         // arguments are result lists, not buffers.
         n if n.starts_with("wait") || n.starts_with("test") => k("Receive", true, false, false),

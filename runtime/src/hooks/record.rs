@@ -180,6 +180,11 @@ pub struct Record {
 }
 
 impl Record {
+    /// The group a collective ran among, when not the whole world.
+    pub fn group_id(&self) -> Option<crate::hooks::GroupId> {
+        (self.group != NONE).then_some(crate::hooks::GroupId(self.group))
+    }
+
     /// Seconds between begin and end.
     pub fn duration_s(&self) -> f64 {
         self.end_s - self.begin_s

@@ -25,8 +25,8 @@ use crate::format::{
     StageMeasurement, TileMeasurement,
 };
 use crate::hooks::{
-    group_members, io_kind, var_name, CallKind, GroupId, IoKind, RankRecords, Record, RecordKind,
-    VarId, NONE,
+    group_members, io_kind, var_name, CallKind, IoKind, RankRecords, Record, RecordKind, VarId,
+    NONE,
 };
 
 #[derive(Default)]
@@ -337,12 +337,8 @@ pub fn aggregate_node(
                 m.recv_overhead_s += overhead * (1.0 - send_share);
                 let peer = (r.peer != NONE).then_some(r.peer as usize);
                 acc.order.push(iteration, peer_op(call, peer, &t));
-                let group = (r.group != NONE).then(|| group_members(GroupId(r.group)));
-                let members = match group.flatten() {
-                    Some(g) => g.into_iter().map(|m| m as usize).collect(),
-                    None => (0..size).collect::<Vec<_>>(),
-                };
-                for p in call_peers(call, rank, &members, peer) {
+                let group = r.group_id().and_then(group_members);
+                for p in call_peers(call, rank, size, group.as_deref(), peer) {
                     if t.messages_sent > 0 {
                         acc.sent_to.entry(p as u32);
                     }
@@ -435,27 +431,28 @@ pub fn aggregate_node(
 
 /// The ranks a call of `call` on `rank` exchanges messages with, under the linear collective
 /// algorithms of `comm::collectives`: point-to-point calls talk to `peer`; the root of a rooted
-/// collective (the first of `members` for barrier, all-reduce, all-gather and scan) talks to
-/// every other member and the others to the root; all-to-all talks to every other member.
-/// `members` are the world ranks the collective runs among: every rank, or a communicator's.
+/// collective (the first member for barrier, all-reduce, all-gather and scan) talks to every
+/// other member and the others to the root; all-to-all talks to every other member. The members
+/// are `group`'s world ranks (a communicator split off the world), else all `size` ranks.
 pub fn call_peers(
     call: CallKind,
     rank: usize,
-    members: &[usize],
+    size: usize,
+    group: Option<&[u32]>,
     peer: Option<usize>,
 ) -> Vec<usize> {
-    let others = || {
-        members
-            .iter()
-            .copied()
-            .filter(|&r| r != rank)
-            .collect::<Vec<_>>()
+    let members = || -> Box<dyn Iterator<Item = usize> + '_> {
+        match group {
+            Some(g) => Box::new(g.iter().map(|&m| m as usize)),
+            None => Box::new(0..size),
+        }
     };
+    let others = || members().filter(|&r| r != rank).collect::<Vec<_>>();
     match call {
         CallKind::Send | CallKind::ImmediateSend | CallKind::Receive => peer.into_iter().collect(),
         CallKind::AllToAll => others(),
         _ => {
-            let hub = peer.or(members.first().copied()).unwrap_or(0);
+            let hub = peer.or_else(|| members().next()).unwrap_or(0);
             if hub == rank {
                 others()
             } else {
@@ -728,20 +725,19 @@ mod tests {
 
     #[test]
     fn collective_peers() {
-        let (four, three) = ([0, 1, 2, 3], [0, 1, 2]);
         assert_eq!(
-            call_peers(CallKind::Reduce, 2, &four, Some(2)),
+            call_peers(CallKind::Reduce, 2, 4, None, Some(2)),
             vec![0, 1, 3]
         );
-        assert_eq!(call_peers(CallKind::Reduce, 1, &four, Some(2)), vec![2]);
-        assert_eq!(call_peers(CallKind::AllReduce, 3, &four, None), vec![0]);
-        assert_eq!(call_peers(CallKind::AllToAll, 1, &three, None), vec![0, 2]);
-        assert_eq!(call_peers(CallKind::Send, 1, &three, Some(2)), vec![2]);
+        assert_eq!(call_peers(CallKind::Reduce, 1, 4, None, Some(2)), vec![2]);
+        assert_eq!(call_peers(CallKind::AllReduce, 3, 4, None, None), vec![0]);
+        assert_eq!(call_peers(CallKind::AllToAll, 1, 3, None, None), vec![0, 2]);
+        assert_eq!(call_peers(CallKind::Send, 1, 3, None, Some(2)), vec![2]);
         // On a communicator of the odd world ranks: its first member is the hub.
-        let odd = [1, 3, 5];
-        assert_eq!(call_peers(CallKind::AllReduce, 5, &odd, None), vec![1]);
-        assert_eq!(call_peers(CallKind::AllReduce, 1, &odd, None), vec![3, 5]);
-        assert_eq!(call_peers(CallKind::Scan, 3, &odd, None), vec![1]);
-        assert_eq!(call_peers(CallKind::AllToAll, 3, &odd, None), vec![1, 5]);
+        let odd = Some(&[1, 3, 5][..]);
+        assert_eq!(call_peers(CallKind::AllReduce, 5, 6, odd, None), vec![1]);
+        assert_eq!(call_peers(CallKind::AllReduce, 1, 6, odd, None), vec![3, 5]);
+        assert_eq!(call_peers(CallKind::Scan, 3, 6, odd, None), vec![1]);
+        assert_eq!(call_peers(CallKind::AllToAll, 3, 6, odd, None), vec![1, 5]);
     }
 }

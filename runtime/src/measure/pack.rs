@@ -4,8 +4,9 @@
 //! Variable ids are interned per process ([`crate::hooks::register_var`]), so the packed form
 //! carries the name of every variable its I/O records use, and [`unpack`] maps each to the id the
 //! unpacking process gives that name. Groups of ranks (the members of a communicator a
-//! collective ran on, [`crate::hooks::register_group`]) travel the same way, by their members. Times are shifted by the rank's clock offset to rank 0
-//! while packing, so that all ranks' records share rank 0's time base.
+//! collective ran on, [`crate::hooks::register_group`]) travel the same way, by their members.
+//! Times are shifted by the rank's clock offset to rank 0 while packing, so that all ranks'
+//! records share rank 0's time base.
 //!
 //! Layout (little-endian): the magic `MHRR`, a format version, the variable table, the group
 //! table, the records (fixed-size fields), the arrays and the optional I/O calibration.
@@ -15,8 +16,8 @@ use std::collections::BTreeMap;
 use crate::comm::Traffic;
 use crate::format::{ArrayInfo, StageKey};
 use crate::hooks::{
-    group_members, register_group, register_var, var_name, GroupId, RankRecords, Record,
-    RecordKind, VarId, NONE,
+    group_members, register_group, register_var, var_name, RankRecords, Record, RecordKind, VarId,
+    NONE,
 };
 use crate::ooc::DiskCosts;
 
@@ -64,8 +65,8 @@ pub fn pack(rr: &RankRecords, offset_s: f64) -> Vec<u8> {
     let groups: BTreeMap<u32, Vec<u32>> = rr
         .records
         .iter()
-        .filter(|r| r.group != NONE)
-        .map(|r| (r.group, group_members(GroupId(r.group)).unwrap_or_default()))
+        .filter_map(|r| r.group_id())
+        .map(|g| (g.0, group_members(g).unwrap_or_default()))
         .collect();
     w.len(groups.len());
     for (id, members) in &groups {
@@ -403,10 +404,13 @@ mod tests {
         let back = unpack(&pack(&rr, 0.0)).unwrap();
         assert_eq!(back.records[0].group, known.0);
         assert_eq!(
-            group_members(GroupId(back.records[0].group)),
+            back.records[0].group_id().and_then(group_members),
             Some(vec![5, 7, 9])
         );
-        assert_eq!(group_members(GroupId(back.records[1].group)), Some(vec![]));
+        assert_eq!(
+            back.records[1].group_id().and_then(group_members),
+            Some(vec![])
+        );
     }
 
     #[test]

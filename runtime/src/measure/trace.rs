@@ -5,8 +5,7 @@
 use mheta_format::json::{self, Object, Writer};
 
 use crate::hooks::{
-    group_members, io_kind, var_name, CallKind, GroupId, RankRecords, Record, RecordKind, VarId,
-    NONE,
+    group_members, io_kind, var_name, CallKind, RankRecords, Record, RecordKind, VarId, NONE,
 };
 
 /// The trace of every rank's records, as compact JSON. Every object's keys are in sorted order
@@ -115,8 +114,7 @@ fn args(o: &mut Object<'_>, r: &Record) {
             o.field("bytes_sent", &t.bytes_sent);
             o.field("event", &(r.event != NONE).then_some(r.event));
             // The world ranks of a collective on a communicator split off the world.
-            let group = (r.group != NONE).then(|| group_members(GroupId(r.group)));
-            o.optional("group", &group.flatten());
+            o.optional("group", &r.group_id().and_then(group_members));
             o.field("messages_received", &t.messages_received);
             o.field("messages_sent", &t.messages_sent);
             o.optional("source", &(r.id != NONE).then_some(r.id));

@@ -238,11 +238,13 @@ impl DependencyGraph {
                                 format!("`{}` runs among ranks {members:?}, which do not include rank {r}", c.call),
                             ));
                         }
-                        if !collectives.contains_key(members) {
-                            collectives.insert(members.to_vec(), vec![Vec::new(); n]);
-                        }
-                        if let Some(calls) = collectives.get_mut(members) {
-                            calls[r].push(i);
+                        match collectives.get_mut(members) {
+                            Some(calls) => calls[r].push(i),
+                            None => {
+                                let mut calls = vec![Vec::new(); n];
+                                calls[r].push(i);
+                                collectives.insert(members.to_vec(), calls);
+                            }
                         }
                     }
                 }
