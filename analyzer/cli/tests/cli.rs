@@ -273,27 +273,28 @@ fn degenerate_inputs_to_the_other_subcommands_are_errors() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("has no `clusters/` directory"), "{stderr}");
-    // Fewer runs at most than at least fails at once, not in every case's tune; no runs at all
-    // is refused by the argument parser.
+    // Fewer runs at most than at least fails at once: before tune builds anything, and not in
+    // every case of a study; no runs at all is refused by the argument parser.
     let out_dir = std::env::temp_dir().join("mheta-no-study");
     let out_dir = out_dir.to_str().unwrap();
-    let out = mheta(&[
-        "study",
-        "--out",
-        out_dir,
-        "--fixtures-dir",
-        "/nonexistent",
-        "--repeat",
-        "5",
-        "--max-repeat",
-        "3",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("--max-repeat 3 is below --repeat 5"),
-        "{stderr}"
+    let jacobi = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/jacobi");
+    let dc2 = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/clusters/dc-2.toml"
     );
+    for command in [
+        &["tune", jacobi, "--cluster", dc2][..],
+        &["study", "--out", out_dir, "--fixtures-dir", "/nonexistent"],
+    ] {
+        let out = mheta(&[command, &["--repeat", "5", "--max-repeat", "3"]].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{command:?}: {stderr}");
+        assert!(
+            stderr.contains("--max-repeat 3 is below --repeat 5"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("Compiling"), "{stderr}");
+    }
     let out = mheta(&["study", "--out", out_dir, "--repeat", "0"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");

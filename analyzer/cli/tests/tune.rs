@@ -507,27 +507,6 @@ fn the_default_protocol_runs_five_processes_of_a_fifth_of_a_second_each() {
 }
 
 #[test]
-fn max_repeat_below_repeat_is_an_error_before_the_build() {
-    let out = mheta(&[
-        "tune",
-        "fixtures/jacobi",
-        "--cluster",
-        "fixtures/clusters/dc-2.toml",
-        "--repeat",
-        "5",
-        "--max-repeat",
-        "3",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("--max-repeat 3 is below --repeat 5"),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("Compiling"), "{stderr}");
-}
-
-#[test]
 fn a_study_predicted_again_by_the_same_model_reproduces_its_figures() {
     // One case of a study: a tune report in the case's directory and the study.json row.
     let dir = tempfile::tempdir().unwrap();
