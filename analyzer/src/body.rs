@@ -356,6 +356,7 @@ pub fn is_comm_attr(f: &Function) -> bool {
 mod chains;
 mod facts;
 mod inline;
+mod peel;
 
 pub use chains::may_hold_loop;
 use chains::trip_count;
@@ -577,7 +578,12 @@ impl<'p, 'f> Builder<'p, 'f> {
                     header.glue =
                         base_var(base).is_some_and(|v| self.facts.glue_defs.contains_key(&v));
                 }
-                let body = self.block(&f.body);
+                let mut body = self.block(&f.body);
+                let (before, after) = match peel::index_range(&f.pat, &f.expr) {
+                    Some(range) => peel::peel(&mut body, &range),
+                    None => (vec![], vec![]),
+                };
+                out.extend(before);
                 out.push(Node::Loop(Loop {
                     loc: self.loc(e.extent()),
                     kind: LoopKind::For,
@@ -590,6 +596,7 @@ impl<'p, 'f> Builder<'p, 'f> {
                     iterate: has_iterate_attr(&f.attrs),
                     alt: None,
                 }));
+                out.extend(after);
             }
             Expr::While(w) => {
                 let header = self.scan(Some(&w.cond), bound, self.loc(w.cond.extent()));
