@@ -224,11 +224,12 @@ fn read(program: &Program, i: usize) -> Reading {
     let mut facts = Facts::default();
     let mut b = Builder::new(program, f, &|_| false, &mut facts, vec![i], None);
     b.declare_params(&f.sig);
-    let nodes = b.block(&f.block);
+    let mut nodes = b.block(&f.block);
     let called = b.called.clone();
     let mut callees = called.clone();
     // Calls inside larger expressions (`dot(&w, &w).sqrt()`) are callees too.
     callees.extend(calls.all.iter().filter_map(|&u| b.resolve(u)));
+    peer_fns::expand_all(program, &mut nodes);
     let direct = nodes.iter().any(Node::has_comm);
     let built = Some(Built {
         nodes,
@@ -341,8 +342,10 @@ pub fn build_function(
     let f = &program.functions[index];
     let mut b = Builder::new(program, f, communicates, facts, vec![index], None);
     b.declare_params(&f.sig);
-    let nodes = b.block(&f.block);
-    (nodes, b.called)
+    let mut nodes = b.block(&f.block);
+    let called = b.called;
+    peer_fns::expand_all(program, &mut nodes);
+    (nodes, called)
 }
 
 /// Whether a function carries `#[mheta::comm]` (or `#[comm]`).
@@ -357,6 +360,7 @@ mod chains;
 mod facts;
 mod inline;
 mod peel;
+mod peer_fns;
 
 pub use chains::may_hold_loop;
 use chains::trip_count;
@@ -501,6 +505,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             _ => vec![],
         };
         let mut binds_comm = false;
+        let mut rank_arithmetic = false;
         for (name, part) in names.iter().zip(parts) {
             let value = annotated
                 .clone()
@@ -508,7 +513,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             binds_comm |= value.is_some();
             self.env.bind(name, value);
             if let Some(e) = part {
-                self.note_facts(name, e, loc, l);
+                rank_arithmetic |= self.note_facts(name, e, loc, l);
             }
         }
         match init {
@@ -518,7 +523,8 @@ impl<'p, 'f> Builder<'p, 'f> {
                 if out.len() == before + 1 {
                     if let Some(Node::Stmt(s)) = out.last_mut() {
                         // Binding a communicator (`let up = comm.process_at_rank(r)`) is glue.
-                        if binds_comm && s.calls.is_empty() {
+                        // So is rank arithmetic in a small function (`let up = g.neighbour(1)`).
+                        if (binds_comm || rank_arithmetic) && s.calls.is_empty() {
                             s.glue = true;
                         }
                         // Only a `let` inside some loop's body can be in a main loop's, where

@@ -338,7 +338,7 @@ impl Node {
     }
 
     /// [`Node::each_stmt`], mutably.
-    fn each_stmt_mut(&mut self, f: &mut impl FnMut(&mut Stmt)) {
+    pub(crate) fn each_stmt_mut(&mut self, f: &mut impl FnMut(&mut Stmt)) {
         match self {
             Node::Stmt(s) => f(s),
             Node::Loop(l) => {

@@ -42,7 +42,16 @@ impl Builder<'_, '_> {
         }
     }
 
-    pub(super) fn note_facts(&mut self, name: &str, e: &syn::Expr, loc: Loc, l: &syn::Local) {
+    /// Notes what `let name = e` says about the rank, the size, the partition, arrays and glue;
+    /// true when `e` is rank arithmetic done by a small user function (see
+    /// [`super::peer_fns::glue_def`]), which makes the statement glue.
+    pub(super) fn note_facts(
+        &mut self,
+        name: &str,
+        e: &syn::Expr,
+        loc: Loc,
+        l: &syn::Local,
+    ) -> bool {
         let m = mentions(e);
         if m.methods.iter().any(|x| x == "rank") && !m.is_array {
             self.facts.rank_vars.insert(name.to_string());
@@ -148,7 +157,12 @@ impl Builder<'_, '_> {
             self.facts
                 .glue_defs
                 .insert(name.to_string(), self.text.of(e));
+        } else if let Some(def) = super::peer_fns::glue_def(self.program, e, &self.text.of(e)) {
+            // `let up = g.neighbour(1)`: rank arithmetic in a small function.
+            self.facts.glue_defs.insert(name.to_string(), def);
+            return true;
         }
+        false
     }
 
     /// Whether what an expression mentions derives from this node's partition: the runtime's
