@@ -204,8 +204,28 @@ impl Env {
             // `if rank > 0 { world.process_at_rank(rank - 1) } else { world.process_at_rank(size
             // - 1) }`: a process either way, whose peer is the `if` over the arms' peers (the
             // participants fold its edge case as they fold a rank chosen by `if`).
+            // An arm that leaves (`else { return; }`) gives no value: the other arm's is it.
             Expr::If(i) => {
                 let (_, otherwise) = i.else_branch.as_ref()?;
+                let then_leaves = diverges(&i.then_branch);
+                let else_leaves = matches!(&**otherwise, Expr::Block(b) if diverges(&b.block));
+                if else_leaves && !then_leaves {
+                    // `if let Some(u) = &self.universe { u.world() } else { return }`: the
+                    // arm sees what the pattern binds.
+                    if let Expr::Let(l) = &*i.cond {
+                        if let Some(v) = self.value_of(&l.expr, text) {
+                            let mut inner = self.clone();
+                            for name in pattern_idents(&l.pat) {
+                                inner.bind(&name, Some(v.clone()));
+                            }
+                            return inner.value_of(tail(&i.then_branch)?, text);
+                        }
+                    }
+                    return self.value_of(tail(&i.then_branch)?, text);
+                }
+                if then_leaves && !else_leaves {
+                    return self.value_of(otherwise, text);
+                }
                 let then = self.value_of(tail(&i.then_branch)?, text)?;
                 let otherwise = self.value_of(otherwise, text)?;
                 if (then.kind, then.family) != (otherwise.kind, otherwise.family) {
@@ -405,6 +425,35 @@ const ROOTED: &[&str] = &[
 ];
 
 /// The value of a block: its tail expression.
+/// Whether a block ends by leaving: `return`, `break`, `continue`, `panic!`, `unreachable!`,
+/// `std::process::exit(..)`.
+fn diverges(block: &syn::Block) -> bool {
+    let last = match block.stmts.last() {
+        Some(syn::Stmt::Expr(e, _)) => e,
+        Some(syn::Stmt::Macro(m)) => {
+            return m.mac.path.segments.last().is_some_and(|s| {
+                matches!(
+                    s.ident.to_string().as_str(),
+                    "panic" | "unreachable" | "todo"
+                )
+            })
+        }
+        _ => return false,
+    };
+    match last {
+        syn::Expr::Return(_) | syn::Expr::Break(_) | syn::Expr::Continue(_) => true,
+        syn::Expr::Macro(m) => m.mac.path.segments.last().is_some_and(|s| {
+            matches!(
+                s.ident.to_string().as_str(),
+                "panic" | "unreachable" | "todo"
+            )
+        }),
+        syn::Expr::Call(c) => matches!(&*c.func, syn::Expr::Path(p)
+            if p.path.segments.last().is_some_and(|s| s.ident == "exit")),
+        _ => false,
+    }
+}
+
 fn tail(block: &syn::Block) -> Option<&syn::Expr> {
     match block.stmts.last()? {
         syn::Stmt::Expr(e, None) => Some(e),
@@ -494,7 +543,8 @@ pub fn type_value(ty: &syn::Type) -> Option<CommValue> {
                 }
                 return None;
             }
-            if matches!(name.as_str(), "Arc" | "Rc" | "Box") {
+            // `Option<Universe>` held in a struct and taken out with `if let Some(u)`.
+            if matches!(name.as_str(), "Arc" | "Rc" | "Box" | "Option") {
                 if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
                     if let Some(syn::GenericArgument::Type(inner)) = a.args.first() {
                         return type_value(inner);

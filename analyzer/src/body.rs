@@ -42,6 +42,10 @@ pub struct Facts {
     pub rank_vars: BTreeSet<String>,
     /// Variables that hold the number of processes (`let size = world.size()`).
     pub size_vars: BTreeSet<String>,
+    /// A `let` binds the name `size` to something other than the number of processes.
+    pub size_is_other: bool,
+    /// Variables whose type a `let` shows: a struct literal, `Type::ctor(..)`, an annotation.
+    pub var_types: HashMap<String, String>,
     /// Scalars whose value derives from this node's partition (`rows = ctx.local_rows(n)`).
     pub dist_sizes: BTreeSet<String>,
     /// The arrays and vectors declared, in declaration order.
@@ -61,6 +65,12 @@ pub struct Facts {
 }
 
 impl Facts {
+    /// Whether `name` holds the number of processes: bound from `.size()`, or named `size`
+    /// unless a `let` binds `size` to something else (`let size = 4096`).
+    pub fn is_size(&self, name: &str) -> bool {
+        self.size_vars.contains(name) || name == "size" && !self.size_is_other
+    }
+
     /// Whether `name` holds this process's rank (`rank`, or a variable bound from `.rank()`).
     pub fn is_rank(&self, name: &str) -> bool {
         name == "rank" || self.rank_vars.contains(name)
@@ -538,7 +548,16 @@ impl<'p, 'f> Builder<'p, 'f> {
                     }
                 }
             }
-            None => out.push(Node::Stmt(self.scan(None, &names, loc))),
+            None => {
+                // `let mut ps: Vec<P>;`, assigned later: its type still declares an array.
+                if matches!(l.pat, syn::Pat::Type(_)) {
+                    let nothing = syn::Expr::Verbatim(proc_macro2::TokenStream::new());
+                    for name in &names {
+                        self.note_facts(name, &nothing, loc, l);
+                    }
+                }
+                out.push(Node::Stmt(self.scan(None, &names, loc)))
+            }
         }
         for name in &names {
             self.facts.aliases.remove(name);

@@ -381,12 +381,14 @@ pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
         }
     });
     for (kind, resolved, from_range) in peers {
+        // A name with `size` in it (`world_size`) is the size too, unless a `let` binds `size`
+        // itself to something else.
         let over_ranks = from_range
             && (facts
                 .size_vars
                 .iter()
                 .any(|s| resolved.contains(s.as_str()))
-                || resolved.contains("size"));
+                || !facts.size_is_other && resolved.contains("size"));
         let words = crate::syntax::idents_of(&resolved);
         let literal =
             words.is_empty() && resolved.chars().all(|ch| ch.is_ascii_digit() || ch == '_');
@@ -556,7 +558,8 @@ fn fold_edge_cases(peer: &str, facts: &Facts) -> String {
                 c.args.first().and_then(|a| relative(a, facts))
             }
             syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Add(_) | syn::BinOp::Sub(_)) => {
-                let text = quote::quote!(#e).to_string();
+                // Tokens print `self . rank`; a field reads as written.
+                let text = quote::quote!(#e).to_string().replace(" . ", ".");
                 facts.mentions_rank(&text).then_some(text)
             }
             _ => None,

@@ -57,8 +57,10 @@ impl Glue<'_> {
             Paren(p) => g(&p.expr),
             Group(x) => g(&x.expr),
             Unary(u) => g(&u.expr),
+            // A counter or a field of a value (`self.step += 1`), never an element's field
+            // (`cells[i].heat += 0.5` is arithmetic on data).
             Binary(b) if is_compound(&b.op) => {
-                matches!(&*b.left, Path(_) | Field(_)) && g(&b.right)
+                matches!(&*b.left, Path(_) | Field(_)) && element(&b.left).is_none() && g(&b.right)
             }
             Binary(b) => g(&b.left) && g(&b.right),
             Cast(c) => g(&c.expr),
@@ -75,12 +77,13 @@ impl Glue<'_> {
             Repeat(r) => g(&r.expr) && g(&r.len),
             Try(t) => g(&t.expr),
             Let(l) => g(&l.expr),
-            Assign(a) => match &*a.left {
-                Path(_) | Field(_) => g(&a.right),
-                // Unpacking a received value into its slot: a plain move, no arithmetic.
+            Assign(a) => match (&*a.left, element(&a.left)) {
+                (Path(_) | Field(_), None) => g(&a.right),
+                // Unpacking a received value into its slot (an element, or an element's field:
+                // `cells[k].halo = v`): a plain move, no arithmetic.
                 // An element moved between a data array and a message buffer (`buf[k] = u[k *
                 // nx + 1]`): a copy, no arithmetic on the value.
-                Index(i) => {
+                (Index(_) | Field(_), Some(i)) => {
                     let moved = match &*a.right {
                         Path(_) | Lit(_) | Field(_) => true,
                         Index(r) => g(&r.expr) && index_is_simple(&r.index, self),
@@ -216,6 +219,15 @@ fn is_compound(op: &syn::BinOp) -> bool {
 /// An index that is itself envelope arithmetic (`status.source_rank() as usize`, `k`).
 fn index_is_simple(e: &syn::Expr, glue: &Glue<'_>) -> bool {
     glue.expr(e)
+}
+
+/// The element a place expression is in: `cells[i]` of `cells[i].heat` or of `cells[i]`.
+fn element(place: &syn::Expr) -> Option<&syn::ExprIndex> {
+    match strip_parens(place) {
+        syn::Expr::Index(i) => Some(i),
+        syn::Expr::Field(f) => element(&f.base),
+        _ => None,
+    }
 }
 
 fn strip_parens(e: &syn::Expr) -> &syn::Expr {

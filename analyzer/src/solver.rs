@@ -241,17 +241,27 @@ fn choose<'n>(all: &[&'n Loop], heuristic: bool) -> Option<&'n Loop> {
 /// The loops [`main_loop`] chooses among: outermost loops that communicate (or are marked), not
 /// those over the ranks or peers when the solver was found by the heuristic.
 fn candidates<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) -> Vec<&'n Loop> {
-    // A loop over the ranks (`for src in 1..size { receive; unpack }`) visits peers once: in a
-    // program without a marked solver it is set-up or collection, not an iteration.
-    // Likewise a loop that visits peers (see `over_peers`).
+    // A loop over the ranks that only communicates, or talks to the rank it is at (`for src in
+    // 1..size { receive from src; unpack }`, `for root in 0..size { broadcast from root; push }`)
+    // visits peers once: in a program without a marked solver it is set-up or collection, not an
+    // iteration. Likewise a loop that visits peers (see `over_peers`). A loop over the ranks that
+    // computes is an iteration (`for phase in 0..size { all_reduce(..); relax(..) }`: a ring's
+    // or a pivot's steps).
     let over_ranks = |l: &Loop| {
         heuristic.is_some_and(|f| {
             let by_size = l.kind == crate::ir::LoopKind::For
                 && l.header_text.contains("..")
-                && l.bound_reads
-                    .iter()
-                    .any(|r| r == "size" || f.size_vars.contains(r));
-            by_size || over_peers(l)
+                && l.bound_reads.iter().any(|r| f.is_size(r));
+            let visits = || {
+                l.calls().iter().any(|c| {
+                    c.peers.iter().any(|p| {
+                        crate::syntax::idents_of(p)
+                            .iter()
+                            .any(|w| l.vars.iter().any(|v| v == w))
+                    })
+                })
+            };
+            by_size && (l.only_comm_and_glue() || visits()) || over_peers(l)
         })
     };
     fn loops<'a>(

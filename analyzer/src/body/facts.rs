@@ -53,6 +53,10 @@ impl Builder<'_, '_> {
         l: &syn::Local,
     ) -> bool {
         let m = mentions(e);
+        match type_of_value(&l.pat, e) {
+            Some(ty) => self.facts.var_types.insert(name.to_string(), ty),
+            None => self.facts.var_types.remove(name),
+        };
         if m.methods.iter().any(|x| x == "rank") && !m.is_array {
             self.facts.rank_vars.insert(name.to_string());
         }
@@ -63,6 +67,8 @@ impl Builder<'_, '_> {
                 .all(|i| !self.facts.rank_vars.contains(i.as_str()))
         {
             self.facts.size_vars.insert(name.to_string());
+        } else if name == "size" {
+            self.facts.size_is_other = true;
         }
         let partition_marker = self.partition_marker(&m);
         let forced_dist = self
@@ -181,10 +187,7 @@ impl Builder<'_, '_> {
             )
         }) || m.idents.iter().any(|i| {
             self.facts.dist_sizes.contains(i.as_str()) || i == "DistArray" || distributed(i)
-        }) || m
-            .divisors
-            .iter()
-            .any(|d| self.facts.size_vars.contains(d.as_str()) || d == "size")
+        }) || m.divisors.iter().any(|d| self.facts.is_size(d.as_str()))
     }
 
     /// `local_range(n, rank, size)`: a user function of the rank and the size gives this
@@ -561,5 +564,27 @@ mod tests {
         );
         assert!(c.contains(&("mine".into(), VarClass::Distributed)), "{c:?}");
         assert!(c.contains(&("all".into(), VarClass::Replicated)), "{c:?}");
+    }
+}
+
+/// The type a `let` gives its variable when it shows it: the annotation, a struct literal's
+/// name, or the type of a `Type::ctor(..)` call (`?`, `.unwrap()` and the like aside).
+fn type_of_value(pat: &syn::Pat, e: &syn::Expr) -> Option<String> {
+    if let syn::Pat::Type(t) = pat {
+        return Some(crate::syntax::type_name(&t.ty)).filter(|n| !n.is_empty());
+    }
+    let upper = |s: &syn::PathSegment| {
+        let name = s.ident.to_string();
+        name.starts_with(|c: char| c.is_uppercase()).then_some(name)
+    };
+    match super::peel(e) {
+        syn::Expr::Struct(s) => s.path.segments.last().and_then(upper),
+        syn::Expr::Call(c) => match &*c.func {
+            syn::Expr::Path(p) if p.path.segments.len() >= 2 => {
+                p.path.segments.iter().rev().nth(1).and_then(upper)
+            }
+            _ => None,
+        },
+        _ => None,
     }
 }

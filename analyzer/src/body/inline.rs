@@ -30,11 +30,22 @@ impl Builder<'_, '_> {
                 if self.env.value_of(&m.receiver, &self.text).is_some() {
                     return None;
                 }
-                let candidates: Vec<usize> = by_name
+                // Methods of that name taking as many arguments; of the receiver's type when it
+                // is known (`let mut sim = Sim { .. }`, `Sim::new(..)`, `let sim: Sim`, `self`).
+                let arity = |i: usize| fns[i].sig.inputs.len() == m.args.len() + 1;
+                let mut candidates: Vec<usize> = by_name
                     .iter()
                     .copied()
-                    .filter(|&i| fns[i].sig.receiver().is_some())
+                    .filter(|&i| fns[i].sig.receiver().is_some() && arity(i))
                     .collect();
+                if candidates.len() > 1 {
+                    if let Some(ty) = self.receiver_type(&m.receiver) {
+                        let of_type = |i: &usize| impl_type(&fns[*i].path) == Some(ty.as_str());
+                        if candidates.iter().any(of_type) {
+                            candidates.retain(of_type);
+                        }
+                    }
+                }
                 // Only when unambiguous about communication: every candidate agrees.
                 let first = *candidates.first()?;
                 candidates
@@ -43,6 +54,20 @@ impl Builder<'_, '_> {
                     .then_some(first)
             }
         }
+    }
+
+    /// The type a method's receiver has, when the body says: a variable bound to a struct
+    /// literal, a `Type::ctor(..)` call or annotated with a type, or `self` in a method.
+    fn receiver_type(&self, receiver: &syn::Expr) -> Option<String> {
+        let syn::Expr::Path(p) = peel(receiver) else {
+            return None;
+        };
+        let name = p.path.get_ident()?;
+        if name == "self" {
+            let here = &self.program.functions[*self.stack.last()?];
+            return impl_type(&here.path).map(str::to_string);
+        }
+        self.facts.var_types.get(&name.to_string()).cloned()
     }
 
     /// Expands a top-level call of a communicating user function.
@@ -267,6 +292,15 @@ pub(super) fn resolve_call(program: &Program, here: usize, c: &syn::ExprCall) ->
         .collect();
     candidates.sort_by_key(|&i| Some(fns[i].file) != here);
     candidates.first().copied()
+}
+
+/// The type a method is implemented on, from its path (`Type` of `module::Type::name`); `None`
+/// for a free function's path, whose second-to-last segment is a module (lowercase).
+fn impl_type(path: &str) -> Option<&str> {
+    let mut segs = path.rsplit("::");
+    segs.next()?;
+    segs.next()
+        .filter(|t| t.starts_with(|c: char| c.is_uppercase()))
 }
 
 enum Expansion {

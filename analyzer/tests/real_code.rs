@@ -1,0 +1,168 @@
+//! Constructs met in public rsmpi programs that the analyzer read wrongly: each program here is
+//! written in our own words around one construct, with what the structure must show.
+
+use mheta_analyzer::{analyze_source, Options};
+
+/// The text structure and the diagnostics' messages of `src`.
+fn analyze(src: &str) -> (String, Vec<String>) {
+    let a = analyze_source("t.rs", src, &Options::default());
+    let text = mheta_analyzer::emit::render(&a.structure, mheta_analyzer::emit::Format::Text);
+    let messages = a.diagnostics.iter().map(|d| d.message.clone()).collect();
+    (text, messages)
+}
+
+/// A program with rsmpi's prelude whose `main` starts MPI and then runs `body`.
+fn program(items: &str, body: &str) -> String {
+    format!(
+        "use mpi::traits::*;\nuse mpi::collective::SystemOperation;\nuse mpi::topology::SimpleCommunicator;\n\
+         {items}\nfn main() {{\n let universe = mpi::initialize().unwrap();\n let world = universe.world();\n\
+         {body}\n}}\n"
+    )
+}
+
+/// `cells[i].heat += 0.5` is arithmetic on an element, not glue such as `self.steps += 1`: the
+/// loop around it computes, so the time loop holding it and a broadcast is the main loop.
+#[test]
+fn compound_assignment_to_an_element_field_computes() {
+    let (text, _) = analyze(&program(
+        "struct Cell { heat: f64 }",
+        "let mut cells: Vec<Cell> = (0..64).map(|_| Cell { heat: 1.0 }).collect();\n\
+         let mut total = vec![0.0f64; 64];\n\
+         for _step in 0..100 {\n\
+           for i in 0..cells.len() { cells[i].heat += 0.5; }\n\
+           world.process_at_rank(0).broadcast_into(&mut total[..]);\n\
+         }",
+    ));
+    assert!(text.contains("main loop: for"), "{text}");
+    assert!(text.contains("stage 0 Loop depth 1"), "{text}");
+    // Unpacking into an element's field is still glue: the loop only communicates.
+    let (text, messages) = analyze(&program(
+        "struct Cell { heat: f64 }",
+        "let mut cells: Vec<Cell> = (0..64).map(|_| Cell { heat: 1.0 }).collect();\n\
+         let mut v = 0.0f64;\n\
+         for _step in 0..100 {\n\
+           world.process_at_rank(0).broadcast_into(&mut v);\n\
+           for i in 0..cells.len() { cells[i].heat = v; }\n\
+         }",
+    ));
+    assert!(!text.contains("stage"), "{text}");
+    assert!(
+        messages.iter().any(|m| m.starts_with("no solver found")),
+        "{messages:?}"
+    );
+}
+
+/// `ps[i].x = ps[i].x + ps[i].v * dt` computes whether or not `ps` was declared with a value; a
+/// typed `let` without one still declares the array.
+#[test]
+fn an_array_declared_before_its_value_is_data() {
+    let (text, _) = analyze(&program(
+        "struct P { x: f64, v: f64 }",
+        "let mut ps: Vec<P>;\n\
+         ps = (0..100).map(|i| P { x: i as f64, v: 1.0 }).collect();\n\
+         for _step in 0..50 {\n\
+           let mut dt = 0.0;\n\
+           world.all_reduce_into(&ps[0].v, &mut dt, SystemOperation::min());\n\
+           for i in 0..ps.len() { ps[i].x = ps[i].x + ps[i].v * dt; }\n\
+         }",
+    ));
+    assert!(text.contains("variable ps: Replicated P"), "{text}");
+    assert!(
+        text.contains("reads [ps, dt] writes [ps]") || text.contains("reads [dt, ps] writes [ps]"),
+        "{text}"
+    );
+}
+
+/// A loop bounded by a `size` that is not the number of processes is an ordinary loop, and a
+/// loop over the ranks that computes (a pivot or a ring's steps) is an iteration; one that talks
+/// to the rank it is at is still set-up.
+#[test]
+fn loops_bounded_by_size() {
+    let pivot = |bound: &str| {
+        program(
+            "",
+            &format!(
+                "let p = world.size();\n let size = 4096;\n let mut x = vec![1.0f64; 4096];\n\
+                 for k in 0..{bound} {{\n let mut s = 0.0;\n\
+                   world.all_reduce_into(&x[k as usize], &mut s, SystemOperation::sum());\n\
+                   for j in 0..x.len() {{ x[j] = x[j].min(s + x[k as usize]); }}\n }}"
+            ),
+        )
+    };
+    for bound in ["size", "p"] {
+        let (text, messages) = analyze(&pivot(bound));
+        assert!(
+            text.contains("main loop: for"),
+            "{bound}: {text}\n{messages:?}"
+        );
+    }
+    // Broadcasting every rank's value in turn, then keeping it: set-up, not the solver's loop.
+    let (text, _) = analyze(&program(
+        "",
+        "let size = world.size();\n let rank = world.rank();\n let mut layers = Vec::new();\n\
+         for root in 0..size {\n let mut k = if root == rank { 1.0 } else { 0.0 };\n\
+           world.process_at_rank(root).broadcast_into(&mut k);\n layers.push(k);\n }\n\
+         let mut u = vec![0.0f64; 16];\n\
+         for _ in 0..100 {\n for i in 0..16 { u[i] += layers[0]; }\n\
+           let mut s = 0.0;\n world.all_reduce_into(&u[0], &mut s, SystemOperation::sum());\n }",
+    ));
+    // The set-up loop is at line 9, the time loop at 17.
+    assert!(text.contains("main loop: for @ t.rs:17:"), "{text}");
+}
+
+/// Two types with a method of one name: the call resolves by the number of arguments, then by
+/// the receiver's type when the body shows it.
+#[test]
+fn methods_of_one_name_on_two_types() {
+    let items = |gpu_args: &str| {
+        format!(
+            "struct Gpu {{ n: usize }}\nimpl Gpu {{ fn step(&mut self{gpu_args}) {{ self.n += 1; }} }}\n\
+             struct Sim {{ data: Vec<f64> }}\nimpl Sim {{ fn step(&mut self, world: &SimpleCommunicator) {{\n\
+             for x in self.data.iter_mut() {{ *x *= 0.5; }}\n\
+             world.process_at_rank(0).broadcast_into(&mut self.data[..]);\n }} }}"
+        )
+    };
+    let body = |sim: &str| {
+        format!(
+            "{sim}\n let mut gpu = Gpu {{ n: 0 }};\n\
+             for _it in 0..100 {{ sim.step(&world); }}\n let _ = &mut gpu;"
+        )
+    };
+    for (gpu_args, sim) in [
+        ("", "let mut sim = Sim { data: vec![1.0; 64] };"),
+        (
+            ", _w: &SimpleCommunicator",
+            "let mut sim = Sim { data: vec![1.0; 64] };",
+        ),
+        (
+            ", _w: &SimpleCommunicator",
+            "let mut sim: Sim = Sim { data: vec![1.0; 64] };",
+        ),
+    ] {
+        let (text, messages) = analyze(&program(&items(gpu_args), &body(sim)));
+        assert!(
+            text.contains("broadcast by single_call"),
+            "{gpu_args} / {sim}: {text}\n{messages:?}"
+        );
+    }
+}
+
+/// A universe kept in an `Option` field and taken out by `if let Some(u) = &self.universe { ..
+/// } else { return; }` gives the communicator the exchange uses.
+#[test]
+fn a_universe_in_an_option_field() {
+    let src = "use mpi::traits::*;\n\
+        pub struct Sim { pub rank: i32, pub size: i32, pub universe: Option<mpi::environment::Universe>, pub data: Vec<f64> }\n\
+        impl Sim {\n pub fn exchange(&mut self) {\n\
+          let world = if let Some(universe) = &self.universe { universe.world() } else { return; };\n\
+          let right = if self.rank < self.size - 1 { self.rank + 1 } else { -1 };\n\
+          if right >= 0 { world.process_at_rank(right).send(&self.data[..]); }\n }\n\
+         pub fn step(&mut self) {\n for x in self.data.iter_mut() { *x += 1.0; }\n self.exchange();\n }\n}\n\
+        fn main() {\n let mut sim = Sim { rank: 0, size: 1, universe: mpi::initialize(), data: vec![0.0; 8] };\n\
+         for _ in 0..10 { sim.step(); }\n}\n";
+    let (text, messages) = analyze(src);
+    assert!(
+        text.contains("nearest_neighbor by function with [self.rank + 1]: mpi::send"),
+        "{text}\n{messages:?}"
+    );
+}
