@@ -46,6 +46,8 @@ pub struct Facts {
     pub size_is_other: bool,
     /// Variables whose type a `let` shows: a struct literal, `Type::ctor(..)`, an annotation.
     pub var_types: HashMap<String, String>,
+    /// Parameters that are `&mut` references (`u: &mut Vec<f64>`).
+    pub mut_refs: BTreeSet<String>,
     /// Scalars whose value derives from this node's partition (`rows = ctx.local_rows(n)`).
     pub dist_sizes: BTreeSet<String>,
     /// The arrays and vectors declared, in declaration order.
@@ -408,6 +410,14 @@ impl<'p, 'f> Builder<'p, 'f> {
             )
         });
         env.bind_params(&f.sig);
+        // Inlined callees' too: `fill(u, m)` in a callee given `u: &mut Vec<f64>` writes it.
+        for input in &f.sig.inputs {
+            if let syn::FnArg::Typed(pt) = input {
+                if matches!(&*pt.ty, syn::Type::Reference(r) if r.mutability.is_some()) {
+                    facts.mut_refs.extend(pattern_idents(&pt.pat));
+                }
+            }
+        }
         Builder {
             program,
             text: Text {
@@ -487,6 +497,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             glue_closures: &self.facts.glue_closures,
             data: &self.facts.data_arrays,
             aliases: &self.facts.aliases,
+            mut_refs: &self.facts.mut_refs,
         }
     }
 

@@ -82,6 +82,8 @@ pub struct Scanner<'a> {
     pub data: &'a BTreeSet<String>,
     /// Slice aliases: an access through one is an access of the aliased variable.
     pub aliases: &'a crate::alias::Aliases,
+    /// Parameters that are `&mut` references: passing one on by name lets the callee write it.
+    pub mut_refs: &'a BTreeSet<String>,
 }
 
 impl Scanner<'_> {
@@ -169,6 +171,21 @@ impl Visitor<'_, '_> {
     fn push_accesses(&mut self, var: &str, dims: &[&syn::Expr], write: bool) {
         for (var, dims) in crate::alias::resolve(self.s.aliases, var, dims) {
             self.out.accesses.push(IndexAccess { var, dims, write });
+        }
+    }
+
+    /// The arguments of a call that is not communication: a callee given a `&mut` parameter by
+    /// name may write it (`fill(u, m)` with `u: &mut Vec<f64>`), as one given `&mut u` may.
+    fn passed_on(&mut self, args: &syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>) {
+        for arg in args {
+            if let syn::Expr::Path(p) = arg {
+                if let Some(id) = p.path.get_ident() {
+                    let name = crate::syntax::Name::of(id);
+                    if self.s.mut_refs.contains(name.as_str()) {
+                        push_unique(&mut self.out.writes, name.as_str());
+                    }
+                }
+            }
         }
     }
 
@@ -272,6 +289,7 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
         if let Some(calls) = (self.s.user_comm)(UserCall::Method(m)) {
             self.out.calls.extend(calls);
         }
+        self.passed_on(&m.args);
         if mutates(&name) {
             if let Some(var) = base_var(&m.receiver) {
                 push_unique(&mut self.out.writes, &var);
@@ -285,6 +303,7 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
             self.out.calls.push(call);
         } else if let Some(calls) = (self.s.user_comm)(UserCall::Call(c)) {
             self.out.calls.extend(calls);
+            self.passed_on(&c.args);
         } else if let syn::Expr::Path(p) = &*c.func {
             let name = p
                 .path
@@ -292,6 +311,7 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
                 .last()
                 .map(|s| s.ident.to_string())
                 .unwrap_or_default();
+            self.passed_on(&c.args);
             if let (Some(op), Some(first)) = (self.s.config.io_op(&name), c.args.first()) {
                 let var = base_var(first).unwrap_or_else(|| self.s.text.of(first));
                 self.out.io.push(IoCall {

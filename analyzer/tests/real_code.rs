@@ -166,3 +166,17 @@ fn a_universe_in_an_option_field() {
         "{text}\n{messages:?}"
     );
 }
+
+/// A `&mut` parameter passed on by name to a function that fills it is written there.
+#[test]
+fn a_mutable_reference_passed_on_is_written() {
+    let (text, _) = analyze(&program(
+        "fn fill(dst: &mut Vec<f64>, value: f64) { for i in 0..dst.len() { dst[i] = value; } }\n\
+         fn step(world: &SimpleCommunicator, u: &mut Vec<f64>) {\n let mut m = 0.0;\n\
+           world.all_reduce_into(&u[0], &mut m, SystemOperation::max());\n fill(u, m);\n}",
+        "let mut u = vec![0.0f64; 4096];\n let mut w = vec![0.0f64; 4096];\n\
+         for _it in 0..100 {\n step(&world, &mut u);\n\
+           for i in 0..w.len() { w[i] = u[i] + 1.0; }\n }",
+    ));
+    assert!(text.contains("reads [u, m] writes [u]"), "{text}");
+}
