@@ -180,3 +180,40 @@ fn a_mutable_reference_passed_on_is_written() {
     ));
     assert!(text.contains("reads [u, m] writes [u]"), "{text}");
 }
+
+/// A guard on a neighbour computed from the rank (`if right >= 0`, `if partner != NONE`) is a
+/// rank guard: its arms' communication is one event per guard, with no "depends on data"
+/// warning.
+#[test]
+fn guards_on_neighbours_computed_from_the_rank() {
+    let by_glue = program(
+        "",
+        "let rank = world.rank();\n let size = world.size();\n\
+         let right = if rank < size - 1 { rank + 1 } else { -1 };\n\
+         let mut parts: Vec<f64> = vec![0.0; 16];\n\
+         for _it in 0..200 {\n if right >= 0 {\n\
+           let (msg, _) = world.process_at_rank(right).receive_vec::<f64>();\n\
+           for m in msg { parts.push(m); }\n }\n\
+           for p in parts.iter_mut() { *p *= 0.5; }\n }",
+    );
+    let by_function = program(
+        "const NONE: i32 = -1;\n\
+         fn partner_of(rank: i32, phase: i32, size: i32) -> i32 {\n\
+           let p = if (rank + phase) % 2 == 0 { rank + 1 } else { rank - 1 };\n\
+           if p < 0 || p >= size { NONE } else { p }\n}",
+        "let rank = world.rank();\n let size = world.size();\n let mut keys = vec![0u64; 1000];\n\
+         let mut other = vec![0u64; 1000];\n\
+         for phase in 0..2 * size {\n let partner = partner_of(rank, phase, size);\n\
+           if partner != NONE {\n let p = world.process_at_rank(partner);\n\
+             mpi::point_to_point::send_receive_into(&keys[..], &p, &mut other[..], &p);\n\
+             keys.extend_from_slice(&other);\n keys.sort();\n keys.truncate(1000);\n }\n }",
+    );
+    for src in [by_glue, by_function] {
+        let (text, messages) = analyze(&src);
+        assert!(text.contains("nearest_neighbor"), "{text}");
+        assert!(
+            !messages.iter().any(|m| m.contains("depends on data")),
+            "{messages:?}"
+        );
+    }
+}

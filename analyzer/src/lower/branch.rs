@@ -39,9 +39,17 @@ impl Lowered {
 
     pub(super) fn comm_branch(&mut self, b: Branch, ctx: Context, facts: &Facts) {
         let reads_counter = b.cond.reads.iter().any(|r| self.counters.contains(r));
-        // The rank as a variable, or as a field (`if self.rank == 0`, `info.rank == root`).
-        let reads_rank =
-            b.cond.reads.iter().any(|r| facts.is_rank(r)) || facts.mentions_rank(&b.cond_text);
+        // The rank as a variable, or as a field (`if self.rank == 0`, `info.rank == root`), or a
+        // neighbour computed from it (`if right >= 0` with `let right = if rank < size - 1 {
+        // rank + 1 } else { -1 }`, `if partner != NONE` with `let partner = partner_of(rank,
+        // ..)`, a small function expanded).
+        let reads_rank = b.cond.reads.iter().any(|r| {
+            facts.is_rank(r)
+                || facts
+                    .glue_defs
+                    .get(r)
+                    .is_some_and(|def| facts.mentions_rank(def))
+        }) || facts.mentions_rank(&b.cond_text);
         if reads_counter {
             self.counter_branch(b, ctx, facts);
             return;
