@@ -100,6 +100,7 @@ impl Glue<'_> {
             }
             Match(m) => g(&m.expr) && m.arms.iter().all(|a| g(&a.body)),
             Block(b) => self.block(&b.block),
+            Unsafe(u) => self.block(&u.block),
             Closure(c) => g(&c.body),
             Macro(m) => self.macro_call(&m.mac),
             MethodCall(m) => self.method_call(m),
@@ -197,6 +198,9 @@ pub fn wraps(c: &syn::ExprCall) -> bool {
             parent,
             "usize" | "u32" | "i32" | "i64" | "u64" | "f64" | "f32"
         )
+        // Reinterpreting a buffer as another type moves nothing (`transmute::<&mut [f64; 32],
+        // &mut [u64; 32]>(&mut row)`, `slice::from_raw_parts(p, n)`).
+        || matches!(last, "transmute" | "from_raw_parts" | "from_raw_parts_mut")
 }
 
 fn is_compound(op: &syn::BinOp) -> bool {

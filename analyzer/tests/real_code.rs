@@ -217,3 +217,26 @@ fn guards_on_neighbours_computed_from_the_rank() {
         );
     }
 }
+
+/// A send buffer reinterpreted in an `unsafe` block (`transmute`) moves nothing: the exchange
+/// stays one event.
+#[test]
+fn a_transmuted_send_buffer_is_glue() {
+    let (text, messages) = analyze(&program(
+        "",
+        "let rank = world.rank();\n let size = world.size();\n\
+         let up: Option<i32> = if rank + 1 < size { Some(rank + 1) } else { None };\n\
+         let down: Option<i32> = if rank > 0 { Some(rank - 1) } else { None };\n\
+         let mut field = vec![0.0f64; 1024];\n let mut ghost = vec![0.0f64; 32];\n\
+         let mut lo = [0.0f64; 32];\n let mut hi = [0.0f64; 32];\n\
+         for _it in 0..500 {\n mpi::request::scope(|scope| {\n let mut guards = Vec::new();\n\
+           if let Some(up) = up {\n guards.push(mpi::request::WaitGuard::from(world.process_at_rank(up).immediate_send(scope, \
+             unsafe { std::mem::transmute::<&mut [f64; 32], &mut [u64; 32]>(&mut hi) })));\n }\n\
+           if let Some(down) = down {\n guards.push(mpi::request::WaitGuard::from(world.process_at_rank(down).immediate_send(scope, \
+             unsafe { std::mem::transmute::<&mut [f64; 32], &mut [u64; 32]>(&mut lo) })));\n\
+             guards.push(mpi::request::WaitGuard::from(world.process_at_rank(down).immediate_receive_into(scope, &mut ghost[..])));\n }\n\
+         });\n for i in 1..1023 { field[i] = 0.5 * field[i] + 0.25 * ghost[i % 32]; }\n }",
+    ));
+    assert_eq!(text.matches("comm event").count(), 1, "{text}");
+    assert!(messages.is_empty(), "{messages:?}");
+}
