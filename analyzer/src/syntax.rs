@@ -47,6 +47,8 @@ const KNOWN_MACROS: &[&str] = &[
     "debug_assert", "debug_assert_eq", "debug_assert_ne", "vec", "panic", "unreachable", "todo", "unimplemented",
     "dbg", "format_args", "matches", "info", "debug", "warn", "error", "trace", "concat", "stringify", "env",
     "include_str", "include_bytes", "line", "file", "column", "cfg", "compile_error", "anyhow", "bail", "ensure",
+    // ndarray's slicing and literal macros.
+    "s", "array",
 ];
 
 /// The variable at the base of a place expression (`a` in `a[i].x`, `self.a` → `a`).

@@ -240,3 +240,19 @@ fn a_transmuted_send_buffer_is_glue() {
     assert_eq!(text.matches("comm event").count(), 1, "{text}");
     assert!(messages.is_empty(), "{messages:?}");
 }
+
+/// ndarray's `s![..]` slices: no "may hide communication" warning, and what it names is read.
+#[test]
+fn ndarray_slicing_macro_is_known() {
+    let (text, messages) = analyze(&program(
+        "use ndarray::{Array2, s};",
+        "let mut a = Array2::<f64>::zeros((64, 3));\n let mut row = vec![0.0f64; 3];\n let k = 1;\n\
+         for _it in 0..100 {\n let total = a.slice(s![.., k]).sum();\n row[0] = total;\n\
+           world.process_at_rank(0).broadcast_into(&mut row[..]);\n a[[0, 0]] = row[0];\n }",
+    ));
+    assert!(
+        !messages.iter().any(|m| m.contains("macro `s!`")),
+        "{messages:?}"
+    );
+    assert!(text.contains("reads [a, k, total]"), "{text}");
+}
