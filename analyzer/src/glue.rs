@@ -84,7 +84,8 @@ impl Glue<'_> {
                 // An element moved between a data array and a message buffer (`buf[k] = u[k *
                 // nx + 1]`): a copy, no arithmetic on the value.
                 (Index(_) | Field(_), Some(i)) => {
-                    let moved = match &*a.right {
+                    // A conversion is no arithmetic: `bodies[j].x = buf as f64`.
+                    let moved = match crate::syntax::strip_casts(&a.right) {
                         Path(_) | Lit(_) | Field(_) => true,
                         Index(r) => g(&r.expr) && index_is_simple(&r.index, self),
                         _ => false,

@@ -35,14 +35,15 @@ fn compound_assignment_to_an_element_field_computes() {
     ));
     assert!(text.contains("main loop: for"), "{text}");
     assert!(text.contains("stage 0 Loop depth 1"), "{text}");
-    // Unpacking into an element's field is still glue: the loop only communicates.
+    // Unpacking into an element's field, converted or not, is still glue: the loop only
+    // communicates.
     let (text, messages) = analyze(&program(
         "struct Cell { heat: f64 }",
         "let mut cells: Vec<Cell> = (0..64).map(|_| Cell { heat: 1.0 }).collect();\n\
-         let mut v = 0.0f64;\n\
+         let mut v = 0.0f32;\n\
          for _step in 0..100 {\n\
            world.process_at_rank(0).broadcast_into(&mut v);\n\
-           for i in 0..cells.len() { cells[i].heat = v; }\n\
+           for i in 0..cells.len() { cells[i].heat = v as f64; }\n\
          }",
     ));
     assert!(!text.contains("stage"), "{text}");
