@@ -163,7 +163,7 @@ impl Builder<'_, '_> {
             self.facts
                 .glue_defs
                 .insert(name.to_string(), self.text.of(e));
-        } else if let Some(def) = super::peer_fns::glue_def(self.program, e, &self.text.of(e)) {
+        } else if let Some(def) = super::peer_fns::glue_def(self.program, e, &self.text) {
             // `let up = g.neighbour(1)`: rank arithmetic in a small function.
             self.facts.glue_defs.insert(name.to_string(), def);
             return true;

@@ -36,10 +36,38 @@ pub(super) fn expand_all(program: &Program, nodes: &mut [Node]) {
 
 /// The glue definition of `let name = e` when `e` calls a one-expression user function whose
 /// expansion is glue (`let up = g.neighbour(1)`): the expansion, which peers named `name` read.
-pub(super) fn glue_def(program: &Program, e: &syn::Expr, text: &str) -> Option<String> {
-    let expanded = expand(program, called(program, e).map(|_| text)?)?;
-    let parsed = syn::parse_str::<syn::Expr>(&expanded).ok()?;
-    crate::scan::is_glue(&parsed).then_some(expanded)
+pub(super) fn glue_def(
+    program: &Program,
+    e: &syn::Expr,
+    text: &crate::binding::Text<'_>,
+) -> Option<String> {
+    // Most `let`s call no such function: their text is not even looked at. Glue arguments put
+    // into a glue body make glue, so the expansion need not be parsed to be judged.
+    let (f, body) = called(program, e)?;
+    let glue = f.block.stmts[..f.block.stmts.len() - 1]
+        .iter()
+        .filter_map(single_let)
+        .all(|(_, init)| crate::scan::is_glue(init))
+        && crate::scan::is_glue(body)
+        && call_parts(e)?.1.iter().all(crate::scan::is_glue);
+    if !glue {
+        return None;
+    }
+    expand_call(program, e, &|arg| Some(text.of(arg)))
+}
+
+/// The receiver (of a method call) and the arguments of a call.
+fn call_parts(
+    call: &syn::Expr,
+) -> Option<(
+    Option<&syn::Expr>,
+    &syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>,
+)> {
+    match crate::syntax::strip_casts(call) {
+        syn::Expr::MethodCall(m) => Some((Some(&*m.receiver), &m.args)),
+        syn::Expr::Call(c) => Some((None, &c.args)),
+        _ => None,
+    }
 }
 
 /// The one-expression function `e` calls, if it calls one (a cheap test before any printing).
@@ -93,12 +121,17 @@ fn expand(program: &Program, peer: &str) -> Option<String> {
         return None;
     }
     let call = syn::parse_str::<syn::Expr>(peer).ok()?;
-    let (f, body) = called(program, &call)?;
-    let (receiver, args) = match crate::syntax::strip_casts(&call) {
-        syn::Expr::MethodCall(m) => (Some(&*m.receiver), &m.args),
-        syn::Expr::Call(c) => (None, &c.args),
-        _ => return None,
-    };
+    expand_call(program, &call, &|arg| written(peer, arg))
+}
+
+/// [`expand`] of a parsed call, `text` giving each argument's (and the receiver's) text.
+fn expand_call(
+    program: &Program,
+    call: &syn::Expr,
+    text: &dyn Fn(&syn::Expr) -> Option<String>,
+) -> Option<String> {
+    let (f, body) = called(program, call)?;
+    let (receiver, args) = call_parts(call)?;
     let mut params = vec![];
     let mut has_self = false;
     for input in &f.sig.inputs {
@@ -116,7 +149,7 @@ fn expand(program: &Program, peer: &str) -> Option<String> {
     // The texts to put in: each argument as written in the peer, `self` as the receiver.
     let mut values: Vec<(String, String)> = Vec::with_capacity(params.len() + 1);
     for (param, arg) in params.into_iter().zip(args) {
-        let text = written(peer, arg)?;
+        let text = text(arg)?;
         let simple = matches!(
             arg,
             syn::Expr::Path(_) | syn::Expr::Lit(_) | syn::Expr::Field(_)
@@ -124,7 +157,7 @@ fn expand(program: &Program, peer: &str) -> Option<String> {
         values.push((param, if simple { text } else { format!("({text})") }));
     }
     if let Some(r) = receiver {
-        values.push(("self".into(), written(peer, r)?));
+        values.push(("self".into(), text(r)?));
     }
     // `let`s before the value are put into what follows them, in order.
     let source = |e: &syn::Expr| program.sources.snippet(Loc::of(f.file, e.extent()));
