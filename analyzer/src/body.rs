@@ -48,6 +48,9 @@ pub struct Facts {
     pub var_types: HashMap<String, String>,
     /// Parameters that are `&mut` references (`u: &mut Vec<f64>`).
     pub mut_refs: BTreeSet<String>,
+    /// Local closures that communicate (`let report = |v| { all_reduce(..); .. }`): the calls
+    /// their body makes, made wherever they are called.
+    pub comm_closures: HashMap<String, Vec<crate::ir::CallSite>>,
     /// Scalars whose value derives from this node's partition (`rows = ctx.local_rows(n)`).
     pub dist_sizes: BTreeSet<String>,
     /// The arrays and vectors declared, in declaration order.
@@ -498,6 +501,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             data: &self.facts.data_arrays,
             aliases: &self.facts.aliases,
             mut_refs: &self.facts.mut_refs,
+            comm_closures: &self.facts.comm_closures,
         }
     }
 
@@ -537,12 +541,23 @@ impl<'p, 'f> Builder<'p, 'f> {
                 rank_arithmetic |= self.note_facts(name, e, loc, l);
             }
         }
+        for name in &names {
+            self.facts.comm_closures.remove(name);
+        }
         match init {
             Some(e) => {
                 let before = out.len();
                 self.expr(e, &names, loc, out);
                 if out.len() == before + 1 {
                     if let Some(Node::Stmt(s)) = out.last_mut() {
+                        // Defining a closure that communicates communicates nothing: its calls
+                        // are made where it is called.
+                        if let ([name], syn::Expr::Closure(_)) = (names.as_slice(), peel(e)) {
+                            if !s.calls.is_empty() {
+                                let calls = std::mem::take(&mut s.calls);
+                                self.facts.comm_closures.insert(name.clone(), calls);
+                            }
+                        }
                         // Binding a communicator (`let up = comm.process_at_rank(r)`) is glue.
                         // So is rank arithmetic in a small function (`let up = g.neighbour(1)`).
                         if (binds_comm || rank_arithmetic) && s.calls.is_empty() {

@@ -84,6 +84,8 @@ pub struct Scanner<'a> {
     pub aliases: &'a crate::alias::Aliases,
     /// Parameters that are `&mut` references: passing one on by name lets the callee write it.
     pub mut_refs: &'a BTreeSet<String>,
+    /// Local closures that communicate, with the calls they make.
+    pub comm_closures: &'a std::collections::HashMap<String, Vec<CallSite>>,
 }
 
 impl Scanner<'_> {
@@ -299,8 +301,18 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
     }
 
     fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        let closure = match &*c.func {
+            syn::Expr::Path(p) => p.path.get_ident().and_then(|id| {
+                self.s
+                    .comm_closures
+                    .get(crate::syntax::Name::of(id).as_str())
+            }),
+            _ => None,
+        };
         if let Some(call) = self.s.env.free_comm_call(c, &self.s.text) {
             self.out.calls.push(call);
+        } else if let Some(calls) = closure {
+            self.out.calls.extend(calls.iter().cloned());
         } else if let Some(calls) = (self.s.user_comm)(UserCall::Call(c)) {
             self.out.calls.extend(calls);
             self.passed_on(&c.args);

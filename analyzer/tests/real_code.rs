@@ -257,3 +257,23 @@ fn ndarray_slicing_macro_is_known() {
     );
     assert!(text.contains("reads [a, k, total]"), "{text}");
 }
+
+/// A local closure that communicates makes its calls where it is called, not where it is
+/// defined.
+#[test]
+fn a_communicating_closure_communicates_where_it_is_called() {
+    let (text, _) = analyze(&program(
+        "",
+        "let mut v = vec![1.0f64; 64];\n\
+         let report = |v: &Vec<f64>| {\n let local: f64 = v.iter().sum();\n let mut total = 0.0;\n\
+           world.all_reduce_into(&local, &mut total, SystemOperation::sum());\n total\n };\n\
+         for step in 1..=1000 {\n for x in v.iter_mut() { *x *= 0.5; }\n\
+           world.process_at_rank(0).broadcast_into(&mut v[..]);\n\
+           if step % 10 == 0 { println!(\"{}\", report(&v)); }\n }",
+    ));
+    assert!(text.contains("reduction by single_call"), "{text}");
+    assert!(
+        text.contains("when step % 10 == 0 (frequency 0.1)"),
+        "{text}"
+    );
+}
