@@ -477,6 +477,28 @@ pub(super) fn mentions(e: &syn::Expr) -> Mentions {
     v.0
 }
 
+/// The type a `let` gives its variable when it shows it: the annotation, a struct literal's
+/// name, or the type of a `Type::ctor(..)` call (`?`, `.unwrap()` and the like aside).
+fn type_of_value(pat: &syn::Pat, e: &syn::Expr) -> Option<String> {
+    if let syn::Pat::Type(t) = pat {
+        return Some(crate::syntax::type_name(&t.ty)).filter(|n| !n.is_empty());
+    }
+    let upper = |s: &syn::PathSegment| {
+        let name = s.ident.to_string();
+        name.starts_with(|c: char| c.is_uppercase()).then_some(name)
+    };
+    match super::peel(e) {
+        syn::Expr::Struct(s) => s.path.segments.last().and_then(upper),
+        syn::Expr::Call(c) => match &*c.func {
+            syn::Expr::Path(p) if p.path.segments.len() >= 2 => {
+                p.path.segments.iter().rev().nth(1).and_then(upper)
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use mheta_format::VarClass;
@@ -564,27 +586,5 @@ mod tests {
         );
         assert!(c.contains(&("mine".into(), VarClass::Distributed)), "{c:?}");
         assert!(c.contains(&("all".into(), VarClass::Replicated)), "{c:?}");
-    }
-}
-
-/// The type a `let` gives its variable when it shows it: the annotation, a struct literal's
-/// name, or the type of a `Type::ctor(..)` call (`?`, `.unwrap()` and the like aside).
-fn type_of_value(pat: &syn::Pat, e: &syn::Expr) -> Option<String> {
-    if let syn::Pat::Type(t) = pat {
-        return Some(crate::syntax::type_name(&t.ty)).filter(|n| !n.is_empty());
-    }
-    let upper = |s: &syn::PathSegment| {
-        let name = s.ident.to_string();
-        name.starts_with(|c: char| c.is_uppercase()).then_some(name)
-    };
-    match super::peel(e) {
-        syn::Expr::Struct(s) => s.path.segments.last().and_then(upper),
-        syn::Expr::Call(c) => match &*c.func {
-            syn::Expr::Path(p) if p.path.segments.len() >= 2 => {
-                p.path.segments.iter().rev().nth(1).and_then(upper)
-            }
-            _ => None,
-        },
-        _ => None,
     }
 }
