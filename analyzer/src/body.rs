@@ -51,6 +51,9 @@ pub struct Facts {
     /// Local closures that communicate (`let report = |v| { all_reduce(..); .. }`): the calls
     /// their body makes, made wherever they are called.
     pub comm_closures: HashMap<String, Vec<crate::ir::CallSite>>,
+    /// Parameters that are closures (`report: &mut dyn FnMut(..)`): calling one runs code the
+    /// analysis does not see.
+    pub closure_params: BTreeSet<String>,
     /// Scalars whose value derives from this node's partition (`rows = ctx.local_rows(n)`).
     pub dist_sizes: BTreeSet<String>,
     /// The arrays and vectors declared, in declaration order.
@@ -419,6 +422,9 @@ impl<'p, 'f> Builder<'p, 'f> {
                 if matches!(&*pt.ty, syn::Type::Reference(r) if r.mutability.is_some()) {
                     facts.mut_refs.extend(pattern_idents(&pt.pat));
                 }
+                if is_closure_type(&pt.ty, &f.sig.generics) {
+                    facts.closure_params.extend(pattern_idents(&pt.pat));
+                }
             }
         }
         Builder {
@@ -502,6 +508,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             aliases: &self.facts.aliases,
             mut_refs: &self.facts.mut_refs,
             comm_closures: &self.facts.comm_closures,
+            closure_params: &self.facts.closure_params,
         }
     }
 
@@ -947,6 +954,54 @@ impl<'p, 'f> Builder<'p, 'f> {
             cond_text: self.text.of(cond_expr),
             arms,
         })
+    }
+}
+
+/// Whether a parameter's type is a closure: `&mut dyn FnMut(..)`, `impl Fn(..)`, `Box<dyn
+/// Fn(..)>`, or a type parameter bounded by one of the `Fn` traits.
+fn is_closure_type(ty: &syn::Type, generics: &syn::Generics) -> bool {
+    let fn_bound = |b: &syn::TypeParamBound| match b {
+        syn::TypeParamBound::Trait(t) => t
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "Fn" || s.ident == "FnMut" || s.ident == "FnOnce"),
+        _ => false,
+    };
+    match ty {
+        syn::Type::Reference(r) => is_closure_type(&r.elem, generics),
+        syn::Type::Paren(p) => is_closure_type(&p.elem, generics),
+        syn::Type::TraitObject(t) => t.bounds.iter().any(fn_bound),
+        syn::Type::ImplTrait(t) => t.bounds.iter().any(fn_bound),
+        syn::Type::Path(p) => {
+            let Some(last) = p.path.segments.last() else {
+                return false;
+            };
+            if last.ident == "Box" {
+                if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
+                    if let Some(syn::GenericArgument::Type(inner)) = a.args.first() {
+                        return is_closure_type(inner, generics);
+                    }
+                }
+            }
+            let Some(name) = p.path.get_ident() else {
+                return false;
+            };
+            let bounded = generics.params.iter().any(|g| {
+                matches!(g, syn::GenericParam::Type(t) if t.ident == *name && t.bounds.iter().any(fn_bound))
+            });
+            bounded
+                || generics.where_clause.as_ref().is_some_and(|w| {
+                    w.predicates.iter().any(|pr| match pr {
+                        syn::WherePredicate::Type(pt) => {
+                            matches!(&pt.bounded_ty, syn::Type::Path(b) if b.path.is_ident(name))
+                                && pt.bounds.iter().any(fn_bound)
+                        }
+                        _ => false,
+                    })
+                })
+        }
+        _ => false,
     }
 }
 

@@ -97,6 +97,9 @@ pub struct Stmt {
     pub computes: bool,
     /// Macros that were not expanded and might hide communication: (name, location).
     pub opaque_macros: Vec<(String, Loc)>,
+    /// Calls of a closure the function was given (`report(step, &v)` with `report: &mut dyn
+    /// FnMut(..)`), whose body is not seen: (parameter, location).
+    pub closure_calls: Vec<(String, Loc)>,
     /// The same statement in the other arm of an alternating branch (`if it % 2 == 0 { f(a, b) }
     /// else { f(b, a) }`), measured as this one.
     pub alt: Option<Loc>,
@@ -246,6 +249,7 @@ impl std::fmt::Debug for Stmt {
             function,
             computes,
             opaque_macros,
+            closure_calls,
             alt,
             increments,
             copies_elements,
@@ -265,6 +269,7 @@ impl std::fmt::Debug for Stmt {
             .field("function", function)
             .field("computes", computes)
             .field("opaque_macros", opaque_macros)
+            .field("closure_calls", closure_calls)
             .field("alt", alt)
             .field("increments", increments)
             .field("copies_elements", copies_elements)

@@ -267,6 +267,15 @@ impl Lowered {
                 notes: vec![],
             });
         }
+        for (name, loc) in &s.closure_calls {
+            self.diags.push(
+                Diagnostic::warning(
+                    format!("`{name}` is a closure this function is given: what it does is not analysed, and it may hide communication"),
+                    Some(*loc),
+                )
+                .with_label("not analysed"),
+            );
+        }
         let io = s.io.clone();
         self.stmts.push(s);
         self.tokens.push(Token::Stmt(self.stmts.len() - 1));

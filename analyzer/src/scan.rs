@@ -86,6 +86,8 @@ pub struct Scanner<'a> {
     pub mut_refs: &'a BTreeSet<String>,
     /// Local closures that communicate, with the calls they make.
     pub comm_closures: &'a std::collections::HashMap<String, Vec<CallSite>>,
+    /// Parameters that are closures (`report: &mut dyn FnMut(..)`, `f: F` with `F: Fn(..)`).
+    pub closure_params: &'a BTreeSet<String>,
 }
 
 impl Scanner<'_> {
@@ -309,6 +311,15 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
             }),
             _ => None,
         };
+        if let syn::Expr::Path(p) = &*c.func {
+            if let Some(id) = p.path.get_ident() {
+                let name = crate::syntax::Name::of(id);
+                if self.s.closure_params.contains(name.as_str()) {
+                    let loc = self.s.text.loc(c.extent());
+                    self.out.closure_calls.push((name.to_string(), loc));
+                }
+            }
+        }
         if let Some(call) = self.s.env.free_comm_call(c, &self.s.text) {
             self.out.calls.push(call);
         } else if let Some(calls) = closure {

@@ -277,3 +277,41 @@ fn a_communicating_closure_communicates_where_it_is_called() {
         "{text}"
     );
 }
+
+/// Calling a closure the solver is given runs code the analysis does not see: a warning says
+/// so (it was silent), and the closure parameter is no array variable.
+#[test]
+fn a_closure_parameter_called_in_the_main_loop_is_named() {
+    for ty in [
+        "&mut dyn FnMut(usize, &Vec<f64>)",
+        "&mut impl FnMut(usize, &Vec<f64>)",
+        "F",
+    ] {
+        let generics = if ty == "F" {
+            "<F: FnMut(usize, &Vec<f64>)>"
+        } else {
+            ""
+        };
+        let items = format!(
+            "fn run{generics}(world: &SimpleCommunicator, v: &mut Vec<f64>, report: {ty}) {{\n\
+             for step in 1..=1000 {{\n for x in v.iter_mut() {{ *x *= 0.5; }}\n\
+               world.process_at_rank(0).broadcast_into(&mut v[..]);\n\
+               if step % 10 == 0 {{ report(step, v); }}\n }}\n}}"
+        );
+        let by = if ty.starts_with('&') { "&mut " } else { "" };
+        let (text, messages) = analyze(&program(
+            &items,
+            &format!(
+                "let mut v = vec![1.0f64; 64];\n let mut seen = 0;\n\
+                 run(&world, &mut v, {by}|s, _v: &Vec<f64>| {{ seen = s; }});"
+            ),
+        ));
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.starts_with("`report` is a closure this function is given")),
+            "{ty}: {messages:?}"
+        );
+        assert!(!text.contains("variable report"), "{ty}: {text}");
+    }
+}

@@ -24,8 +24,11 @@ impl Builder<'_, '_> {
                 if ty_text.contains("Range") && !ty_text.contains('[') {
                     self.facts.dist_sizes.extend(pattern_idents(&pt.pat));
                 }
-                if ty_text.contains('[') || ty_text.contains("Vec") || ty_text.contains("DistArray")
-                {
+                // A closure's signature may name a `Vec` (`&mut dyn FnMut(&Vec<f64>)`).
+                let array_type = ty_text.contains('[')
+                    || ty_text.contains("Vec")
+                    || ty_text.contains("DistArray");
+                if array_type && !super::is_closure_type(&pt.ty, &sig.generics) {
                     for name in pattern_idents(&pt.pat) {
                         let distributed = ty_text.contains("DistArray");
                         let elem_type = elem_of_type(&pt.ty);
