@@ -936,6 +936,20 @@ impl<'p, 'f> Builder<'p, 'f> {
         loc: Loc,
     ) -> Node {
         let mut cond = self.scan(Some(cond_expr), bound, self.loc(cond_expr.extent()));
+        // `if let Some(l) = nb.left()` with a small function of the rank (`if self.rank > 0 {
+        // Some(self.rank - 1) } else { None }`): envelope work, and `l` is what it computes.
+        if !cond.glue && cond.calls.is_empty() {
+            let (value, bound_name) = match cond_expr {
+                syn::Expr::Let(l) => (&*l.expr, unwrapped_name(&l.pat)),
+                other => (other, None),
+            };
+            if let Some(def) = peer_fns::glue_def(self.program, value, &self.text) {
+                cond.glue = true;
+                if let Some(name) = bound_name {
+                    self.facts.glue_defs.insert(name, def);
+                }
+            }
+        }
         if let syn::Expr::Match(m) = whole {
             cond.glue &= m.arms.iter().all(|a| match &a.pat {
                 // syn 3 keeps an arm's guard in its pattern: `Some(x) if x > 0`.
@@ -1039,6 +1053,21 @@ fn stage_messages(nodes: &mut [Node]) {
         } else if !node.is_glue() && !matches!(node, Node::Stmt(s) if s.copies_elements) {
             uses.clear();
         }
+    }
+}
+
+/// The name `Some(p)` or `Ok(p)` binds.
+fn unwrapped_name(pat: &syn::Pat) -> Option<String> {
+    let syn::Pat::TupleStruct(ts) = pat else {
+        return None;
+    };
+    let wrapper = ts.path.get_ident()?;
+    if wrapper != "Some" && wrapper != "Ok" {
+        return None;
+    }
+    match ts.elems.iter().collect::<Vec<_>>()[..] {
+        [syn::Pat::Ident(inner)] => Some(inner.ident.to_string()),
+        _ => None,
     }
 }
 

@@ -315,3 +315,31 @@ fn a_closure_parameter_called_in_the_main_loop_is_named() {
         assert!(!text.contains("variable report"), "{ty}: {text}");
     }
 }
+
+/// `if let Some(l) = nb.left()`, `left` a small method of the rank returning an `Option`: the
+/// guard is envelope work, `l` is the neighbour it computes, and the request scope's exchange
+/// is one nearest-neighbour event.
+#[test]
+fn a_neighbour_from_an_option_method() {
+    let (text, messages) = analyze(&program(
+        "struct Nb { rank: i32, size: i32 }\n\
+         impl Nb {\n fn left(&self) -> Option<i32> { if self.rank > 0 { Some(self.rank - 1) } else { None } }\n\
+           fn right(&self) -> Option<i32> { if self.rank + 1 < self.size { Some(self.rank + 1) } else { None } }\n}",
+        "let nb = Nb { rank: world.rank(), size: world.size() };\n\
+         let mut field = vec![0.0f64; 1024];\n let mut lo_g = vec![0.0f64; 32];\n let mut hi_g = vec![0.0f64; 32];\n\
+         for _it in 0..500 {\n let lo = field[..32].to_vec();\n let hi = field[992..].to_vec();\n\
+           mpi::request::multiple_scope(4, |scope, reqs| {\n\
+             if let Some(l) = nb.left() {\n reqs.add(world.process_at_rank(l).immediate_receive_into(scope, &mut lo_g[..]));\n\
+               reqs.add(world.process_at_rank(l).immediate_send(scope, &lo[..]));\n }\n\
+             if let Some(r) = nb.right() {\n reqs.add(world.process_at_rank(r).immediate_receive_into(scope, &mut hi_g[..]));\n\
+               reqs.add(world.process_at_rank(r).immediate_send(scope, &hi[..]));\n }\n\
+             let mut done = Vec::new();\n reqs.wait_all(&mut done);\n });\n\
+           for i in 1..1023 { field[i] = 0.5 * field[i] + 0.25 * (lo_g[i % 32] + hi_g[i % 32]); }\n }",
+    ));
+    assert_eq!(text.matches("comm event").count(), 1, "{text}");
+    assert!(
+        text.contains("nearest_neighbor by single_call with [nb.rank - 1, nb.rank + 1]"),
+        "{text}"
+    );
+    assert!(messages.is_empty(), "{messages:?}");
+}
