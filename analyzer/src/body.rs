@@ -1074,20 +1074,11 @@ fn unwrapped_name(pat: &syn::Pat) -> Option<String> {
 /// `let Some(p) = up` (or `Ok`): `(p, up)`, when both are plain names.
 fn unwrapped_binding(cond: &syn::Expr) -> Option<(String, String)> {
     let syn::Expr::Let(l) = cond else { return None };
-    let syn::Pat::TupleStruct(ts) = &*l.pat else {
-        return None;
-    };
-    let wrapper = ts.path.get_ident()?;
-    if wrapper != "Some" && wrapper != "Ok" {
-        return None;
-    }
-    let [syn::Pat::Ident(inner)] = ts.elems.iter().collect::<Vec<_>>()[..] else {
-        return None;
-    };
+    let inner = unwrapped_name(&l.pat)?;
     let syn::Expr::Path(outer) = peel(&l.expr) else {
         return None;
     };
-    Some((inner.ident.to_string(), outer.path.get_ident()?.to_string()))
+    Some((inner, outer.path.get_ident()?.to_string()))
 }
 
 /// Plain element reads, alone, in a tuple or array, or chosen by an envelope guard: `u[1]`,
