@@ -428,28 +428,23 @@ const ROOTED: &[&str] = &[
 /// Whether a block ends by leaving: `return`, `break`, `continue`, `panic!`, `unreachable!`,
 /// `std::process::exit(..)`.
 fn diverges(block: &syn::Block) -> bool {
-    let last = match block.stmts.last() {
-        Some(syn::Stmt::Expr(e, _)) => e,
-        Some(syn::Stmt::Macro(m)) => {
-            return m.mac.path.segments.last().is_some_and(|s| {
-                matches!(
-                    s.ident.to_string().as_str(),
-                    "panic" | "unreachable" | "todo"
-                )
-            })
-        }
-        _ => return false,
-    };
-    match last {
-        syn::Expr::Return(_) | syn::Expr::Break(_) | syn::Expr::Continue(_) => true,
-        syn::Expr::Macro(m) => m.mac.path.segments.last().is_some_and(|s| {
+    let panics = |m: &syn::Macro| {
+        m.path.segments.last().is_some_and(|s| {
             matches!(
-                s.ident.to_string().as_str(),
+                crate::syntax::Name::of(&s.ident).as_str(),
                 "panic" | "unreachable" | "todo"
             )
-        }),
-        syn::Expr::Call(c) => matches!(&*c.func, syn::Expr::Path(p)
-            if p.path.segments.last().is_some_and(|s| s.ident == "exit")),
+        })
+    };
+    match block.stmts.last() {
+        Some(syn::Stmt::Macro(m)) => panics(&m.mac),
+        Some(syn::Stmt::Expr(e, _)) => match e {
+            syn::Expr::Return(_) | syn::Expr::Break(_) | syn::Expr::Continue(_) => true,
+            syn::Expr::Macro(m) => panics(&m.mac),
+            syn::Expr::Call(c) => matches!(&*c.func, syn::Expr::Path(p)
+                if p.path.segments.last().is_some_and(|s| s.ident == "exit")),
+            _ => false,
+        },
         _ => false,
     }
 }

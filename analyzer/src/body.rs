@@ -548,8 +548,10 @@ impl<'p, 'f> Builder<'p, 'f> {
                 rank_arithmetic |= self.note_facts(name, e, loc, l);
             }
         }
-        for name in &names {
-            self.facts.comm_closures.remove(name);
+        if !self.facts.comm_closures.is_empty() {
+            for name in &names {
+                self.facts.comm_closures.remove(name);
+            }
         }
         match init {
             Some(e) => {
@@ -637,7 +639,11 @@ impl<'p, 'f> Builder<'p, 'f> {
                         base_var(base).is_some_and(|v| self.facts.glue_defs.contains_key(&v));
                 }
                 let mut body = self.block(&f.body);
-                let (before, after) = match peel::index_range(&f.pat, &f.expr) {
+                // The header's bounds are read only when a branch in the body communicates.
+                let range = peel::may_peel(&body)
+                    .then(|| peel::index_range(&f.pat, &f.expr))
+                    .flatten();
+                let (before, after) = match range {
                     Some(range) => peel::peel(&mut body, &range),
                     None => (vec![], vec![]),
                 };

@@ -179,7 +179,8 @@ impl Visitor<'_, '_> {
     }
 
     /// The arguments of a call that is not communication: a callee given a `&mut` parameter by
-    /// name may write it (`fill(u, m)` with `u: &mut Vec<f64>`), as one given `&mut u` may.
+    /// name may write it (`fill(u, m)` with `u: &mut Vec<f64>`). An argument `&mut u` is a write
+    /// already (`visit_expr_reference`).
     fn passed_on(&mut self, args: &syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>) {
         for arg in args {
             if let syn::Expr::Path(p) = arg {
@@ -303,22 +304,18 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
     }
 
     fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
-        let closure = match &*c.func {
-            syn::Expr::Path(p) => p.path.get_ident().and_then(|id| {
-                self.s
-                    .comm_closures
-                    .get(crate::syntax::Name::of(id).as_str())
-            }),
+        // A call of a plain name may call a closure: a local one that communicates, or one the
+        // function was given.
+        let callee = match &*c.func {
+            syn::Expr::Path(p) => p.path.get_ident().map(crate::syntax::Name::of),
             _ => None,
         };
-        if let syn::Expr::Path(p) = &*c.func {
-            if let Some(id) = p.path.get_ident() {
-                let name = crate::syntax::Name::of(id);
-                if self.s.closure_params.contains(name.as_str()) {
-                    let loc = self.s.text.loc(c.extent());
-                    self.out.closure_calls.push((name.to_string(), loc));
-                }
-            }
+        let closure = callee
+            .as_ref()
+            .and_then(|name| self.s.comm_closures.get(name.as_str()));
+        if let Some(name) = callee.filter(|n| self.s.closure_params.contains(n.as_str())) {
+            let loc = self.s.text.loc(c.extent());
+            self.out.closure_calls.push((name.to_string(), loc));
         }
         if let Some(call) = self.s.env.free_comm_call(c, &self.s.text) {
             self.out.calls.push(call);

@@ -201,17 +201,19 @@ fn over_peers(l: &Loop) -> bool {
     {
         return false;
     }
-    let by_loop_var = |p: &String| {
-        crate::syntax::idents_of(p)
-            .iter()
-            .any(|w| l.vars.iter().any(|v| v == w))
-    };
     let from_any = |c: &&&crate::ir::CallSite| c.kind == CallKind::Receive && c.peers == ["any"];
     calls.is_empty()
         || calls.iter().all(from_any)
         || calls
             .iter()
-            .all(|c| !c.peers.is_empty() && c.peers.iter().all(by_loop_var))
+            .all(|c| !c.peers.is_empty() && c.peers.iter().all(|p| by_loop_var(l, p)))
+}
+
+/// Whether a peer names one of the loop's variables (`src` of `for src in 1..size`).
+fn by_loop_var(l: &Loop, peer: &str) -> bool {
+    crate::syntax::idents_of(peer)
+        .iter()
+        .any(|w| l.vars.iter().any(|v| v == w))
 }
 
 /// The main iterative loop among the function's own loops (inside `body`): the one marked
@@ -253,13 +255,9 @@ fn candidates<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) -> Ve
                 && l.header_text.contains("..")
                 && l.bound_reads.iter().any(|r| f.is_size(r));
             let visits = || {
-                l.calls().iter().any(|c| {
-                    c.peers.iter().any(|p| {
-                        crate::syntax::idents_of(p)
-                            .iter()
-                            .any(|w| l.vars.iter().any(|v| v == w))
-                    })
-                })
+                l.calls()
+                    .iter()
+                    .any(|c| c.peers.iter().any(|p| by_loop_var(l, p)))
             };
             by_size && (l.only_comm_and_glue() || visits()) || over_peers(l)
         })

@@ -87,6 +87,12 @@ enum End {
     Last,
 }
 
+/// Whether `body` has a top-level branch that communicates, which [`peel`] could move.
+pub(super) fn may_peel(body: &[Node]) -> bool {
+    body.iter()
+        .any(|n| matches!(n, Node::Branch(_)) && n.has_comm())
+}
+
 /// Moves every top-level branch of `body` that selects the first or last iteration of `range`
 /// and communicates in that arm out of the loop: returns the nodes to run before the loop and
 /// those to run after it, in source order. The branch is replaced in `body` by its other arm.

@@ -8,11 +8,12 @@
 //! ```
 //!
 //! Written so, the peer `self.neighbour(-1)` names no rank, and the event reads as an arbitrary
-//! point-to-point one. A function or method whose body is one expression is expanded in the
-//! peer text with its arguments in place of its parameters (`(self.rank + (-1) + self.procs) %
-//! self.procs`), so the participants show the rank arithmetic it does; `let`s before that
-//! expression are put into it. Only a name with one such definition in the program is expanded, and only in peers and in the glue definitions peers
-//! are read through (`let up = g.neighbour(1)` is glue, as `let up = rank + 1` is).
+//! point-to-point one. A function or method whose body is `let`s and one value is expanded in
+//! the peer text with its arguments in place of its parameters (`(self.rank + (-1) +
+//! self.procs) % self.procs`), so the participants show the rank arithmetic it does; the
+//! `let`s are put into the value. Only a name with one such definition in the program is
+//! expanded, and only in peers and in the glue definitions peers are read through (`let up =
+//! g.neighbour(1)` is glue, as `let up = rank + 1` is).
 
 use crate::diagnostics::Loc;
 use crate::extent::Extent;
@@ -34,8 +35,8 @@ pub(super) fn expand_all(program: &Program, nodes: &mut [Node]) {
     }
 }
 
-/// The glue definition of `let name = e` when `e` calls a one-expression user function whose
-/// expansion is glue (`let up = g.neighbour(1)`): the expansion, which peers named `name` read.
+/// The glue definition of `let name = e` when `e` calls a small user function (see [`called`])
+/// whose expansion is glue (`let up = g.neighbour(1)`): the expansion, which peers named `name` read.
 pub(super) fn glue_def(
     program: &Program,
     e: &syn::Expr,
@@ -70,7 +71,8 @@ fn call_parts(
     }
 }
 
-/// The one-expression function `e` calls, if it calls one (a cheap test before any printing).
+/// The function `e` calls when its body is `let`s of plain names and one value, the only
+/// definition of its name (a cheap test before any printing).
 fn called<'p>(
     program: &'p Program,
     e: &syn::Expr,
@@ -101,7 +103,7 @@ fn called<'p>(
 }
 
 /// `let name = init;` with a plain name (perhaps typed): the name and the initialiser.
-fn single_let(s: &syn::Stmt) -> Option<(String, &syn::Expr)> {
+fn single_let(s: &syn::Stmt) -> Option<(&syn::Ident, &syn::Expr)> {
     let syn::Stmt::Local(l) = s else { return None };
     let pat = match &l.pat {
         syn::Pat::Type(t) => &*t.pat,
@@ -109,7 +111,7 @@ fn single_let(s: &syn::Stmt) -> Option<(String, &syn::Expr)> {
     };
     let syn::Pat::Ident(i) = pat else { return None };
     let init = l.init.as_ref().filter(|i| i.diverge.is_none())?;
-    (i.subpat.is_none()).then(|| (i.ident.to_string(), &*init.expr))
+    (i.subpat.is_none()).then_some((&i.ident, &*init.expr))
 }
 
 /// `peer` with its call of a one-expression user function replaced by that expression as
@@ -163,7 +165,10 @@ fn expand_call(
     let source = |e: &syn::Expr| program.sources.snippet(Loc::of(f.file, e.extent()));
     for stmt in &f.block.stmts[..f.block.stmts.len() - 1] {
         let (name, init) = single_let(stmt)?;
-        let text = format!("({})", replace_words(&source(init)?, &values));
+        let (name, text) = (
+            name.to_string(),
+            format!("({})", replace_words(&source(init)?, &values)),
+        );
         values.retain(|(k, _)| *k != name);
         values.push((name, text));
     }
