@@ -113,6 +113,25 @@ pub struct Communicating<'p> {
     known: RefCell<Vec<Option<bool>>>,
     /// Per function, once read: what its own body says (see [`Reading`]).
     read: RefCell<Vec<Option<Reading>>>,
+    /// The functions whose caller is being built to find the closures they are given.
+    binding: RefCell<BTreeSet<usize>>,
+}
+
+/// The calls of function `target` in a body (of function `here`), by free-function call.
+struct CallsOf<'p, 'a> {
+    program: &'p Program,
+    here: usize,
+    target: usize,
+    found: Vec<&'a syn::ExprCall>,
+}
+
+impl<'a> syn::visit::Visit<'a> for CallsOf<'_, 'a> {
+    fn visit_expr_call(&mut self, c: &'a syn::ExprCall) {
+        if inline::resolve_call(self.program, self.here, c) == Some(self.target) {
+            self.found.push(c);
+        }
+        syn::visit::visit_expr_call(self, c);
+    }
 }
 
 /// What a function's own body says about communication, built with no callee expanded (or read
@@ -135,6 +154,7 @@ impl<'p> Communicating<'p> {
             program,
             known: RefCell::new(vec![None; n]),
             read: RefCell::new((0..n).map(|_| None).collect()),
+            binding: RefCell::new(BTreeSet::new()),
         }
     }
 
@@ -181,17 +201,20 @@ impl<'p> Communicating<'p> {
     /// [`build_function`] of function `index` (with fresh facts), the body built already to
     /// find out whether it communicates when that is the same.
     pub fn build(&self, index: usize) -> Built {
-        let reusable = self.read.borrow_mut()[index]
-            .as_mut()
-            .and_then(|r| Some((r.built.take()?, std::mem::take(&mut r.looked_at))));
-        if let Some((built, looked_at)) = reusable {
+        let mut facts = Facts::default();
+        facts.comm_closures = self.given_closures(index);
+        let reusable = facts.comm_closures.is_empty().then(|| {
+            self.read.borrow_mut()[index]
+                .as_mut()
+                .and_then(|r| Some((r.built.take()?, std::mem::take(&mut r.looked_at))))
+        });
+        if let Some((built, looked_at)) = reusable.flatten() {
             // No callee it looked at communicates: the build expanded nothing the full build
             // would.
             if looked_at.iter().all(|&c| !self.communicates(c)) {
                 return built;
             }
         }
-        let mut facts = Facts::default();
         let communicates = |i: usize| self.communicates(i);
         let (nodes, called) = build_function(self.program, index, &communicates, &mut facts);
         Built {
@@ -199,6 +222,92 @@ impl<'p> Communicating<'p> {
             facts,
             called,
         }
+    }
+
+    /// The communicating closures function `index` is given, by parameter name: where the
+    /// program calls it once, from a function that passes a closure it defined and that
+    /// communicates (`time_loop(&world, .., &mut report)` with `let report = |step, c| { ..;
+    /// global_sum(&world, ..); .. }`). Empty when it has no closure parameter, when it is
+    /// called from more than one place (each could pass another closure), and while a caller
+    /// is being built for this (calls that cycle back).
+    fn given_closures(&self, index: usize) -> HashMap<String, Vec<crate::ir::CallSite>> {
+        let program = self.program;
+        let f = &program.functions[index];
+        let params: Vec<&syn::Pat> = f
+            .sig
+            .inputs
+            .iter()
+            .filter_map(|i| match i {
+                syn::FnArg::Typed(t) => Some(&*t.pat),
+                syn::FnArg::Receiver(_) => None,
+            })
+            .collect();
+        let closures: Vec<usize> = f
+            .sig
+            .inputs
+            .iter()
+            .filter_map(|i| match i {
+                syn::FnArg::Typed(t) => Some(&*t.ty),
+                syn::FnArg::Receiver(_) => None,
+            })
+            .enumerate()
+            .filter(|(_, ty)| is_closure_type(ty, &f.sig.generics, &program.closure_aliases))
+            .map(|(k, _)| k)
+            .collect();
+        if closures.is_empty() || !self.binding.borrow_mut().insert(index) {
+            return HashMap::new();
+        }
+        let given = self.closures_from_caller(index, &params, &closures);
+        self.binding.borrow_mut().remove(&index);
+        given
+    }
+
+    /// [`Communicating::given_closures`] once `index` is known to take closures, at these
+    /// positions among `params`.
+    fn closures_from_caller(
+        &self,
+        index: usize,
+        params: &[&syn::Pat],
+        closures: &[usize],
+    ) -> HashMap<String, Vec<crate::ir::CallSite>> {
+        let program = self.program;
+        let mut sites: Vec<(usize, &syn::ExprCall)> = Vec::new();
+        for (k, g) in program.functions.iter().enumerate() {
+            let mut calls = CallsOf {
+                program,
+                here: k,
+                target: index,
+                found: Vec::new(),
+            };
+            syn::visit::Visit::visit_block(&mut calls, &g.block);
+            sites.extend(calls.found.into_iter().map(|c| (k, c)));
+            if sites.len() > 1 {
+                return HashMap::new();
+            }
+        }
+        let [(caller, call)] = sites.as_slice() else {
+            return HashMap::new();
+        };
+        let built = self.build(*caller);
+        let mut given = HashMap::new();
+        for &k in closures {
+            let (Some(param), Some(arg)) = (params.get(k), call.args.iter().nth(k)) else {
+                continue;
+            };
+            let syn::Expr::Path(p) = peel(arg) else {
+                continue;
+            };
+            let Some(name) = p.path.get_ident() else {
+                continue;
+            };
+            let name = crate::syntax::Name::of(name);
+            if let Some(calls) = built.facts.comm_closures.get(name.as_str()) {
+                for param in pattern_idents(param) {
+                    given.insert(param, calls.clone());
+                }
+            }
+        }
+        given
     }
 
     /// Reads function `k`'s body once.
@@ -399,6 +508,19 @@ struct Builder<'p, 'f> {
 }
 
 impl<'p, 'f> Builder<'p, 'f> {
+    /// The calls of the communicating closure `e` names (`report`, `&mut report`), if it names
+    /// one.
+    fn comm_closure(&self, e: &syn::Expr) -> Option<Vec<crate::ir::CallSite>> {
+        let syn::Expr::Path(p) = peel(e) else {
+            return None;
+        };
+        let name = p.path.get_ident()?;
+        self.facts
+            .comm_closures
+            .get(crate::syntax::Name::of(name).as_str())
+            .cloned()
+    }
+
     /// A builder for `f`'s body; `env` carries communicator arguments bound by a caller.
     fn new(
         program: &'p Program,
@@ -422,7 +544,7 @@ impl<'p, 'f> Builder<'p, 'f> {
                 if matches!(&*pt.ty, syn::Type::Reference(r) if r.mutability.is_some()) {
                     facts.mut_refs.extend(pattern_idents(&pt.pat));
                 }
-                if is_closure_type(&pt.ty, &f.sig.generics) {
+                if is_closure_type(&pt.ty, &f.sig.generics, &program.closure_aliases) {
                     facts.closure_params.extend(pattern_idents(&pt.pat));
                 }
             }
@@ -549,8 +671,16 @@ impl<'p, 'f> Builder<'p, 'f> {
             }
         }
         if !self.facts.comm_closures.is_empty() {
+            // `let mut report = report;` passes a communicating closure on under a new name.
+            let renamed = match (names.as_slice(), init) {
+                ([_], Some(e)) => self.comm_closure(e),
+                _ => None,
+            };
             for name in &names {
                 self.facts.comm_closures.remove(name);
+            }
+            if let (Some(calls), [name]) = (renamed, names.as_slice()) {
+                self.facts.comm_closures.insert(name.clone(), calls);
             }
         }
         match init {
@@ -978,8 +1108,13 @@ impl<'p, 'f> Builder<'p, 'f> {
 }
 
 /// Whether a parameter's type is a closure: `&mut dyn FnMut(..)`, `impl Fn(..)`, `Box<dyn
-/// Fn(..)>`, or a type parameter bounded by one of the `Fn` traits.
-fn is_closure_type(ty: &syn::Type, generics: &syn::Generics) -> bool {
+/// Fn(..)>`, a type parameter bounded by one of the `Fn` traits, or a type alias among
+/// `aliases` (the program's aliases of closure types).
+pub(crate) fn is_closure_type(
+    ty: &syn::Type,
+    generics: &syn::Generics,
+    aliases: &std::collections::HashSet<String>,
+) -> bool {
     let fn_bound = |b: &syn::TypeParamBound| match b {
         syn::TypeParamBound::Trait(t) => t
             .path
@@ -989,8 +1124,8 @@ fn is_closure_type(ty: &syn::Type, generics: &syn::Generics) -> bool {
         _ => false,
     };
     match ty {
-        syn::Type::Reference(r) => is_closure_type(&r.elem, generics),
-        syn::Type::Paren(p) => is_closure_type(&p.elem, generics),
+        syn::Type::Reference(r) => is_closure_type(&r.elem, generics, aliases),
+        syn::Type::Paren(p) => is_closure_type(&p.elem, generics, aliases),
         syn::Type::TraitObject(t) => t.bounds.iter().any(fn_bound),
         syn::Type::ImplTrait(t) => t.bounds.iter().any(fn_bound),
         syn::Type::Path(p) => {
@@ -1000,9 +1135,12 @@ fn is_closure_type(ty: &syn::Type, generics: &syn::Generics) -> bool {
             if last.ident == "Box" {
                 if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
                     if let Some(syn::GenericArgument::Type(inner)) = a.args.first() {
-                        return is_closure_type(inner, generics);
+                        return is_closure_type(inner, generics, aliases);
                     }
                 }
+            }
+            if aliases.contains(last.ident.to_string().as_str()) {
+                return true;
             }
             let Some(name) = p.path.get_ident() else {
                 return false;

@@ -41,6 +41,9 @@ pub struct Program {
     /// Names brought in by `use` anywhere in the program: local name → full path
     /// (`p2p` → `mpi::point_to_point`, `send_receive_into` → `mpi::point_to_point::send_receive_into`).
     pub imports: std::rc::Rc<std::collections::HashMap<String, String>>,
+    /// Type aliases that name a closure type (`type Reporter<'a> = dyn FnMut(usize) + 'a;`), by
+    /// name: a parameter of such a type is a closure.
+    pub closure_aliases: std::collections::HashSet<String>,
 }
 
 /// A function or method with the module path it lives at.
@@ -411,6 +414,15 @@ impl Loader<'_> {
                                 solver_imported: imported,
                             });
                         }
+                    }
+                }
+                syn::Item::Type(t) => {
+                    if crate::body::is_closure_type(
+                        &t.ty,
+                        &t.generics,
+                        &self.program.closure_aliases,
+                    ) {
+                        self.program.closure_aliases.insert(t.ident.to_string());
                     }
                 }
                 syn::Item::Struct(s) => {

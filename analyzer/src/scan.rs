@@ -313,7 +313,10 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
         let closure = callee
             .as_ref()
             .and_then(|name| self.s.comm_closures.get(name.as_str()));
-        if let Some(name) = callee.filter(|n| self.s.closure_params.contains(n.as_str())) {
+        // A closure parameter bound at the function's one call site is a communicating closure.
+        let given =
+            callee.filter(|n| closure.is_none() && self.s.closure_params.contains(n.as_str()));
+        if let Some(name) = given {
             let loc = self.s.text.loc(c.extent());
             self.out.closure_calls.push((name.to_string(), loc));
         }

@@ -316,6 +316,72 @@ fn a_closure_parameter_called_in_the_main_loop_is_named() {
     }
 }
 
+/// A closure the solver is given, called once from a function that defined it and that
+/// communicates, makes its calls where the solver calls it: the solver's one call site binds the
+/// parameter (also through a type alias of `dyn FnMut`, and a `let` that renames the closure).
+/// Called from two places the parameter could be either closure: it stays unanalysed, with the
+/// warning.
+#[test]
+fn a_closure_parameter_bound_at_the_one_call_site() {
+    let items = "type Report<'a> = dyn FnMut(usize, &Vec<f64>) -> f64 + 'a;\n\
+        fn run(world: &SimpleCommunicator, v: &mut Vec<f64>, steps: usize, report: &mut Report<'_>) {\n\
+         for step in 1..=steps {\n for x in v.iter_mut() { *x *= 0.5; }\n\
+           world.process_at_rank(0).broadcast_into(&mut v[..]);\n\
+           if step % 10 == 0 { report(step, v); }\n }\n}";
+    let closure = "let mut v = vec![1.0f64; 64];\n\
+        let total = |_s: usize, v: &Vec<f64>| -> f64 {\n let local: f64 = v.iter().sum();\n\
+          let mut all = 0.0;\n world.all_reduce_into(&local, &mut all, SystemOperation::sum());\n all\n };\n\
+        let mut total = total;\n";
+    let (text, messages) = analyze(&program(
+        items,
+        &format!("{closure} run(&world, &mut v, 1000, &mut total);"),
+    ));
+    assert!(text.contains("solver t::run"), "{text}");
+    assert!(text.contains("reduction by single_call"), "{text}");
+    assert!(
+        text.contains("when step % 10 == 0 (frequency 0.1)"),
+        "{text}"
+    );
+    assert!(
+        !messages
+            .iter()
+            .any(|m| m.contains("closure this function is given")),
+        "{messages:?}"
+    );
+    // Passed on to a function the time loop calls, which calls it.
+    let helper = "fn advance(world: &SimpleCommunicator, v: &mut Vec<f64>, step: usize, report: &mut dyn FnMut(usize, &Vec<f64>) -> f64) {\n\
+         world.process_at_rank(0).broadcast_into(&mut v[..]);\n\
+         for x in v.iter_mut() { *x *= 0.5; }\n\
+         if step % 10 == 0 { report(step, v); }\n}";
+    let (text, messages) = analyze(&program(
+        helper,
+        &format!("{closure} for step in 0..1000 {{ advance(&world, &mut v, step, &mut total); }}"),
+    ));
+    assert!(text.contains("solver t::main"), "{text}");
+    assert!(text.contains("reduction by single_call"), "{text}");
+    assert!(
+        !messages
+            .iter()
+            .any(|m| m.contains("closure this function is given")),
+        "{messages:?}"
+    );
+    // Two call sites: either closure may be the one called.
+    let (text, messages) = analyze(&program(
+        items,
+        &format!(
+            "{closure} run(&world, &mut v, 1000, &mut total);\n\
+             run(&world, &mut v, 10, &mut |_s, _v| 0.0);"
+        ),
+    ));
+    assert!(!text.contains("reduction"), "{text}");
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("`report` is a closure this function is given")),
+        "{messages:?}"
+    );
+}
+
 /// `if let Some(l) = nb.left()`, `left` a small method of the rank returning an `Option`: the
 /// guard is envelope work, `l` is the neighbour it computes, and the request scope's exchange
 /// is one nearest-neighbour event.

@@ -28,7 +28,9 @@ impl Builder<'_, '_> {
                 let array_type = ty_text.contains('[')
                     || ty_text.contains("Vec")
                     || ty_text.contains("DistArray");
-                if array_type && !super::is_closure_type(&pt.ty, &sig.generics) {
+                if array_type
+                    && !super::is_closure_type(&pt.ty, &sig.generics, &self.program.closure_aliases)
+                {
                     for name in pattern_idents(&pt.pat) {
                         let distributed = ty_text.contains("DistArray");
                         let elem_type = elem_of_type(&pt.ty);

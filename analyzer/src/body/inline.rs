@@ -203,10 +203,19 @@ impl Builder<'_, '_> {
                 syn::FnArg::Receiver(_) => None,
             })
             .collect();
+        // A communicating closure passed on (`time_loop(.., &mut report)`) makes its calls where
+        // the callee calls its parameter; what the names held before comes back afterwards.
+        let mut shadowed = Vec::new();
         for (param, arg) in params.iter().zip(&args) {
             if let Some(v) = self.env.value_of(arg, &self.text) {
                 for name in pattern_idents(param) {
                     env.bind(&name, Some(v.clone()));
+                }
+            }
+            if let Some(calls) = self.comm_closure(arg) {
+                for name in pattern_idents(param) {
+                    let before = self.facts.comm_closures.insert(name.clone(), calls.clone());
+                    shadowed.push((name, before));
                 }
             }
         }
@@ -217,6 +226,12 @@ impl Builder<'_, '_> {
         let mut child = Builder::new(program, f, comm_fns, self.facts, stack, Some(env));
         child.text.via = site;
         let nodes = child.block(&f.block);
+        for (name, before) in shadowed.into_iter().rev() {
+            match before {
+                Some(calls) => self.facts.comm_closures.insert(name, calls),
+                None => self.facts.comm_closures.remove(&name),
+            };
+        }
         let path = f.path.clone();
         let rule2 = is_comm_attr(f) || program.config.is_comm_function(&path);
         if !rule2 && !nodes.iter().any(Node::has_comm) {

@@ -22,6 +22,10 @@ use crate::events::{self, Item};
 use crate::ir::{Branch, Node};
 use crate::syntax::strip_casts;
 
+/// Why a branch on the iteration counter is read coarsely: its condition's period is not known
+/// before the program runs (`step % every == 0` with `every` an argument).
+const UNREADABLE_SHARE: &str = "how often its arms run cannot be read off";
+
 impl Lowered {
     /// The share of iterations an event under `guard` runs in, with its condition as the
     /// structure shows it, when the guard is on the iteration counter.
@@ -91,7 +95,7 @@ impl Lowered {
             .as_ref()
             .and_then(|c| arm_shares(c, &self.counters, &self.consts))
         else {
-            self.coarse_branch(b, ctx, facts, "how often its arms run cannot be read off");
+            self.coarse_branch(b, ctx, facts, UNREADABLE_SHARE);
             return;
         };
         if !b.cond.glue {
@@ -176,13 +180,18 @@ impl Lowered {
 
     /// The coarser reading: the arms in order, as if each ran.
     fn coarse_branch(&mut self, b: Branch, ctx: Context, facts: &Facts, why: &str) {
+        let note = if why == UNREADABLE_SHARE {
+            "the structure is coarser here; a period the program knows before it runs (`step % EVERY == 0` with `const EVERY`, or a literal) gives each arm its share of the iterations"
+        } else {
+            "the structure is coarser here; guard communication by the rank or the iteration counter, or move it out of the branch, for a finer one"
+        };
         self.diags.push(
             Diagnostic::warning(
                 format!("a branch that communicates and computes, and {why}: its arms are analysed in order as if each ran"),
                 Some(b.loc),
             )
             .with_label("both computes and communicates")
-            .with_note("the structure is coarser here; guard communication by the rank or the iteration counter, or move it out of the branch, for a finer one"),
+            .with_note(note),
         );
         if !b.cond.glue {
             self.stmt(b.cond);
