@@ -107,6 +107,14 @@ const MPI: &[Entry] = &[
     e("probe_with_tag", Receive),
     e("barrier", Collective(Barrier)),
     e("immediate_barrier", Collective(Barrier)),
+    // Communicator constructors are collective over the communicator they are called on; they
+    // exchange a few integers (colours, keys, a context id), so they count as a barrier.
+    e("duplicate", Collective(Barrier)),
+    e("split_by_color", Collective(Barrier)),
+    e("split_by_color_with_key", Collective(Barrier)),
+    e("split_shared", Collective(Barrier)),
+    e("split_by_subgroup_collective", Collective(Barrier)),
+    e("create_cartesian_communicator", Collective(Barrier)),
     e("broadcast_into", Collective(Broadcast)),
     e("immediate_broadcast_into", Collective(Broadcast)),
     e("reduce_into", Collective(Reduction)),

@@ -409,3 +409,26 @@ fn a_neighbour_from_an_option_method() {
     );
     assert!(messages.is_empty(), "{messages:?}");
 }
+
+/// Creating a communicator is collective over the one it is made from: a split every round of a
+/// recursive sort, then an all-to-all on the half, is two events (the split was left out).
+#[test]
+fn communicator_constructors_in_the_loop_are_collectives() {
+    let (text, _) = analyze(&program(
+        "",
+        "let mut keys: Vec<u64> = (0..1000).map(|i| (i * 7919) % 1000).collect();\n\
+         let mut comm = world.duplicate();\n\
+         while comm.size() > 1 {\n\
+           keys.sort_unstable();\n\
+           let half = comm.rank() < comm.size() / 2;\n\
+           let next = comm.split_by_color(mpi::topology::Color::with_value(half as i32)).unwrap();\n\
+           let mut got = vec![0u64; keys.len()];\n\
+           next.all_to_all_into(&keys[..], &mut got[..]);\n\
+           keys = got;\n\
+           comm = next;\n\
+         }",
+    ));
+    assert!(text.contains("main loop: while"), "{text}");
+    assert!(text.contains("mpi::split_by_color"), "{text}");
+    assert!(text.contains("mpi::all_to_all_into"), "{text}");
+}

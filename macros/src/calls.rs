@@ -98,6 +98,13 @@ fn kind(api: &str) -> Kind {
     match base.unwrap_or(name) {
         _ if source.is_some() => k("Receive", true, true, true),
         n if n.contains("barrier") => k("Barrier", blocks, true, false),
+        // Communicator constructors: collective, with no buffer of the caller's.
+        "duplicate"
+        | "split_by_color"
+        | "split_by_color_with_key"
+        | "split_shared"
+        | "split_by_subgroup_collective"
+        | "create_cartesian_communicator" => k("Barrier", true, false, false),
         n if n.contains("broadcast") => k("Broadcast", blocks, true, false),
         n if n.contains("scan") => k("Scan", blocks, true, false),
         n if n.starts_with("all_reduce") => k("AllReduce", blocks, true, false),
@@ -428,6 +435,26 @@ mod tests {
             "mpi::immediate_receive_into",
         );
         assert!(out.contains("CallKind :: Receive"), "{out}");
+    }
+
+    #[test]
+    fn communicator_constructors_are_blocking_collectives_without_a_message() {
+        // Before, `split_by_color(color)` fell through to a receive into its colour.
+        for api in [
+            "duplicate()",
+            "split_by_color(Color::with_value(c))",
+            "split_by_color_with_key(color, key)",
+        ] {
+            let name = api.split('(').next().unwrap();
+            let out = wrapped_statement(&format!("world.{api};"), &format!("mpi::{name}"));
+            assert!(out.contains("CallKind :: Barrier"), "{out}");
+            assert!(out.contains("Members"), "{out}");
+            assert!(!out.contains("Message"), "{out}");
+            assert!(
+                out.ends_with("__mheta_received , true) ; __mheta_out } ; }"),
+                "{out}"
+            );
+        }
     }
 
     #[test]
