@@ -843,8 +843,8 @@ impl<'p, 'f> Builder<'p, 'f> {
                     alt: None,
                 }));
             }
-            Expr::If(i) => out.push(self.if_expr(e, i, bound, loc)),
-            Expr::Match(m) => out.push(self.match_expr(e, m, bound, loc)),
+            Expr::If(i) => out.extend(self.if_expr(e, i, bound, loc)),
+            Expr::Match(m) => out.extend(self.match_expr(e, m, bound, loc)),
             Expr::Block(b) if bound.is_empty() => out.extend(self.block(&b.block)),
             Expr::Unsafe(u) if bound.is_empty() => out.extend(self.block(&u.block)),
             Expr::Paren(p) => self.expr(&p.expr, bound, loc, out),
@@ -895,7 +895,13 @@ impl<'p, 'f> Builder<'p, 'f> {
     /// level: 2000 branches took seconds). The arms are lowered in source order, then the levels
     /// are joined from the last: a level whose arms hold no loop, communication or branch is one
     /// statement, scanned only when it is the outermost or the level above it is a branch.
-    fn if_expr(&mut self, whole: &syn::Expr, i: &syn::ExprIf, bound: &[String], loc: Loc) -> Node {
+    fn if_expr(
+        &mut self,
+        whole: &syn::Expr,
+        i: &syn::ExprIf,
+        bound: &[String],
+        loc: Loc,
+    ) -> Vec<Node> {
         let mut levels: Vec<(&syn::Expr, &syn::ExprIf)> = vec![(whole, i)];
         let last_else = loop {
             let (_, current) = levels[levels.len() - 1];
@@ -969,18 +975,12 @@ impl<'p, 'f> Builder<'p, 'f> {
                 ))]);
             }
             let level_bound: &[String] = if k == 0 { bound } else { &[] };
-            below = Some(vec![self.branch(
-                expr,
-                &level.cond,
-                arms,
-                level_bound,
-                locs[k],
-            )]);
+            below = Some(self.branch(expr, &level.cond, arms, level_bound, locs[k]));
         }
         match (unscanned, below) {
-            (Some((j, _)), _) => Node::Stmt(self.scan(Some(levels[j].0), bound, locs[j])),
-            (None, Some(mut top)) if top.len() == 1 => top.remove(0),
-            _ => unreachable!("the first level is a branch or a statement"),
+            (Some((j, _)), _) => vec![Node::Stmt(self.scan(Some(levels[j].0), bound, locs[j]))],
+            (None, Some(top)) => top,
+            (None, None) => unreachable!("the first level is a branch or a statement"),
         }
     }
 
@@ -990,7 +990,7 @@ impl<'p, 'f> Builder<'p, 'f> {
         m: &syn::ExprMatch,
         bound: &[String],
         loc: Loc,
-    ) -> Node {
+    ) -> Vec<Node> {
         // `match rank { r if r == last => .. }`: the arm's binding is the rank.
         if let syn::Expr::Path(p) = &*m.expr {
             if p.path
@@ -1055,14 +1055,16 @@ impl<'p, 'f> Builder<'p, 'f> {
         arms: Vec<Vec<Node>>,
         bound: &[String],
         loc: Loc,
-    ) -> Node {
+    ) -> Vec<Node> {
         if !holds_structure(&arms) {
-            return Node::Stmt(self.scan(Some(whole), bound, loc));
+            return vec![Node::Stmt(self.scan(Some(whole), bound, loc))];
         }
         self.branch(whole, cond_expr, arms, bound, loc)
     }
 
-    /// The branch node of `whole` (an `if` or a `match` on `cond_expr`) with its lowered arms.
+    /// The branch node of `whole` (an `if` or a `match` on `cond_expr`) with its lowered arms,
+    /// after the statement its condition is when that communicates (`if let Some(s) =
+    /// any.immediate_probe()`, `match coll.test_any()`): the condition runs before either arm.
     fn branch(
         &mut self,
         whole: &syn::Expr,
@@ -1070,8 +1072,16 @@ impl<'p, 'f> Builder<'p, 'f> {
         arms: Vec<Vec<Node>>,
         bound: &[String],
         loc: Loc,
-    ) -> Node {
+    ) -> Vec<Node> {
         let mut cond = self.scan(Some(cond_expr), bound, self.loc(cond_expr.extent()));
+        let mut out = Vec::with_capacity(2);
+        if !cond.calls.is_empty() {
+            let mut test = cond.clone();
+            test.calls.clear();
+            test.glue = true;
+            test.computes = false;
+            out.push(Node::Stmt(std::mem::replace(&mut cond, test)));
+        }
         // `if let Some(l) = nb.left()` with a small function of the rank (`if self.rank > 0 {
         // Some(self.rank - 1) } else { None }`): envelope work, and `l` is what it computes.
         if !cond.glue && cond.calls.is_empty() {
@@ -1093,7 +1103,7 @@ impl<'p, 'f> Builder<'p, 'f> {
                 _ => true,
             });
         }
-        Node::Branch(Branch {
+        out.push(Node::Branch(Branch {
             loc,
             alt: None,
             cond,
@@ -1103,7 +1113,8 @@ impl<'p, 'f> Builder<'p, 'f> {
             },
             cond_text: self.text.of(cond_expr),
             arms,
-        })
+        }));
+        out
     }
 }
 

@@ -105,6 +105,10 @@ const MPI: &[Entry] = &[
     e("matched_probe_with_tag", Receive),
     e("probe", Receive),
     e("probe_with_tag", Receive),
+    e("immediate_probe", Receive),
+    e("immediate_probe_with_tag", Receive),
+    e("immediate_matched_probe", Receive),
+    e("immediate_matched_probe_with_tag", Receive),
     e("barrier", Collective(Barrier)),
     e("immediate_barrier", Collective(Barrier)),
     // Communicator constructors are collective over the communicator they are called on; they

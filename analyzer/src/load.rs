@@ -44,6 +44,12 @@ pub struct Program {
     /// Type aliases that name a closure type (`type Reporter<'a> = dyn FnMut(usize) + 'a;`), by
     /// name: a parameter of such a type is a closure.
     pub closure_aliases: std::collections::HashSet<String>,
+    /// The names each file's `use` items bring in (its inline modules' included), as
+    /// `imports`: which function a call of a name imported from one of two modules means.
+    pub file_imports: std::collections::HashMap<
+        crate::sources::FileId,
+        std::collections::HashMap<String, String>,
+    >,
 }
 
 /// A function or method with the module path it lives at.
@@ -385,6 +391,10 @@ impl Loader<'_> {
         imported: bool,
     ) {
         for item in items {
+            // Unit tests (`#[test]`, a `#[cfg(test)]` module) are not the program that runs.
+            if is_test_item(&item) {
+                continue;
+            }
             match item {
                 syn::Item::Const(c) => self.constant(&c),
                 syn::Item::Fn(f) => {
@@ -433,11 +443,18 @@ impl Loader<'_> {
                     }
                 }
                 syn::Item::Mod(m) => self.module(m, file, module, dir, depth, imported),
-                syn::Item::Use(u) => use_names(
-                    &u.tree,
-                    &mut Vec::new(),
-                    std::rc::Rc::make_mut(&mut self.program.imports),
-                ),
+                syn::Item::Use(u) => {
+                    use_names(
+                        &u.tree,
+                        &mut Vec::new(),
+                        std::rc::Rc::make_mut(&mut self.program.imports),
+                    );
+                    use_names(
+                        &u.tree,
+                        &mut Vec::new(),
+                        self.program.file_imports.entry(file).or_default(),
+                    );
+                }
                 _ => {}
             }
         }
@@ -558,6 +575,20 @@ fn use_names(
         syn::UseTree::Group(g) => g.items.iter().for_each(|t| use_names(t, prefix, out)),
         syn::UseTree::Glob(_) => {}
     }
+}
+
+/// Whether an item is compiled for tests only: a `#[test]` function or a `#[cfg(test)]` item.
+fn is_test_item(item: &syn::Item) -> bool {
+    let attrs = match item {
+        syn::Item::Fn(f) => &f.attrs,
+        syn::Item::Mod(m) => &m.attrs,
+        syn::Item::Impl(i) => &i.attrs,
+        _ => return false,
+    };
+    attrs.iter().any(|a| {
+        a.path().is_ident("test")
+            || (a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test"))
+    })
 }
 
 fn join(module: &str, name: &str) -> String {

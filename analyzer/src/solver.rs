@@ -102,11 +102,23 @@ pub fn find(program: &Program, comm: &body::Communicating<'_>) -> Vec<Found> {
                     .body
                     .iter()
                     .any(|n| exchanges_data(n, &solver_calls, &program.sources))
+                && !solver_calls.iter().any(|&c| carries_state(f, c))
             {
                 wrappers.insert(i);
             }
+            // The functions whose loops it holds inlined are called from it, also through
+            // other functions (`main` → `sample` → `step`, whose loop is `step`'s own).
+            let mut reached = called;
+            let mut inlined = Vec::new();
+            nodes.iter().for_each(|n| inlined_loops(n, &mut inlined));
+            reached.extend(inlined.into_iter().filter_map(|l| {
+                program
+                    .functions
+                    .iter()
+                    .position(|g| g.file == l.file && within(Loc { via: 0, ..l }, body_of(g)))
+            }));
             candidates.push((i, (nodes, facts)));
-            callees.push((i, called));
+            callees.push((i, reached));
         }
     }
     // A candidate called by another candidate is a helper of that solver, unless the caller
@@ -125,6 +137,20 @@ pub fn find(program: &Program, comm: &body::Communicating<'_>) -> Vec<Found> {
             built: Some(built),
         })
         .collect()
+}
+
+/// The loops inlined from callees in `n` (their locations carry an inline site).
+fn inlined_loops(n: &Node, out: &mut Vec<Loc>) {
+    match n {
+        Node::Stmt(_) => {}
+        Node::Loop(l) => {
+            if l.loc.via != 0 {
+                out.push(l.loc);
+            }
+            l.body.iter().for_each(|c| inlined_loops(c, out));
+        }
+        Node::Branch(b) => b.arms.iter().flatten().for_each(|c| inlined_loops(c, out)),
+    }
 }
 
 /// Where a function's body is.
@@ -154,6 +180,80 @@ fn foreign_solver_calls(n: &Node, body: Loc, sources: &SourceMap, out: &mut Vec<
             .flatten()
             .for_each(|c| foreign_solver_calls(c, body, sources, out)),
     }
+}
+
+/// Whether the call at `call`, written in `f`, hands the callee state by a mutable borrow of a
+/// variable the loops around it do not declare (`step(&model, &mut ensemble, &mut rng, ..)`):
+/// the loop carries that state from one call to the next, so it iterates; a benchmark's
+/// repetitions (`solve(&world, n, iters)`, `let mut u = ..; solve(&mut u)`) each start afresh.
+fn carries_state(f: &crate::load::Function, call: Loc) -> bool {
+    struct Find {
+        file: crate::sources::FileId,
+        call: Loc,
+        /// The names each enclosing loop's body declared so far, innermost last.
+        loops: Vec<Vec<String>>,
+        carries: bool,
+    }
+    impl Find {
+        fn check<'a>(
+            &mut self,
+            extent: proc_macro2::Span,
+            mut args: impl Iterator<Item = &'a syn::Expr>,
+        ) {
+            let at = Loc::of(self.file, extent);
+            if (at.start, at.end) != (self.call.start, self.call.end) {
+                return;
+            }
+            let loops = &self.loops;
+            self.carries |= args.any(|a| match a {
+                syn::Expr::Reference(r) if r.mutability.is_some() => {
+                    crate::syntax::base_var(&r.expr)
+                        .is_some_and(|v| !loops.iter().flatten().any(|d| *d == v))
+                }
+                _ => false,
+            });
+        }
+        fn in_loop(&mut self, body: &syn::Block) {
+            self.loops.push(Vec::new());
+            syn::visit::Visit::visit_block(self, body);
+            self.loops.pop();
+        }
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Find {
+        fn visit_local(&mut self, l: &'ast syn::Local) {
+            if let Some(names) = self.loops.last_mut() {
+                names.extend(crate::binding::pattern_idents(&l.pat));
+            }
+            syn::visit::visit_local(self, l);
+        }
+        fn visit_expr_for_loop(&mut self, l: &'ast syn::ExprForLoop) {
+            self.visit_expr(&l.expr);
+            self.in_loop(&l.body);
+        }
+        fn visit_expr_while(&mut self, l: &'ast syn::ExprWhile) {
+            self.visit_expr(&l.cond);
+            self.in_loop(&l.body);
+        }
+        fn visit_expr_loop(&mut self, l: &'ast syn::ExprLoop) {
+            self.in_loop(&l.body);
+        }
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            self.check(c.extent(), c.args.iter());
+            syn::visit::visit_expr_call(self, c);
+        }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            self.check(m.extent(), m.args.iter());
+            syn::visit::visit_expr_method_call(self, m);
+        }
+    }
+    let mut find = Find {
+        file: f.file,
+        call,
+        loops: Vec::new(),
+        carries: false,
+    };
+    syn::visit::Visit::visit_block(&mut find, &f.block);
+    find.carries
 }
 
 /// Whether `n` communicates other than by a barrier, outside the code inlined through

@@ -432,3 +432,110 @@ fn communicator_constructors_in_the_loop_are_collectives() {
     assert!(text.contains("mpi::split_by_color"), "{text}");
     assert!(text.contains("mpi::all_to_all_into"), "{text}");
 }
+
+/// A helper called through its file's `use`: under another name (`use physics::energy as
+/// total_energy`), or by a name two modules define (`use halo::step`, not `diag::step`).
+#[test]
+fn calls_resolve_through_use_items() {
+    let modules = "mod physics {\n use mpi::traits::*;\n use mpi::collective::SystemOperation;\n\
+        pub fn energy<C: Communicator>(c: &C, local: f64) -> f64 {\n let mut t = 0.0;\n\
+          c.all_reduce_into(&local, &mut t, SystemOperation::sum());\n t\n }\n}\n\
+        mod diag {\n use mpi::traits::*;\n pub fn step<C: Communicator>(c: &C, v: &mut [f64]) {\n\
+          c.process_at_rank(0).broadcast_into(&mut v[..]);\n }\n}\n\
+        mod halo {\n use mpi::traits::*;\n pub fn step<C: Communicator>(c: &C, v: &mut [f64]) {\n\
+          let r = c.rank();\n let n = c.size();\n let out = v[1];\n let mut inc = 0.0f64;\n\
+          mpi::point_to_point::send_receive_into(&out, &c.process_at_rank((r + 1) % n), &mut inc, &c.process_at_rank((r + n - 1) % n));\n\
+          v[0] = inc;\n }\n}\n";
+    let (text, _) = analyze(&program(
+        &format!("{modules}use physics::energy as total_energy;"),
+        "let mut u = vec![1.0f64; 64];\n\
+         for _step in 0..100 {\n for x in u.iter_mut() { *x *= 0.99; }\n\
+           let local: f64 = u.iter().sum();\n if total_energy(&world, local) < 1.0 { break; }\n }",
+    ));
+    assert!(text.contains("solver t::main"), "{text}");
+    assert!(text.contains("mpi::all_reduce_into"), "{text}");
+    let (text, _) = analyze(&program(
+        &format!("{modules}use halo::step;"),
+        "let mut v = vec![0.5f64; 32];\n\
+         for _it in 0..50 {\n step(&world, &mut v);\n\
+           for i in 1..v.len() - 1 { v[i] = 0.5 * (v[i - 1] + v[i + 1]); }\n }\n\
+         diag::step(&world, &mut v);",
+    ));
+    assert!(
+        text.contains("nearest_neighbor by function with [(r + 1) % n, (r + n - 1) % n]"),
+        "{text}"
+    );
+    assert!(!text.contains("broadcast"), "{text}");
+}
+
+/// A time loop that hands a step function its state by `&mut` iterates, even when the step's
+/// own loop communicates and computes (a sweep over temperatures): it is no benchmark wrapper
+/// repeating a solver. The step's loop, reached through another function, is no second solver.
+#[test]
+fn a_loop_passing_state_to_a_communicating_step_iterates() {
+    let items = "fn sweep(world: &SimpleCommunicator, e: &mut Vec<f64>, t: usize) {\n\
+          for i in 0..t {\n for x in e.iter_mut() { *x *= 0.5 + i as f64; }\n\
+            world.process_at_rank(0).broadcast_into(&mut e[..]);\n }\n}\n\
+        fn sample(world: &SimpleCommunicator, e: &mut Vec<f64>) {\n\
+          let mut swap = 0u8;\n world.process_at_rank(0).broadcast_into(&mut swap);\n sweep(world, e, 4);\n}";
+    let (text, _) = analyze(&program(
+        items,
+        "let mut e = vec![1.0f64; 16];\n let mut trace = Vec::new();\n\
+         for _k in 0..1000 {\n sample(&world, &mut e);\n trace.push(e[0]);\n }",
+    ));
+    assert!(text.contains("solver t::main"), "{text}");
+    assert!(!text.contains("solver t::sweep"), "{text}");
+    // Repeating a whole solve, each time afresh, is a benchmark: the callee is the solver.
+    let (text, _) = analyze(&program(
+        items,
+        "let mut times = Vec::new();\n\
+         for _rep in 0..5 {\n let t = mpi::time();\n let mut e = vec![1.0f64; 16];\n\
+           sweep(&world, &mut e, 100);\n times.push(mpi::time() - t);\n }",
+    ));
+    assert!(text.contains("solver t::sweep"), "{text}");
+    assert!(!text.contains("solver t::main"), "{text}");
+}
+
+/// Unit tests (`#[test]` functions, `#[cfg(test)]` modules) are not the program: their loops
+/// are no solvers.
+#[test]
+fn unit_tests_are_not_solvers() {
+    let (text, _) = analyze(&program(
+        "#[cfg(test)]\nmod tests {\n use mpi::traits::*;\n #[test]\n fn loops() {\n\
+           let u = mpi::initialize().unwrap();\n let w = u.world();\n let mut x = vec![1.0f64; 4];\n\
+           for _ in 0..10 { for v in x.iter_mut() { *v += 1.0; } w.process_at_rank(0).broadcast_into(&mut x[..]); }\n }\n}",
+        "let mut a = vec![1.0f64; 8];\n\
+         for _ in 0..10 { for v in a.iter_mut() { *v *= 2.0; } world.process_at_rank(0).broadcast_into(&mut a[..]); }",
+    ));
+    assert!(text.contains("solver t::main"), "{text}");
+    assert!(!text.contains("tests::loops"), "{text}");
+}
+
+/// A call in a branch's condition (`if let Some(_) = any.immediate_probe()`, `match
+/// coll.test_any()`) runs before either arm: it is communication before the branch, not
+/// dropped. `immediate_probe` is catalogued.
+#[test]
+fn communication_in_a_branch_condition_is_kept() {
+    let (text, _) = analyze(&program(
+        "",
+        "let mut work = vec![1.0f64; 64];\n let mut got = 0.0f64;\n\
+         for _tick in 0..1000 {\n for w in work.iter_mut() { *w *= 0.5; }\n\
+           world.process_at_rank(0).send(&work[63]);\n\
+           if let Some(_st) = world.any_process().immediate_probe() {\n\
+             let (v, _s) = world.any_process().receive::<f64>();\n got += v;\n }\n }",
+    ));
+    assert!(
+        text.contains("mpi::immediate_probe, mpi::receive"),
+        "{text}"
+    );
+    let (text, _) = analyze(&program(
+        "",
+        "let mut buf = vec![0u8; 4];\n let mut n = 0;\n\
+         for _ in 0..100 {\n for b in buf.iter_mut() { *b = b.wrapping_add(1); }\n\
+           mpi::request::multiple_scope(1, |scope, coll| {\n\
+             coll.add(world.any_process().immediate_receive_into(scope, &mut buf[..]));\n\
+             match coll.test_any() {\n Some(_) => { n += 1; }\n\
+               None => { world.process_at_rank(0).send(&n); }\n }\n });\n }",
+    ));
+    assert!(text.contains("mpi::test_any"), "{text}");
+}

@@ -287,6 +287,10 @@ pub(super) fn resolve_call(program: &Program, here: usize, c: &syn::ExprCall) ->
         .rev()
         .map(|s| crate::syntax::Name::of(&s.ident))
         .find(|s| is_named(s))?;
+    let here = fns.get(here).map(|f| f.file);
+    if let Some(i) = imported_call(program, here, &p.path) {
+        return Some(i);
+    }
     let by_name = program.by_name.get(last.as_str())?;
     let segs: Vec<String> = p
         .path
@@ -296,7 +300,6 @@ pub(super) fn resolve_call(program: &Program, here: usize, c: &syn::ExprCall) ->
         .filter(|s| is_named(s))
         .collect();
     let wanted = segs.join("::");
-    let here = fns.get(here).map(|f| f.file);
     let mut candidates: Vec<usize> = by_name
         .iter()
         .copied()
@@ -306,6 +309,38 @@ pub(super) fn resolve_call(program: &Program, here: usize, c: &syn::ExprCall) ->
         })
         .collect();
     candidates.sort_by_key(|&i| Some(fns[i].file) != here);
+    candidates.first().copied()
+}
+
+/// The free function a call names through its file's `use` items (`use halo::step;` then
+/// `step(..)`, `use physics::energy as e;` then `e(..)`, `use a::b;` then `b::f(..)`): the one whose
+/// path ends the imported path (which may start with the crate's own name).
+fn imported_call(
+    program: &Program,
+    file: Option<crate::sources::FileId>,
+    path: &syn::Path,
+) -> Option<usize> {
+    let imports = program.file_imports.get(&file?)?;
+    let first = path.segments.first()?.ident.to_string();
+    let full = imports.get(&first)?;
+    let mut wanted = full.clone();
+    for s in path.segments.iter().skip(1) {
+        wanted.push_str("::");
+        wanted.push_str(&s.ident.to_string());
+    }
+    let last = wanted.rsplit("::").next()?;
+    let fns = &program.functions;
+    let mut candidates: Vec<usize> = program
+        .by_name
+        .get(last)?
+        .iter()
+        .copied()
+        .filter(|&i| {
+            fns[i].sig.receiver().is_none()
+                && (wanted == fns[i].path || wanted.ends_with(&format!("::{}", fns[i].path)))
+        })
+        .collect();
+    candidates.sort_by_key(|&i| Some(fns[i].file) != file);
     candidates.first().copied()
 }
 
