@@ -508,6 +508,16 @@ struct Builder<'p, 'f> {
 }
 
 impl<'p, 'f> Builder<'p, 'f> {
+    /// Whether `block`'s syntax may communicate: it calls a catalogued method or free function,
+    /// or a function or method of the program.
+    fn may_communicate(&self, block: &syn::Block) -> bool {
+        let here = self.stack.last().copied().unwrap_or(0);
+        let calls = BodyCalls::new(self.program, here);
+        let mut calls = calls;
+        syn::visit::Visit::visit_block(&mut calls, block);
+        calls.may_communicate || calls.calls_user_methods || !calls.looked_at.is_empty()
+    }
+
     /// The calls of the communicating closure `e` names (`report`, `&mut report`), if it names
     /// one.
     fn comm_closure(&self, e: &syn::Expr) -> Option<Vec<crate::ir::CallSite>> {
@@ -847,6 +857,15 @@ impl<'p, 'f> Builder<'p, 'f> {
             Expr::Match(m) => out.extend(self.match_expr(e, m, bound, loc)),
             Expr::Block(b) if bound.is_empty() => out.extend(self.block(&b.block)),
             Expr::Unsafe(u) if bound.is_empty() => out.extend(self.block(&u.block)),
+            // `let go = { let root = world.process_at_rank(0); root.broadcast_into(&mut g); g };`:
+            // a block that communicates is its statements, then the binding of its value.
+            Expr::Block(syn::ExprBlock { block, .. })
+            | Expr::Unsafe(syn::ExprUnsafe { block, .. })
+                if self.may_communicate(block) =>
+            {
+                out.extend(self.block(block));
+                out.push(Node::Stmt(self.scan(None, bound, loc)));
+            }
             Expr::Paren(p) => self.expr(&p.expr, bound, loc, out),
             _ => {
                 if let Some(node) = self.iterator_loop(e, bound) {

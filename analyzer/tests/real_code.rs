@@ -539,3 +539,23 @@ fn communication_in_a_branch_condition_is_kept() {
     ));
     assert!(text.contains("mpi::test_any"), "{text}");
 }
+
+/// `let go = { let root = ..; root.broadcast_into(&mut g); g };`: a block that communicates,
+/// bound by a `let`, is its statements, then the binding (its broadcast was lost).
+#[test]
+fn a_let_bound_block_that_communicates() {
+    let (text, _) = analyze(&program(
+        "",
+        "let mut u = vec![1.0f64; 64];\n\
+         for step in 0..100 {\n\
+           let go = {\n let mut go = step % 2 == 0;\n let root = world.process_at_rank(0);\n\
+             root.broadcast_into(&mut go);\n go\n };\n\
+           if go { for x in u.iter_mut() { *x *= 0.5; } }\n\
+           world.process_at_rank(0).broadcast_into(&mut u[..]);\n }",
+    ));
+    assert_eq!(
+        text.matches("broadcast by single_call").count(),
+        2,
+        "{text}"
+    );
+}
