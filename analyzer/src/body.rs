@@ -354,8 +354,14 @@ fn read(program: &Program, i: usize) -> Reading {
     let mut nodes = b.block(&f.block);
     let called = b.called.clone();
     let mut callees = called.clone();
-    // Calls inside larger expressions (`dot(&w, &w).sqrt()`) are callees too.
-    callees.extend(calls.all.iter().filter_map(|&u| b.resolve(u)));
+    // Calls inside larger expressions (`dot(&w, &w).sqrt()`) are callees too; a method call,
+    // every method it may call (which one is taken depends on which communicate).
+    for &u in &calls.all {
+        match u {
+            UserCall::Method(m) => callees.extend(b.method_candidates(m).unwrap_or_default()),
+            UserCall::Call(_) => callees.extend(b.resolve(u)),
+        }
+    }
     peer_fns::expand_all(program, &mut nodes);
     let direct = nodes.iter().any(Node::has_comm);
     let built = Some(Built {
@@ -509,13 +515,12 @@ struct Builder<'p, 'f> {
 
 impl<'p, 'f> Builder<'p, 'f> {
     /// Whether `block`'s syntax may communicate: it calls a catalogued method or free function,
-    /// or a function or method of the program.
+    /// or a function of the program that communicates (a method: one of that name).
     fn may_communicate(&self, block: &syn::Block) -> bool {
         let here = self.stack.last().copied().unwrap_or(0);
-        let calls = BodyCalls::new(self.program, here);
-        let mut calls = calls;
+        let mut calls = BodyCalls::new(self.program, here);
         syn::visit::Visit::visit_block(&mut calls, block);
-        calls.may_communicate || calls.calls_user_methods || !calls.looked_at.is_empty()
+        calls.may_communicate || calls.looked_at.iter().any(|&i| (self.comm_fns)(i))
     }
 
     /// The calls of the communicating closure `e` names (`report`, `&mut report`), if it names

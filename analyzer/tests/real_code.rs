@@ -559,3 +559,39 @@ fn a_let_bound_block_that_communicates() {
         "{text}"
     );
 }
+
+/// A trait method with an MPI implementation and a serial one, called on a receiver of a
+/// generic type: the implementation that communicates is taken, with a warning naming the
+/// other. Given a closure that only hands each message on (`|m| { Self::handle(m, ..) }`), the
+/// call is still expanded (before, the closure was inlined and the call never resolved).
+#[test]
+fn a_trait_method_with_an_mpi_and_a_serial_implementation() {
+    let items = "use std::rc::Rc;\n\
+        trait Backend { fn exchange<F: FnMut(f64)>(&self, out: &[f64], on: F); }\n\
+        struct Mpi { world: SimpleCommunicator }\n\
+        impl Backend for Mpi {\n fn exchange<F: FnMut(f64)>(&self, out: &[f64], mut on: F) {\n\
+          let n = self.world.size();\n let next = self.world.process_at_rank((self.world.rank() + 1) % n);\n\
+          next.send(&out[..]);\n let (v, _) = self.world.any_process().receive_vec::<f64>();\n on(v[0]);\n }\n}\n\
+        struct Local;\n\
+        impl Backend for Local { fn exchange<F: FnMut(f64)>(&self, out: &[f64], mut on: F) { on(out[0]); } }\n\
+        struct Model<B: Backend> { backend: Rc<B>, cells: Vec<f64> }\n\
+        impl<B: Backend> Model<B> {\n\
+          fn handle(m: f64, into: &mut Vec<f64>) { into.push(m); }\n\
+          fn run(&mut self, steps: usize) {\n for _ in 0..steps {\n\
+            for c in self.cells.iter_mut() { *c *= 0.5; }\n let mut got = Vec::new();\n\
+            let b = &self.backend;\n b.exchange(&self.cells, |m| { Self::handle(m, &mut got) });\n\
+            self.cells[0] += got[0];\n }\n }\n}";
+    let (text, messages) = analyze(&program(
+        items,
+        "let mut m = Model { backend: Rc::new(Mpi { world }), cells: vec![1.0; 8] };\n m.run(100);",
+    ));
+    assert!(text.contains("solver t::Model::run"), "{text}");
+    assert!(text.contains("mpi::send, mpi::receive_vec"), "{text}");
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.starts_with("`Mpi::exchange` is taken for this call")
+                && m.contains("`Local::exchange` would not")),
+        "{messages:?}"
+    );
+}

@@ -119,6 +119,18 @@ impl Builder<'_, '_> {
         if closures.is_empty() {
             return None;
         }
+        // A communicating function of the program given a closure that does not communicate
+        // itself (`comm.send_receive_vehicles(out, now, |msg| { Self::handle(msg, ..) })`) is
+        // expanded as a call: the closure is what it does with each message.
+        let callee = crate::scan::UserCall::of(peel(e)).and_then(|u| self.resolve(u));
+        if callee.is_some_and(|i| (self.comm_fns)(i))
+            && !closures.iter().any(|c| match &*c.body {
+                syn::Expr::Block(b) => self.may_communicate(&b.block),
+                _ => false,
+            })
+        {
+            return None;
+        }
         let name = name.map(|n| n.to_string()).unwrap_or_default();
         let receiver = match peel(e) {
             syn::Expr::MethodCall(m) => Some(&*m.receiver),

@@ -19,41 +19,57 @@ pub(super) const MAX_INLINE_DEPTH: usize = 8;
 impl Builder<'_, '_> {
     /// Resolves a call to a user function (`f(..)`, `m::f(..)`, `x.method(..)`).
     pub(super) fn resolve(&self, call: UserCall<'_>) -> Option<usize> {
-        let fns = &self.program.functions;
         match call {
             UserCall::Call(c) => resolve_call(self.program, *self.stack.last()?, c),
             UserCall::Method(m) => {
-                // The crate's own methods of that name first: a method no function of the crate
-                // is named after needs no look at its receiver (which walks the chain below it).
-                let name = crate::syntax::Name::of(&m.method);
-                let by_name = self.program.by_name.get(name.as_str())?;
-                if self.env.value_of(&m.receiver, &self.text).is_some() {
-                    return None;
-                }
-                // Methods of that name taking as many arguments; of the receiver's type when it
-                // is known (`let mut sim = Sim { .. }`, `Sim::new(..)`, `let sim: Sim`, `self`).
-                let arity = |i: usize| fns[i].sig.inputs.len() == m.args.len() + 1;
-                let mut candidates: Vec<usize> = by_name
-                    .iter()
-                    .copied()
-                    .filter(|&i| fns[i].sig.receiver().is_some() && arity(i))
-                    .collect();
-                if candidates.len() > 1 {
-                    if let Some(ty) = self.receiver_type(&m.receiver) {
-                        let of_type = |i: &usize| impl_type(&fns[*i].path) == Some(ty.as_str());
-                        if candidates.iter().any(of_type) {
-                            candidates.retain(of_type);
-                        }
-                    }
-                }
-                // Only when unambiguous about communication: every candidate agrees.
+                let candidates = self.method_candidates(m)?;
+                // When they disagree about communication (a trait's MPI implementation beside a
+                // serial one, the receiver's type not known), the one that communicates: the
+                // program runs under MPI. `expand` says so in a warning.
                 let first = *candidates.first()?;
-                candidates
+                if candidates
                     .iter()
                     .all(|&i| (self.comm_fns)(i) == (self.comm_fns)(first))
-                    .then_some(first)
+                {
+                    return Some(first);
+                }
+                // Not one being expanded already: `self.network.move_links(now)` in
+                // `Simulation::move_links` is another type's method of the same name.
+                candidates
+                    .into_iter()
+                    .find(|&i| (self.comm_fns)(i) && !self.stack.contains(&i))
             }
         }
+    }
+
+    /// The methods of the program a method call may call: those of its name taking as many
+    /// arguments; of the receiver's type when it is known (`let mut sim = Sim { .. }`,
+    /// `Sim::new(..)`, `let sim: Sim`, `self`). `None` when the program has no method of that
+    /// name, or the receiver is a communicator value (whose methods are rsmpi's).
+    pub(super) fn method_candidates(&self, m: &syn::ExprMethodCall) -> Option<Vec<usize>> {
+        let fns = &self.program.functions;
+        // The crate's own methods of that name first: a method no function of the crate is
+        // named after needs no look at its receiver (which walks the chain below it).
+        let name = crate::syntax::Name::of(&m.method);
+        let by_name = self.program.by_name.get(name.as_str())?;
+        if self.env.value_of(&m.receiver, &self.text).is_some() {
+            return None;
+        }
+        let arity = |i: usize| fns[i].sig.inputs.len() == m.args.len() + 1;
+        let mut candidates: Vec<usize> = by_name
+            .iter()
+            .copied()
+            .filter(|&i| fns[i].sig.receiver().is_some() && arity(i))
+            .collect();
+        if candidates.len() > 1 {
+            if let Some(ty) = self.receiver_type(&m.receiver) {
+                let of_type = |i: &usize| impl_type(&fns[*i].path) == Some(ty.as_str());
+                if candidates.iter().any(of_type) {
+                    candidates.retain(of_type);
+                }
+            }
+        }
+        Some(candidates)
     }
 
     /// The type a method's receiver has, when the body says: a variable bound to a struct
@@ -186,6 +202,28 @@ impl Builder<'_, '_> {
             );
             self.facts.diags.push(Diagnostic::warning(msg, Some(loc)));
             return None;
+        }
+        if let UserCall::Method(m) = call {
+            let others: Vec<&str> = self
+                .method_candidates(m)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|&i| i != index && !(self.comm_fns)(i))
+                .map(|i| self.program.functions[i].path.as_str())
+                .collect();
+            if !others.is_empty() {
+                let msg = format!(
+                    "`{}` is taken for this call, the implementation of `{}` that communicates; `{}` would not",
+                    f.path,
+                    m.method,
+                    others.join("`, `")
+                );
+                self.facts.diags.push(
+                    Diagnostic::warning(msg, Some(loc))
+                        .with_label("receiver's type not known")
+                        .with_note("mark the solver or the calls (mheta.toml) if another implementation runs under MPI"),
+                );
+            }
         }
         // Communicator arguments bind the callee's parameters.
         let args = call.args();
