@@ -285,9 +285,10 @@ fn exchanges_data(n: &Node, solver_calls: &[Loc], sources: &SourceMap) -> bool {
 
 /// Whether a loop visits peers rather than iterating: every point-to-point call names its peer
 /// by the loop's variable (`for i in 0..num_neighbors { send to recv_list[i] }`), or receives
-/// from any rank (collecting messages until all have come), or the loop only polls requests
-/// (`while coll.incomplete() > 0 { coll.test_some(..) }`); no collective is inside.
-fn over_peers(l: &Loop) -> bool {
+/// from any rank (collecting messages until all have come; with `from_any_collects`), or the
+/// loop only polls requests (`while coll.incomplete() > 0 { coll.test_some(..) }`); no
+/// collective is inside.
+fn over_peers(l: &Loop, from_any_collects: bool) -> bool {
     use crate::catalogue::CallKind;
     let all = l.calls();
     let calls: Vec<_> = all
@@ -303,7 +304,7 @@ fn over_peers(l: &Loop) -> bool {
     }
     let from_any = |c: &&&crate::ir::CallSite| c.kind == CallKind::Receive && c.peers == ["any"];
     calls.is_empty()
-        || calls.iter().all(from_any)
+        || from_any_collects && calls.iter().all(from_any)
         || calls
             .iter()
             .all(|c| !c.peers.is_empty() && c.peers.iter().all(|p| by_loop_var(l, p)))
@@ -359,7 +360,13 @@ fn candidates<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) -> Ve
                     .iter()
                     .any(|c| c.peers.iter().any(|p| by_loop_var(l, p)))
             };
-            by_size && (l.only_comm_and_glue() || visits()) || over_peers(l)
+            // A counted loop not over the ranks that computes (`for tick in 0..steps { relax;
+            // any.receive() }`) iterates, whoever it hears from.
+            let counted = l.kind == crate::ir::LoopKind::For
+                && l.header_text.contains("..")
+                && !by_size
+                && !l.only_comm_and_glue();
+            by_size && (l.only_comm_and_glue() || visits()) || over_peers(l, !counted)
         })
     };
     fn loops<'a>(

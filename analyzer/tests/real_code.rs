@@ -595,3 +595,26 @@ fn a_trait_method_with_an_mpi_and_a_serial_implementation() {
         "{messages:?}"
     );
 }
+
+/// A counted time loop that computes and receives from any rank iterates: it is no collection
+/// loop (`for _ in 1..size { any.receive() }`, which stays one).
+#[test]
+fn a_counted_loop_that_computes_and_receives_from_any_rank() {
+    let (text, _) = analyze(&program(
+        "",
+        "let mut work = vec![1.0f64; 64];\n let mut got = 0u32;\n\
+         for _tick in 0..1000 {\n for w in work.iter_mut() { *w *= 0.5; }\n\
+           let (v, _s) = world.any_process().receive::<u32>();\n got += v;\n }",
+    ));
+    assert!(text.contains("main loop: for"), "{text}");
+    let (text, messages) = analyze(&program(
+        "",
+        "let size = world.size();\n let mut total = 0u32;\n\
+         for _ in 1..size {\n let (v, _s) = world.any_process().receive::<u32>();\n total += v * 2;\n }",
+    ));
+    assert!(!text.contains("main loop"), "{text}");
+    assert!(
+        messages.iter().any(|m| m.starts_with("no solver found")),
+        "{messages:?}"
+    );
+}
