@@ -450,8 +450,16 @@ pub fn describe(e: &EventDraft, facts: &Facts) -> Described {
         .iter()
         .filter(|c| c.kind != CallKind::Complete)
         .collect();
+    // A non-blocking probe polls: a loop that starts with one waits for no predecessor, so it
+    // is no pipeline's tile loop (`for _ in 0..t { if let Some(_) = any.immediate_probe() {
+    // receive; answer } }`).
+    let polls = |c: &&CallSite| {
+        let name = c.api.rsplit("::").next().unwrap_or(&c.api);
+        name.starts_with("immediate_") && name.contains("probe")
+    };
     let receive_like = !p2p.is_empty()
         && p2p.iter().all(|c| c.kind == CallKind::Receive)
+        && !p2p.iter().any(polls)
         && participants.len() == 1;
     Described {
         pattern,

@@ -618,3 +618,30 @@ fn a_counted_loop_that_computes_and_receives_from_any_rank() {
         "{messages:?}"
     );
 }
+
+/// A loop that starts by polling (`immediate_probe`) waits for no predecessor: it is no tile
+/// loop, whose form would leave out the answer sent in the arm (a dining philosopher thinking
+/// while it answers requests).
+#[test]
+fn a_loop_that_polls_first_is_no_tile_loop() {
+    let (text, messages) = analyze(&program(
+        "",
+        "let mut work = vec![1.0f64; 64];\n\
+         loop {\n for w in work.iter_mut() { *w *= 0.5; }\n\
+           for _ in 0..5 {\n\
+             if let Some(_) = world.any_process().immediate_probe() {\n\
+               let (msg, status) = world.any_process().receive::<u8>();\n\
+               if msg == 1 { world.process_at_rank(status.source_rank()).send(&2u8); }\n\
+               work[0] += 1.0;\n }\n }\n\
+           if work[0] > 1e9 { break; }\n }",
+    ));
+    assert!(!text.contains("tiles"), "{text}");
+    assert!(
+        text.contains("mpi::immediate_probe") && text.contains("mpi::send"),
+        "{text}"
+    );
+    assert!(
+        !messages.iter().any(|m| m.contains("tile loop")),
+        "{messages:?}"
+    );
+}
