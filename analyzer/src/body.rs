@@ -514,6 +514,37 @@ struct Builder<'p, 'f> {
 }
 
 impl<'p, 'f> Builder<'p, 'f> {
+    /// Peers named by a variable an arm binds itself (`match rank { _ if rank < half => { let
+    /// peer = rank + half; send to peer } _ => { let peer = rank - half; .. } }`) are that arm's
+    /// value, put in where the arm communicates: by name, every arm's `peer` would be the last
+    /// one bound.
+    fn localize_peers(&self, arm: &mut [Node]) {
+        for k in 0..arm.len() {
+            let defs: Vec<(String, String)> = match &arm[k] {
+                Node::Stmt(s) => s
+                    .defs
+                    .iter()
+                    .map(|(name, e)| (name.clone(), self.text.of(e)))
+                    .collect(),
+                _ => continue,
+            };
+            for (name, value) in defs {
+                // Not one bound again or stepped later (`to += 1`, round robin).
+                let mut changes = false;
+                for n in &arm[k + 1..] {
+                    n.each_stmt(&mut |s| changes |= s.writes.iter().any(|w| *w == name));
+                }
+                if changes {
+                    continue;
+                }
+                // `rename_peer` replaces a peer that is the name alone, never part of one.
+                arm[k + 1..]
+                    .iter_mut()
+                    .for_each(|n| n.rename_peer(&name, &value));
+            }
+        }
+    }
+
     /// Whether `block`'s syntax may communicate: it calls a catalogued method or free function,
     /// or a function of the program that communicates (a method: one of that name).
     fn may_communicate(&self, block: &syn::Block) -> bool {
@@ -961,6 +992,7 @@ impl<'p, 'f> Builder<'p, 'f> {
         for (_, level) in &levels {
             self.bind_let_condition(&level.cond);
             let mut then = self.block(&level.then_branch);
+            self.localize_peers(&mut then);
             // `if let Some(p) = up { .. process_at_rank(p) .. }`: the peer is what `up` holds.
             if let Some((inner, outer)) = unwrapped_binding(&level.cond) {
                 then.iter_mut().for_each(|n| n.rename_peer(&inner, &outer));
@@ -1032,6 +1064,7 @@ impl<'p, 'f> Builder<'p, 'f> {
             self.bind_comm_pattern(&arm.pat, &m.expr);
             let mut nodes = Vec::new();
             self.expr(&arm.body, &[], self.loc(arm.body.extent()), &mut nodes);
+            self.localize_peers(&mut nodes);
             arms.push(nodes);
         }
         self.branch_or_stmt(whole, &m.expr, arms, bound, loc)

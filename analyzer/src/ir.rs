@@ -331,7 +331,7 @@ pub enum Node {
 
 impl Node {
     /// Every statement inside, loop headers and branch conditions included, in source order.
-    fn each_stmt<'a>(&'a self, f: &mut impl FnMut(&'a Stmt)) {
+    pub(crate) fn each_stmt<'a>(&'a self, f: &mut impl FnMut(&'a Stmt)) {
         match self {
             Node::Stmt(s) => f(s),
             Node::Loop(l) => l.each_stmt(f),

@@ -645,3 +645,21 @@ fn a_loop_that_polls_first_is_no_tile_loop() {
         "{messages:?}"
     );
 }
+
+/// Two arms that bind the same name to different peers (`let peer = rank + half` and `let peer
+/// = rank - half`) talk to both, each arm to its own; a peer stepped later (`to += 1`) is left
+/// as its name.
+#[test]
+fn arms_binding_one_name_to_different_peers() {
+    let (text, _) = analyze(&program(
+        "",
+        "let rank = world.rank();\n let half = world.size() / 2;\n let mut buf = vec![0u8; 64];\n\
+         for _rep in 0..100 {\n for b in buf.iter_mut() { *b = b.wrapping_add(1); }\n\
+           match rank {\n\
+             _ if rank < half => {\n let peer = rank + half;\n world.process_at_rank(peer).send(&buf[..]);\n\
+               let (_m, _s) = world.process_at_rank(peer).receive_vec::<u8>();\n }\n\
+             _ => {\n let peer = rank - half;\n let (_m, _s) = world.process_at_rank(peer).receive_vec::<u8>();\n\
+               world.process_at_rank(peer).send(&buf[..]);\n }\n }\n }",
+    ));
+    assert!(text.contains("with [rank + half, rank - half]"), "{text}");
+}
