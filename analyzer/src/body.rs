@@ -201,8 +201,10 @@ impl<'p> Communicating<'p> {
     /// [`build_function`] of function `index` (with fresh facts), the body built already to
     /// find out whether it communicates when that is the same.
     pub fn build(&self, index: usize) -> Built {
-        let mut facts = Facts::default();
-        facts.comm_closures = self.given_closures(index);
+        let mut facts = Facts {
+            comm_closures: self.given_closures(index),
+            ..Facts::default()
+        };
         let reusable = facts.comm_closures.is_empty().then(|| {
             self.read.borrow_mut()[index]
                 .as_mut()
@@ -532,7 +534,7 @@ impl<'p, 'f> Builder<'p, 'f> {
                 // Not one bound again or stepped later (`to += 1`, round robin).
                 let mut changes = false;
                 for n in &arm[k + 1..] {
-                    n.each_stmt(&mut |s| changes |= s.writes.iter().any(|w| *w == name));
+                    n.each_stmt(&mut |s| changes |= s.writes.contains(&name));
                 }
                 if changes {
                     continue;

@@ -426,14 +426,14 @@ impl Loader<'_> {
                         }
                     }
                 }
-                syn::Item::Type(t) => {
+                syn::Item::Type(t)
                     if crate::body::is_closure_type(
                         &t.ty,
                         &t.generics,
                         &self.program.closure_aliases,
-                    ) {
-                        self.program.closure_aliases.insert(t.ident.to_string());
-                    }
+                    ) =>
+                {
+                    self.program.closure_aliases.insert(t.ident.to_string());
                 }
                 syn::Item::Struct(s) => {
                     for field in s.fields {
