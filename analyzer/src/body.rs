@@ -253,7 +253,9 @@ impl<'p> Communicating<'p> {
                 syn::FnArg::Receiver(_) => None,
             })
             .enumerate()
-            .filter(|(_, ty)| is_closure_type(ty, &f.sig.generics, &program.closure_aliases))
+            .filter(|(_, ty)| {
+                crate::syntax::is_closure_type(ty, &f.sig.generics, &program.closure_aliases)
+            })
             .map(|(k, _)| k)
             .collect();
         if closures.is_empty() || !self.binding.borrow_mut().insert(index) {
@@ -592,7 +594,8 @@ impl<'p, 'f> Builder<'p, 'f> {
                 if matches!(&*pt.ty, syn::Type::Reference(r) if r.mutability.is_some()) {
                     facts.mut_refs.extend(pattern_idents(&pt.pat));
                 }
-                if is_closure_type(&pt.ty, &f.sig.generics, &program.closure_aliases) {
+                if crate::syntax::is_closure_type(&pt.ty, &f.sig.generics, &program.closure_aliases)
+                {
                     facts.closure_params.extend(pattern_idents(&pt.pat));
                 }
             }
@@ -1174,62 +1177,6 @@ impl<'p, 'f> Builder<'p, 'f> {
             arms,
         }));
         out
-    }
-}
-
-/// Whether a parameter's type is a closure: `&mut dyn FnMut(..)`, `impl Fn(..)`, `Box<dyn
-/// Fn(..)>`, a type parameter bounded by one of the `Fn` traits, or a type alias among
-/// `aliases` (the program's aliases of closure types).
-pub(crate) fn is_closure_type(
-    ty: &syn::Type,
-    generics: &syn::Generics,
-    aliases: &std::collections::HashSet<String>,
-) -> bool {
-    let fn_bound = |b: &syn::TypeParamBound| match b {
-        syn::TypeParamBound::Trait(t) => t
-            .path
-            .segments
-            .last()
-            .is_some_and(|s| s.ident == "Fn" || s.ident == "FnMut" || s.ident == "FnOnce"),
-        _ => false,
-    };
-    match ty {
-        syn::Type::Reference(r) => is_closure_type(&r.elem, generics, aliases),
-        syn::Type::Paren(p) => is_closure_type(&p.elem, generics, aliases),
-        syn::Type::TraitObject(t) => t.bounds.iter().any(fn_bound),
-        syn::Type::ImplTrait(t) => t.bounds.iter().any(fn_bound),
-        syn::Type::Path(p) => {
-            let Some(last) = p.path.segments.last() else {
-                return false;
-            };
-            if last.ident == "Box" {
-                if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
-                    if let Some(syn::GenericArgument::Type(inner)) = a.args.first() {
-                        return is_closure_type(inner, generics, aliases);
-                    }
-                }
-            }
-            if aliases.contains(last.ident.to_string().as_str()) {
-                return true;
-            }
-            let Some(name) = p.path.get_ident() else {
-                return false;
-            };
-            let bounded = generics.params.iter().any(|g| {
-                matches!(g, syn::GenericParam::Type(t) if t.ident == *name && t.bounds.iter().any(fn_bound))
-            });
-            bounded
-                || generics.where_clause.as_ref().is_some_and(|w| {
-                    w.predicates.iter().any(|pr| match pr {
-                        syn::WherePredicate::Type(pt) => {
-                            matches!(&pt.bounded_ty, syn::Type::Path(b) if b.path.is_ident(name))
-                                && pt.bounds.iter().any(fn_bound)
-                        }
-                        _ => false,
-                    })
-                })
-        }
-        _ => false,
     }
 }
 

@@ -427,7 +427,7 @@ impl Loader<'_> {
                     }
                 }
                 syn::Item::Type(t)
-                    if crate::body::is_closure_type(
+                    if crate::syntax::is_closure_type(
                         &t.ty,
                         &t.generics,
                         &self.program.closure_aliases,

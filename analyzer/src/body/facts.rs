@@ -29,7 +29,11 @@ impl Builder<'_, '_> {
                     || ty_text.contains("Vec")
                     || ty_text.contains("DistArray");
                 if array_type
-                    && !super::is_closure_type(&pt.ty, &sig.generics, &self.program.closure_aliases)
+                    && !crate::syntax::is_closure_type(
+                        &pt.ty,
+                        &sig.generics,
+                        &self.program.closure_aliases,
+                    )
                 {
                     for name in pattern_idents(&pt.pat) {
                         let distributed = ty_text.contains("DistArray");
