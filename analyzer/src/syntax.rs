@@ -412,6 +412,62 @@ pub fn with_parsed_macros<'a, R>(
     f()
 }
 
+/// Whether a parameter's type is a closure: `&mut dyn FnMut(..)`, `impl Fn(..)`, `Box<dyn
+/// Fn(..)>`, a type parameter bounded by one of the `Fn` traits, or a type alias among
+/// `aliases` (the program's aliases of closure types).
+pub fn is_closure_type(
+    ty: &syn::Type,
+    generics: &syn::Generics,
+    aliases: &std::collections::HashSet<String>,
+) -> bool {
+    let fn_bound = |b: &syn::TypeParamBound| match b {
+        syn::TypeParamBound::Trait(t) => t
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "Fn" || s.ident == "FnMut" || s.ident == "FnOnce"),
+        _ => false,
+    };
+    match ty {
+        syn::Type::Reference(r) => is_closure_type(&r.elem, generics, aliases),
+        syn::Type::Paren(p) => is_closure_type(&p.elem, generics, aliases),
+        syn::Type::TraitObject(t) => t.bounds.iter().any(fn_bound),
+        syn::Type::ImplTrait(t) => t.bounds.iter().any(fn_bound),
+        syn::Type::Path(p) => {
+            let Some(last) = p.path.segments.last() else {
+                return false;
+            };
+            if last.ident == "Box" {
+                if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
+                    if let Some(syn::GenericArgument::Type(inner)) = a.args.first() {
+                        return is_closure_type(inner, generics, aliases);
+                    }
+                }
+            }
+            if aliases.contains(last.ident.to_string().as_str()) {
+                return true;
+            }
+            let Some(name) = p.path.get_ident() else {
+                return false;
+            };
+            let bounded = generics.params.iter().any(|g| {
+                matches!(g, syn::GenericParam::Type(t) if t.ident == *name && t.bounds.iter().any(fn_bound))
+            });
+            bounded
+                || generics.where_clause.as_ref().is_some_and(|w| {
+                    w.predicates.iter().any(|pr| match pr {
+                        syn::WherePredicate::Type(pt) => {
+                            matches!(&pt.bounded_ty, syn::Type::Path(b) if b.path.is_ident(name))
+                                && pt.bounds.iter().any(fn_bound)
+                        }
+                        _ => false,
+                    })
+                })
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -497,61 +553,5 @@ mod tests {
             }
         }
         assert!(n > 1000, "{n} expressions");
-    }
-}
-
-/// Whether a parameter's type is a closure: `&mut dyn FnMut(..)`, `impl Fn(..)`, `Box<dyn
-/// Fn(..)>`, a type parameter bounded by one of the `Fn` traits, or a type alias among
-/// `aliases` (the program's aliases of closure types).
-pub fn is_closure_type(
-    ty: &syn::Type,
-    generics: &syn::Generics,
-    aliases: &std::collections::HashSet<String>,
-) -> bool {
-    let fn_bound = |b: &syn::TypeParamBound| match b {
-        syn::TypeParamBound::Trait(t) => t
-            .path
-            .segments
-            .last()
-            .is_some_and(|s| s.ident == "Fn" || s.ident == "FnMut" || s.ident == "FnOnce"),
-        _ => false,
-    };
-    match ty {
-        syn::Type::Reference(r) => is_closure_type(&r.elem, generics, aliases),
-        syn::Type::Paren(p) => is_closure_type(&p.elem, generics, aliases),
-        syn::Type::TraitObject(t) => t.bounds.iter().any(fn_bound),
-        syn::Type::ImplTrait(t) => t.bounds.iter().any(fn_bound),
-        syn::Type::Path(p) => {
-            let Some(last) = p.path.segments.last() else {
-                return false;
-            };
-            if last.ident == "Box" {
-                if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
-                    if let Some(syn::GenericArgument::Type(inner)) = a.args.first() {
-                        return is_closure_type(inner, generics, aliases);
-                    }
-                }
-            }
-            if aliases.contains(last.ident.to_string().as_str()) {
-                return true;
-            }
-            let Some(name) = p.path.get_ident() else {
-                return false;
-            };
-            let bounded = generics.params.iter().any(|g| {
-                matches!(g, syn::GenericParam::Type(t) if t.ident == *name && t.bounds.iter().any(fn_bound))
-            });
-            bounded
-                || generics.where_clause.as_ref().is_some_and(|w| {
-                    w.predicates.iter().any(|pr| match pr {
-                        syn::WherePredicate::Type(pt) => {
-                            matches!(&pt.bounded_ty, syn::Type::Path(b) if b.path.is_ident(name))
-                                && pt.bounds.iter().any(fn_bound)
-                        }
-                        _ => false,
-                    })
-                })
-        }
-        _ => false,
     }
 }
