@@ -235,26 +235,13 @@ impl<'p> Communicating<'p> {
     fn given_closures(&self, index: usize) -> HashMap<String, Vec<crate::ir::CallSite>> {
         let program = self.program;
         let f = &program.functions[index];
-        let params: Vec<&syn::Pat> = f
-            .sig
-            .inputs
+        let typed = crate::syntax::typed_params(&f.sig);
+        let params: Vec<&syn::Pat> = typed.iter().map(|t| &*t.pat).collect();
+        let closures: Vec<usize> = typed
             .iter()
-            .filter_map(|i| match i {
-                syn::FnArg::Typed(t) => Some(&*t.pat),
-                syn::FnArg::Receiver(_) => None,
-            })
-            .collect();
-        let closures: Vec<usize> = f
-            .sig
-            .inputs
-            .iter()
-            .filter_map(|i| match i {
-                syn::FnArg::Typed(t) => Some(&*t.ty),
-                syn::FnArg::Receiver(_) => None,
-            })
             .enumerate()
-            .filter(|(_, ty)| {
-                crate::syntax::is_closure_type(ty, &f.sig.generics, &program.closure_aliases)
+            .filter(|(_, t)| {
+                crate::syntax::is_closure_type(&t.ty, &f.sig.generics, &program.closure_aliases)
             })
             .map(|(k, _)| k)
             .collect();

@@ -412,6 +412,17 @@ pub fn with_parsed_macros<'a, R>(
     f()
 }
 
+/// A signature's parameters other than its receiver, in order.
+pub fn typed_params(sig: &syn::Signature) -> Vec<&syn::PatType> {
+    sig.inputs
+        .iter()
+        .filter_map(|i| match i {
+            syn::FnArg::Typed(t) => Some(t),
+            syn::FnArg::Receiver(_) => None,
+        })
+        .collect()
+}
+
 /// Whether a parameter's type is a closure: `&mut dyn FnMut(..)`, `impl Fn(..)`, `Box<dyn
 /// Fn(..)>`, a type parameter bounded by one of the `Fn` traits, or a type alias among
 /// `aliases` (the program's aliases of closure types).

@@ -232,14 +232,9 @@ impl Builder<'_, '_> {
             &self.program.config,
             self.program.imports.clone(),
         );
-        let params: Vec<&syn::Pat> = f
-            .sig
-            .inputs
-            .iter()
-            .filter_map(|i| match i {
-                syn::FnArg::Typed(t) => Some(&*t.pat),
-                syn::FnArg::Receiver(_) => None,
-            })
+        let params: Vec<&syn::Pat> = crate::syntax::typed_params(&f.sig)
+            .into_iter()
+            .map(|t| &*t.pat)
             .collect();
         // A communicating closure passed on (`time_loop(.., &mut report)`) makes its calls where
         // the callee calls its parameter; what the names held before comes back afterwards.
