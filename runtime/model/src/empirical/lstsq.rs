@@ -67,9 +67,19 @@ pub fn nnls(rows: &[Vec<f64>], b: &[f64]) -> Result<Vec<f64>, LstsqError> {
     let mut x = vec![0.0; n];
     let mut passive = vec![false; n];
     let norm_b = s.b.iter().map(|v| v * v).sum::<f64>().sqrt();
-    // ‖A‖ ≤ √m after scaling; Lawson and Hanson's tolerance on the dual vector.
-    let tol = 10.0 * f64::EPSILON * (s.m.max(n) as f64) * (s.m as f64).sqrt() * norm_b.max(1e-300);
     for _ in 0..3 * n + 3 {
+        // Lawson and Hanson's tolerance on the dual vector w = Aᵀ(b − Ax), which is computed with
+        // an error of about ε‖A‖(‖b‖ + ‖A‖‖x‖); ‖A‖ ≤ √m after scaling. Without the ‖x‖ term, a
+        // fit that is exact with large coefficients (two nearly parallel columns) left w of
+        // rounding size above the tolerance: a column entered on noise, and with more columns
+        // than rows the solution fell apart.
+        let norm_x = x.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let sqrt_m = (s.m as f64).sqrt();
+        let tol = 10.0
+            * f64::EPSILON
+            * (s.m.max(n) as f64)
+            * sqrt_m
+            * (norm_b + sqrt_m * norm_x).max(1e-300);
         let w = s.gradient(&x);
         let entering = (0..n)
             .filter(|&j| !passive[j])
@@ -336,6 +346,26 @@ mod tests {
         // All of b negative: x = 0.
         let x = nnls(&rows, &[-1.0, -1.0, -1.0]).unwrap();
         assert_eq!(x, [0.0, 0.0]);
+    }
+
+    /// Found by the property test below: columns 0 and 3 are nearly parallel, so b is fitted
+    /// exactly with coefficients near 371 and 330. The dual vector's rounding (7e-13) was above
+    /// the tolerance, column 2 entered on it, the three columns did not fit two rows, and the
+    /// solver ended at x = (1.10, 0, 0, 0), where w₃ > 0.
+    #[test]
+    fn nnls_keeps_an_exact_fit_with_nearly_parallel_columns() {
+        let rows = vec![
+            vec![8.27128243408808, 0.0, 5.022733152018416, -9.274585780815729],
+            vec![1.177305622292086, 0.0, 0.0, -1.3162818373878726],
+        ];
+        let b = [8.91667084880354, 2.5336934097472903];
+        let x = nnls(&rows, &b).unwrap();
+        assert!(
+            x[0] > 300.0 && x[3] > 300.0 && x[1] == 0.0 && x[2] == 0.0,
+            "{x:?}"
+        );
+        let w = gradient(&rows, &b, &x);
+        assert!(w.iter().all(|v| v.abs() < 1e-6), "{w:?}");
     }
 
     /// w = Aᵀ(b − Ax) in the caller's units.
