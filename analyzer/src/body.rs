@@ -285,14 +285,7 @@ impl<'p> Communicating<'p> {
             let (Some(param), Some(arg)) = (params.get(k), call.args.iter().nth(k)) else {
                 continue;
             };
-            let syn::Expr::Path(p) = peel(arg) else {
-                continue;
-            };
-            let Some(name) = p.path.get_ident() else {
-                continue;
-            };
-            let name = crate::syntax::Name::of(name);
-            if let Some(calls) = built.facts.comm_closures.get(name.as_str()) {
+            if let Some(calls) = named_closure(&built.facts.comm_closures, arg) {
                 for param in pattern_idents(param) {
                     given.insert(param, calls.clone());
                 }
@@ -511,27 +504,31 @@ impl<'p, 'f> Builder<'p, 'f> {
     /// one bound.
     fn localize_peers(&self, arm: &mut [Node]) {
         for k in 0..arm.len() {
-            let defs: Vec<(String, String)> = match &arm[k] {
-                Node::Stmt(s) => s
-                    .defs
-                    .iter()
-                    .map(|(name, e)| (name.clone(), self.text.of(e)))
-                    .collect(),
-                _ => continue,
-            };
-            for (name, value) in defs {
-                // Not one bound again or stepped later (`to += 1`, round robin).
-                let mut changes = false;
+            let Node::Stmt(s) = &arm[k] else { continue };
+            if s.defs.is_empty() {
+                continue;
+            }
+            let defs = s.defs.clone();
+            for (name, e) in defs {
+                // A peer that is the name alone (`rename_peer` replaces no part of one), not bound
+                // again or stepped later (`to += 1`, round robin).
+                let (mut named, mut changes) = (false, false);
                 for n in &arm[k + 1..] {
-                    n.each_stmt(&mut |s| changes |= s.writes.contains(&name));
+                    n.each_stmt(&mut |s| {
+                        named |= s
+                            .calls
+                            .iter()
+                            .flat_map(|c| &c.peers)
+                            .any(|p| crate::ir::peer_is(p, &name));
+                        changes |= s.writes.contains(&name);
+                    });
                 }
-                if changes {
-                    continue;
+                if named && !changes {
+                    let value = self.text.of(&e);
+                    arm[k + 1..]
+                        .iter_mut()
+                        .for_each(|n| n.rename_peer(&name, &value));
                 }
-                // `rename_peer` replaces a peer that is the name alone, never part of one.
-                arm[k + 1..]
-                    .iter_mut()
-                    .for_each(|n| n.rename_peer(&name, &value));
             }
         }
     }
@@ -548,14 +545,7 @@ impl<'p, 'f> Builder<'p, 'f> {
     /// The calls of the communicating closure `e` names (`report`, `&mut report`), if it names
     /// one.
     fn comm_closure(&self, e: &syn::Expr) -> Option<Vec<crate::ir::CallSite>> {
-        let syn::Expr::Path(p) = peel(e) else {
-            return None;
-        };
-        let name = p.path.get_ident()?;
-        self.facts
-            .comm_closures
-            .get(crate::syntax::Name::of(name).as_str())
-            .cloned()
+        named_closure(&self.facts.comm_closures, e)
     }
 
     /// A builder for `f`'s body; `env` carries communicator arguments bound by a caller.
@@ -1202,6 +1192,20 @@ fn stage_messages(nodes: &mut [Node]) {
             uses.clear();
         }
     }
+}
+
+/// The calls of the closure among `closures` that `e` names (`report`, `&mut report`).
+fn named_closure(
+    closures: &HashMap<String, Vec<crate::ir::CallSite>>,
+    e: &syn::Expr,
+) -> Option<Vec<crate::ir::CallSite>> {
+    let syn::Expr::Path(p) = peel(e) else {
+        return None;
+    };
+    let name = p.path.get_ident()?;
+    closures
+        .get(crate::syntax::Name::of(name).as_str())
+        .cloned()
 }
 
 /// The name `Some(p)` or `Ok(p)` binds.

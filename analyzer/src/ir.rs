@@ -329,6 +329,11 @@ pub enum Node {
     Branch(Branch),
 }
 
+/// Whether a call's peer is the variable `name` alone (`p`, `&p`, `*p`).
+pub(crate) fn peer_is(peer: &str, name: &str) -> bool {
+    peer.trim().trim_start_matches(['&', '*']).trim() == name
+}
+
 impl Node {
     /// Every statement inside, loop headers and branch conditions included, in source order.
     pub(crate) fn each_stmt<'a>(&'a self, f: &mut impl FnMut(&'a Stmt)) {
@@ -374,7 +379,7 @@ impl Node {
     pub fn rename_peer(&mut self, from: &str, to: &str) {
         self.each_stmt_mut(&mut |s| {
             for peer in s.calls.iter_mut().flat_map(|c| c.peers.iter_mut()) {
-                if peer.trim().trim_start_matches(['&', '*']).trim() == from {
+                if peer_is(peer, from) {
                     *peer = to.to_string();
                 }
             }

@@ -354,8 +354,8 @@ fn imported_call(
     path: &syn::Path,
 ) -> Option<usize> {
     let imports = program.file_imports.get(&file?)?;
-    let first = path.segments.first()?.ident.to_string();
-    let full = imports.get(&first)?;
+    let first = crate::syntax::Name::of(&path.segments.first()?.ident);
+    let full = imports.get(first.as_str())?;
     let mut wanted = full.clone();
     for s in path.segments.iter().skip(1) {
         wanted.push_str("::");

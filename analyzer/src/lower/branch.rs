@@ -22,9 +22,12 @@ use crate::events::{self, Item};
 use crate::ir::{Branch, Node};
 use crate::syntax::strip_casts;
 
-/// Why a branch on the iteration counter is read coarsely: its condition's period is not known
-/// before the program runs (`step % every == 0` with `every` an argument).
-const UNREADABLE_SHARE: &str = "how often its arms run cannot be read off";
+/// What a coarse branch's warning advises: guard by the rank or the counter.
+const GUARD_NOTE: &str = "the structure is coarser here; guard communication by the rank or the iteration counter, or move it out of the branch, for a finer one";
+
+/// What it advises for a branch on the iteration counter whose period is not known before the
+/// program runs (`step % every == 0` with `every` an argument).
+const PERIOD_NOTE: &str = "the structure is coarser here; a period the program knows before it runs (`step % EVERY == 0` with `const EVERY`, or a literal) gives each arm its share of the iterations";
 
 impl Lowered {
     /// The share of iterations an event under `guard` runs in, with its condition as the
@@ -59,11 +62,17 @@ impl Lowered {
             return;
         }
         if !reads_rank {
-            return self.coarse_branch(b, ctx, facts, "its condition depends on data");
+            return self.coarse_branch(b, ctx, facts, "its condition depends on data", GUARD_NOTE);
         }
         match split_arms(&b) {
             Some(parts) => self.rank_branch(b, parts, ctx, facts),
-            None => self.coarse_branch(b, ctx, facts, "its arms communicate between computations"),
+            None => self.coarse_branch(
+                b,
+                ctx,
+                facts,
+                "its arms communicate between computations",
+                GUARD_NOTE,
+            ),
         }
     }
 
@@ -95,7 +104,13 @@ impl Lowered {
             .as_ref()
             .and_then(|c| arm_shares(c, &self.counters, &self.consts))
         else {
-            self.coarse_branch(b, ctx, facts, UNREADABLE_SHARE);
+            self.coarse_branch(
+                b,
+                ctx,
+                facts,
+                "how often its arms run cannot be read off",
+                PERIOD_NOTE,
+            );
             return;
         };
         if !b.cond.glue {
@@ -165,7 +180,7 @@ impl Lowered {
                 // x } > 0.0 { all_reduce(..) }`; the body builder now puts such a condition
                 // before its branch.)
                 Item::Node(Node::Branch(b)) => {
-                    self.coarse_branch(b, ctx, facts, "its condition communicates");
+                    self.coarse_branch(b, ctx, facts, "its condition communicates", GUARD_NOTE);
                     continue;
                 }
                 other => other,
@@ -180,12 +195,7 @@ impl Lowered {
     }
 
     /// The coarser reading: the arms in order, as if each ran.
-    fn coarse_branch(&mut self, b: Branch, ctx: Context, facts: &Facts, why: &str) {
-        let note = if why == UNREADABLE_SHARE {
-            "the structure is coarser here; a period the program knows before it runs (`step % EVERY == 0` with `const EVERY`, or a literal) gives each arm its share of the iterations"
-        } else {
-            "the structure is coarser here; guard communication by the rank or the iteration counter, or move it out of the branch, for a finer one"
-        };
+    fn coarse_branch(&mut self, b: Branch, ctx: Context, facts: &Facts, why: &str, note: &str) {
         self.diags.push(
             Diagnostic::warning(
                 format!("a branch that communicates and computes, and {why}: its arms are analysed in order as if each ran"),
