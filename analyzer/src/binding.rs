@@ -198,7 +198,16 @@ impl Env {
                 {
                     return Some(CommValue::new(ValueKind::Communicator, Family::Mpi));
                 }
-                None
+                // A guard around the universe (`UniverseGuard::new(mpi::initialize().unwrap())`)
+                // hands out its world; a shared pointer (`Rc::new(world)`) is its communicator.
+                let [arg] = c.args.iter().collect::<Vec<_>>()[..] else {
+                    return None;
+                };
+                let inner = self.value_of(arg, text)?;
+                let pointer = segs.len() == 2
+                    && matches!(segs[0].as_str(), "Rc" | "Arc" | "Box")
+                    && last == "new";
+                (inner.kind == ValueKind::Universe || pointer).then_some(inner)
             }
             Expr::MethodCall(m) => self.method_value(m, text),
             // `if rank > 0 { world.process_at_rank(rank - 1) } else { world.process_at_rank(size
@@ -301,6 +310,11 @@ impl Env {
                 }
                 immediate(&name, receiver.family)
             }
+            // `p.matched_probe()` and its `(Message, Status)`: the message, from `p`'s peer.
+            ValueKind::Process if name.contains("matched_probe") => Some(CommValue {
+                kind: ValueKind::Message,
+                ..receiver
+            }),
             ValueKind::Process => immediate(&name, receiver.family),
             ValueKind::Requests
                 if matches!(name.as_str(), "into_iter" | "iter_mut" | "drain" | "pop") =>
@@ -330,13 +344,15 @@ impl Env {
             ValueKind::Request | ValueKind::Requests => {
                 catalogue::method(receiver.family, &name).filter(|e| e.kind == CallKind::Complete)
             }
+            ValueKind::Message => catalogue::method(receiver.family, &name)
+                .filter(|e| e.name.contains("matched_receive")),
             ValueKind::Universe => None,
         }?;
         let args: Vec<&syn::Expr> = m.args.iter().collect();
         let (peer, rest) = if entry.peer_arg && !args.is_empty() && entry.kind != CallKind::Complete
         {
             (Some(text.of(args[0])), &args[1..])
-        } else if receiver.kind == ValueKind::Process {
+        } else if matches!(receiver.kind, ValueKind::Process | ValueKind::Message) {
             (receiver.peer.clone(), &args[..])
         } else if receiver.family == Family::Runtime && ROOTED.contains(&name.as_str()) {
             // `comm.broadcast(0, &mut buf)`: the root is the plain (non-reference) argument.
@@ -490,6 +506,8 @@ fn carries_value(name: &str) -> bool {
             | "unwrap_or_else"
             | "comm"
             | "world"
+            | "matched_probe"
+            | "matched_probe_with_tag"
             | "into_iter"
             | "iter_mut"
             | "drain"

@@ -1016,7 +1016,11 @@ impl<'p, 'f> Builder<'p, 'f> {
             below = Some(self.branch(expr, &level.cond, arms, level_bound, locs[k]));
         }
         match (unscanned, below) {
-            (Some((j, _)), _) => vec![Node::Stmt(self.scan(Some(levels[j].0), bound, locs[j]))],
+            (Some((j, _)), _) => {
+                let mut stmt = self.scan(Some(levels[j].0), bound, locs[j]);
+                stmt.turn = self.turn_of(levels[j].0);
+                vec![Node::Stmt(stmt)]
+            }
             (None, Some(top)) => top,
             (None, None) => unreachable!("the first level is a branch or a statement"),
         }
@@ -1099,6 +1103,29 @@ impl<'p, 'f> Builder<'p, 'f> {
             return vec![Node::Stmt(self.scan(Some(whole), bound, loc))];
         }
         self.branch(whole, cond_expr, arms, bound, loc)
+    }
+
+    /// For `if rank == e { .. }` with no `else`: the names `e` reads (`[i]`), the rank whose
+    /// turn it is to run the block.
+    fn turn_of(&self, whole: &syn::Expr) -> Vec<String> {
+        let syn::Expr::If(ifx) = whole else {
+            return Vec::new();
+        };
+        let syn::Expr::Binary(b) = &*ifx.cond else {
+            return Vec::new();
+        };
+        if ifx.else_branch.is_some() || !matches!(b.op, syn::BinOp::Eq(_)) {
+            return Vec::new();
+        }
+        let is_rank = |e: &syn::Expr| {
+            let text = self.text.of(e);
+            self.facts.mentions_rank(&text) && !text.contains("size")
+        };
+        match (is_rank(&b.left), is_rank(&b.right)) {
+            (true, false) => crate::syntax::expr_idents(&b.right),
+            (false, true) => crate::syntax::expr_idents(&b.left),
+            _ => Vec::new(),
+        }
     }
 
     /// The branch node of `whole` (an `if` or a `match` on `cond_expr`) with its lowered arms,

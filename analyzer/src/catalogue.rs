@@ -17,7 +17,8 @@ pub enum CallKind {
     Receive,
     /// A combined send and receive (`send_receive_into`).
     Exchange,
-    /// Completion of a non-blocking request (`wait`, `test`, `wait_all`).
+    /// Completion of a non-blocking request (`wait`, `test`, `wait_all`), or the receive of
+    /// a message a matched probe took (`msg.matched_receive()`: the probe waited for it).
     Complete,
     /// A collective operation, with its pattern (reduction, broadcast, barrier, gather, …).
     Collective(Pattern),
@@ -109,6 +110,11 @@ const MPI: &[Entry] = &[
     e("immediate_probe_with_tag", Receive),
     e("immediate_matched_probe", Receive),
     e("immediate_matched_probe_with_tag", Receive),
+    // On the message a matched probe took: they receive it (MPI_Mrecv).
+    e("matched_receive", Complete),
+    e("matched_receive_into", Complete),
+    e("matched_receive_vec", Complete),
+    e("immediate_matched_receive_into", Receive),
     e("barrier", Collective(Barrier)),
     e("immediate_barrier", Collective(Barrier)),
     // Communicator constructors are collective over the communicator they are called on; they
@@ -280,6 +286,9 @@ pub enum ValueKind {
     Requests,
     /// A `mheta::Context`: `ctx.comm()` is the communicator, and re-exported calls count.
     Context,
+    /// A message a matched probe took (`let (msg, status) = p.matched_probe()`): only its
+    /// `matched_receive*` methods communicate, receiving it from the probe's peer.
+    Message,
 }
 
 /// Classifies a type named in a signature or annotation: the value kind and API family it
@@ -299,6 +308,7 @@ pub fn type_kind(type_name: &str) -> Option<(ValueKind, Family)> {
         }
         "Universe" => (ValueKind::Universe, Family::Mpi),
         "Request" => (ValueKind::Request, Family::Mpi),
+        "Message" => (ValueKind::Message, Family::Mpi),
         "RequestCollection" => (ValueKind::Requests, Family::Mpi),
         "Comm" | "ThreadComm" | "MpiComm" => (ValueKind::Communicator, Family::Runtime),
         "Context" => (ValueKind::Context, Family::Runtime),

@@ -97,7 +97,32 @@ pub fn form(nodes: Vec<Node>) -> Vec<Item> {
 /// Forms events without merging neighbours (inside a tile loop, where a receive, the stages and
 /// one send are expected and a second communication must stay visible).
 pub fn form_unmerged(nodes: Vec<Node>) -> Vec<Item> {
-    attach_glue(nodes.into_iter().map(classify).collect())
+    let items = attach_glue(nodes.into_iter().map(classify).collect());
+    // A completion right after the event it completes (`msg.matched_receive()` after
+    // `matched_probe()`, `req.wait()` after `immediate_receive_into`) is that event's message.
+    let mut out: Vec<Item> = Vec::with_capacity(items.len());
+    for item in items {
+        match (out.last_mut(), item) {
+            (Some(Item::Event(prev)), Item::Event(next)) if completes(&next) => {
+                prev.calls.extend(next.calls);
+                prev.ranges.extend(next.ranges);
+                prev.loc = prev.loc.to(next.loc);
+                if next.rule == EventRule::Loop {
+                    prev.rule = EventRule::Loop;
+                }
+            }
+            (_, item) => out.push(item),
+        }
+    }
+    out
+}
+
+/// Whether an event only completes communication started before it.
+fn completes(e: &EventDraft) -> bool {
+    e.computes.is_none()
+        && e.guard.is_none()
+        && e.alt.is_empty()
+        && e.calls.iter().all(|c| c.kind == CallKind::Complete)
 }
 
 fn classify(node: Node) -> Item {

@@ -214,8 +214,18 @@ fn analyze_solvers(
                 via: 0,
             })
         });
-        let d = Diagnostic::error("no solver found: no iterative loop that communicates", loc)
-            .with_note("mark the solver function with #[mheta::solver], name it in mheta.toml ([solver] functions = [..]), or give it a loop that communicates through a catalogued API");
+        const MARK: &str = "mark the solver function with #[mheta::solver], name it in mheta.toml ([solver] functions = [..]), or give it a loop that communicates through a catalogued API";
+        let d = match solver::passed_over(program, &comm) {
+            Some((at, why)) => Diagnostic::error(
+                "no solver found: no loop that communicates also iterates",
+                Some(at),
+            )
+            .with_label("passed over")
+            .with_note(why)
+            .with_note(MARK),
+            None => Diagnostic::error("no solver found: no iterative loop that communicates", loc)
+                .with_note(MARK),
+        };
         structure_diags.push(d.clone());
         diags.push(d);
     }

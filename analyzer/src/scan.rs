@@ -271,6 +271,13 @@ impl<'ast> Visit<'ast> for Visitor<'_, '_> {
 
     fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
         if let Some(call) = self.s.env.comm_call(m, &self.s.text) {
+            // A receiver that communicates itself runs first: `p.matched_probe()` in
+            // `p.matched_probe().matched_receive_vec()`.
+            if let syn::Expr::MethodCall(inner) = &*m.receiver {
+                if self.s.env.comm_call(inner, &self.s.text).is_some() {
+                    self.visit_expr_method_call(inner);
+                }
+            }
             self.out.calls.push(call);
             m.args.iter().for_each(|a| self.visit_expr(a));
             return;

@@ -139,6 +139,34 @@ pub fn find(program: &Program, comm: &body::Communicating<'_>) -> Vec<Found> {
         .collect()
 }
 
+/// When the heuristic found no solver: the first loop that communicates in a function of the
+/// program, and why it was passed over (it only communicates, or it visits the ranks once).
+pub fn passed_over(
+    program: &Program,
+    comm: &body::Communicating<'_>,
+) -> Option<(Loc, &'static str)> {
+    fn first<'n>(nodes: &'n [Node], body: Loc) -> Option<&'n Loop> {
+        nodes.iter().find_map(|n| match n {
+            Node::Loop(l) if within(l.loc, body) && n.has_comm() => Some(l),
+            Node::Loop(l) => first(&l.body, body),
+            Node::Branch(b) => b.arms.iter().find_map(|a| first(a, body)),
+            Node::Stmt(_) => None,
+        })
+    }
+    (0..program.functions.len())
+        .filter(|&i| comm.communicates(i) && body::may_hold_loop(&program.functions[i].block))
+        .find_map(|i| {
+            let built = comm.build(i);
+            let l = first(&built.nodes, body_of(&program.functions[i]))?;
+            let why = if l.only_comm_and_glue() {
+                "this loop communicates but computes nothing between its calls: a loop of communication only (a benchmark, a collection) is not taken for a main loop"
+            } else {
+                "this loop visits the ranks in turn or collects from them: a loop over the ranks (set-up, collection, ordered output) is not taken for a main loop"
+            };
+            Some((l.loc, why))
+        })
+}
+
 /// The loops inlined from callees in `n` (their locations carry an inline site).
 fn inlined_loops(n: &Node, out: &mut Vec<Loc>) {
     match n {
@@ -310,6 +338,18 @@ fn over_peers(l: &Loop, from_any_collects: bool) -> bool {
             .all(|c| !c.peers.is_empty() && c.peers.iter().all(|p| by_loop_var(l, p)))
 }
 
+/// Whether each pass of a loop over the ranks has one rank compute, the one whose turn it is:
+/// everything but communication and glue sits under `if rank == i` (`for i in 0..size { if
+/// rank == i { print(..) } barrier() }`, the ranks printing in order). That serialises the
+/// ranks; it is output or set-up, not an iteration.
+fn takes_turns(l: &Loop) -> bool {
+    let turn = |n: &Node| match n {
+        Node::Stmt(s) => s.turn.iter().any(|w| l.vars.contains(w)),
+        _ => false,
+    };
+    l.body.iter().any(turn) && l.body.iter().all(|n| turn(n) || n.only_comm_and_glue())
+}
+
 /// Whether a peer names one of the loop's variables (`src` of `for src in 1..size`).
 fn by_loop_var(l: &Loop, peer: &str) -> bool {
     crate::syntax::idents_of(peer)
@@ -354,7 +394,8 @@ fn candidates<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) -> Ve
         heuristic.is_some_and(|f| {
             let by_size = l.kind == crate::ir::LoopKind::For
                 && l.header_text.contains("..")
-                && l.bound_reads.iter().any(|r| f.is_size(r));
+                && (l.bound_reads.iter().any(|r| f.is_size(r))
+                    || l.header_text.contains(".size()"));
             let visits = || {
                 l.calls()
                     .iter()
@@ -366,7 +407,8 @@ fn candidates<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) -> Ve
                 && l.header_text.contains("..")
                 && !by_size
                 && !l.only_comm_and_glue();
-            by_size && (l.only_comm_and_glue() || visits()) || over_peers(l, !counted)
+            by_size && (l.only_comm_and_glue() || visits() || takes_turns(l))
+                || over_peers(l, !counted)
         })
     };
     fn loops<'a>(

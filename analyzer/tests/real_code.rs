@@ -663,3 +663,153 @@ fn arms_binding_one_name_to_different_peers() {
     ));
     assert!(text.contains("with [rank + half, rank - half]"), "{text}");
 }
+
+/// A loop over the ranks in which only the rank whose turn it is computes (`if rank == i {
+/// print } barrier`, the ranks printing in order) is output, not an iteration: a function that
+/// holds only such a loop is no solver, called or not.
+#[test]
+fn ranks_taking_turns_are_no_iteration() {
+    let items = "pub fn dump(block: &[f64], world: &SimpleCommunicator) {\n\
+          for turn in 0..world.size() {\n\
+            if world.rank() == turn { println!(\"{} {:?}\", turn, block); }\n\
+            world.barrier();\n }\n}";
+    let (text, _) = analyze(&program(
+        items,
+        "let mut u = vec![1.0f64; 32];\n let mut s = 0.0;\n\
+         for _it in 0..100 {\n for x in u.iter_mut() { *x *= 0.5; }\n\
+           world.all_reduce_into(&u[0], &mut s, SystemOperation::sum());\n }",
+    ));
+    assert!(text.contains("solver t::main"), "{text}");
+    assert!(!text.contains("solver t::dump"), "{text}");
+    // A turn that is not the loop's own (`if rank == 0`) leaves the loop an iteration over
+    // the ranks (a pivot's steps).
+    let items = "pub fn sweep(block: &mut [f64], world: &SimpleCommunicator) {\n\
+          for _pass in 0..world.size() {\n\
+            if world.rank() == 0 { block[0] += 1.0; }\n\
+            world.barrier();\n }\n}";
+    let (text, _) = analyze(&program(
+        items,
+        "let mut u = vec![1.0f64; 32];\n sweep(&mut u, &world);",
+    ));
+    assert!(text.contains("solver t::sweep"), "{text}");
+}
+
+/// A guard around the universe (`UniverseGuard::new(mpi::initialize().unwrap())`, a type that
+/// finalizes MPI when dropped) hands out the world: calls on it are communication.
+#[test]
+fn a_guard_around_the_universe() {
+    let src = "use mpi::traits::*;\n\
+        struct Guard(mpi::environment::Universe);\n\
+        impl std::ops::Deref for Guard { type Target = mpi::environment::Universe; fn deref(&self) -> &Self::Target { &self.0 } }\n\
+        impl Guard { fn new(u: mpi::environment::Universe) -> Self { Guard(u) } }\n\
+        fn main() {\n let universe = Guard::new(mpi::initialize().unwrap());\n let world = universe.world();\n\
+          let mut u = vec![1.0f64; 32];\n\
+          for _it in 0..100 {\n for x in u.iter_mut() { *x *= 0.5; }\n\
+            let (v, _s) = world.any_process().receive::<f64>();\n u[0] += v;\n }\n}\n";
+    let (text, _) = analyze(src);
+    assert!(text.contains("mpi::receive"), "{text}");
+}
+
+/// A method of a trait with two implementations that communicate, called on a trait object
+/// (`tasks[k].run(..)`): either may run, so the event holds the calls of both; a unit struct's
+/// own method (`A.run(..)`) is that type's only.
+#[test]
+fn a_trait_object_with_two_communicating_implementations() {
+    let items = "trait Step { fn run(&self, w: &SimpleCommunicator); }\n\
+        struct A;\n struct B;\n\
+        impl Step for A { fn run(&self, w: &SimpleCommunicator) { w.barrier(); } }\n\
+        impl Step for B { fn run(&self, w: &SimpleCommunicator) { let mut x = 0.0f64; w.process_at_rank(0).broadcast_into(&mut x); } }";
+    let (text, messages) = analyze(&program(
+        items,
+        "let steps: Vec<Box<dyn Step>> = vec![Box::new(A), Box::new(B)];\n let mut u = vec![1.0f64; 32];\n\
+         for it in 0..100 {\n for x in u.iter_mut() { *x *= 0.5; }\n steps[it % 2].run(&world);\n }",
+    ));
+    assert!(text.contains("mpi::barrier, mpi::broadcast_into"), "{text}");
+    assert!(
+        !messages.iter().any(|m| m.contains("would not")),
+        "{messages:?}"
+    );
+    let (text, _) = analyze(&program(
+        items,
+        "let mut u = vec![1.0f64; 32];\n\
+         for _it in 0..100 {\n for x in u.iter_mut() { *x *= 0.5; }\n B.run(&world);\n }",
+    ));
+    assert!(text.contains(": mpi::broadcast_into @"), "{text}");
+    assert!(!text.contains("mpi::barrier"), "{text}");
+}
+
+/// A wrapper that delegates to the type it wraps (`fn step(&mut self) { self.inner.step() }`,
+/// a Python binding's) is not the callee of its own `self.inner.step()`: the step runs once.
+#[test]
+fn a_wrapper_delegating_to_its_field() {
+    let items = "struct Sim { world: SimpleCommunicator, u: Vec<f64> }\n\
+        impl Sim { fn step(&mut self) {\n for x in self.u.iter_mut() { *x *= 0.5; }\n\
+          let mut s = 0.0;\n self.world.all_reduce_into(&self.u[0], &mut s, SystemOperation::sum());\n } }\n\
+        struct Wrapped { inner: Sim }\n\
+        impl Wrapped {\n fn step(&mut self) { self.inner.step(); }\n\
+          fn run(&mut self, n: usize) { for _ in 0..n { self.inner.step(); } }\n}";
+    let (text, _) = analyze(&program(
+        items,
+        "let mut w = Wrapped { inner: Sim { world, u: vec![1.0; 8] } };\n w.run(100);",
+    ));
+    assert_eq!(text.matches("mpi::all_reduce_into").count(), 1, "{text}");
+}
+
+/// A message taken by a matched probe (`let (msg, status) = any.matched_probe()`) is received
+/// by `msg.matched_receive()`: that is the probe's message, in the probe's event, also in a
+/// tile loop (where neighbouring events stay apart) and through a function given the message.
+#[test]
+fn a_matched_probe_and_its_receive() {
+    let items = "fn take(msg: mpi::point_to_point::Message) -> f64 { let (v, _s) = msg.matched_receive::<f64>(); v }";
+    let (text, _) = analyze(&program(
+        items,
+        "let rank = world.rank();\n let size = world.size();\n let mut acc = vec![0.0f64; 64];\n\
+         for _it in 0..100 {\n for a in acc.iter_mut() { *a += 1.0; }\n\
+           if rank == 0 {\n for _ in 1..size {\n\
+               let (msg, _status) = world.any_process().matched_probe();\n\
+               let (v, _st) = msg.matched_receive::<f64>();\n acc[0] += v;\n }\n\
+           } else {\n world.process_at_rank(0).send(&acc[0]);\n }\n }",
+    ));
+    assert!(
+        text.contains("mpi::matched_probe, mpi::matched_receive"),
+        "{text}"
+    );
+    let (text, _) = analyze(&program(
+        items,
+        "let mut acc = vec![0.0f64; 64];\n\
+         for _it in 0..100 {\n for a in acc.iter_mut() { *a += 1.0; }\n\
+           let (msg, _status) = world.any_process().matched_probe();\n acc[1] = take(msg);\n }",
+    ));
+    assert!(
+        text.contains("mpi::matched_probe, mpi::matched_receive"),
+        "{text}"
+    );
+}
+
+/// With no solver, the error points at the loop that communicates and says why it was passed
+/// over.
+#[test]
+fn no_solver_names_the_loop_passed_over() {
+    let a = analyze_source(
+        "t.rs",
+        &program(
+            "",
+            "let mut x = 0.0f64;\n for _it in 0..100 {\n world.process_at_rank(0).broadcast_into(&mut x);\n world.barrier();\n }",
+        ),
+        &Options::default(),
+    );
+    let d = a
+        .diagnostics
+        .iter()
+        .find(|d| d.message.starts_with("no solver found"))
+        .expect("no solver");
+    assert!(
+        d.message
+            .contains("no loop that communicates also iterates"),
+        "{d:?}"
+    );
+    assert!(
+        d.notes[0].contains("computes nothing between its calls"),
+        "{d:?}"
+    );
+}

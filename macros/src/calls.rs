@@ -114,13 +114,16 @@ fn kind(api: &str) -> Kind {
         n if n.contains("scatter") => k("Scatter", blocks, true, false),
         n if n.contains("all_to_all") => k("AllToAll", blocks, true, false),
         n if !blocks && n.contains("send") => k("ImmediateSend", false, true, false),
-        _ if !blocks => k("Receive", false, false, true),
+        // Only the `_into` receives have a buffer of the caller's; the others' arguments are a
+        // scope and a tag (`immediate_receive_with_tag(scope, 7)`).
+        n if !blocks => k("Receive", false, false, n.contains("_into")),
         // Request completion (`wait`, `wait_all`, `test_any`): no message of its own, and its
         // arguments are result lists, not buffers.
         n if n.starts_with("wait") || n.starts_with("test") => k("Receive", true, false, false),
         n if n.contains("send") => k("Send", false, true, false),
-        // Receives and probes.
-        _ => k("Receive", true, false, true),
+        // Receives and probes: the bytes are those of the buffer an `_into` receive fills; a
+        // tag is no buffer (`receive_with_tag::<f64>(7)`, `matched_probe_with_tag(7)`).
+        n => k("Receive", true, false, n.contains("_into")),
     }
 }
 
@@ -162,23 +165,23 @@ impl Wrapper<'_> {
 
 impl VisitMut for Wrapper<'_> {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
-        // Inner calls first (`coll.add(p.immediate_send(..))`), then this one.
-        visit_mut::visit_expr_mut(self, e);
-        let found = match e {
-            Expr::MethodCall(m) => {
-                let (start, name) = (m.span().start(), m.method.to_string());
-                self.find(start, &name).cloned()
-            }
+        // Where this call starts, read before its inner calls are wrapped: wrapping the
+        // receiver of a chain (`p.matched_probe().matched_receive_vec()`) moves its start.
+        let key = match &*e {
+            Expr::MethodCall(m) => Some((m.span().start(), m.method.to_string())),
             Expr::Call(c) => match &*c.func {
-                Expr::Path(p) => {
-                    let name = p.path.segments.last().map(|s| s.ident.to_string());
-                    let start = c.span().start();
-                    name.and_then(|n| self.find(start, &n).cloned())
-                }
+                Expr::Path(p) => p
+                    .path
+                    .segments
+                    .last()
+                    .map(|s| (c.span().start(), s.ident.to_string())),
                 _ => None,
             },
             _ => None,
         };
+        // Inner calls first (`coll.add(p.immediate_send(..))`), then this one.
+        visit_mut::visit_expr_mut(self, e);
+        let found = key.and_then(|(start, name)| self.find(start, &name).cloned());
         if let Some(call) = found {
             *e = wrapped(e, &kind(&call.api));
         }
@@ -352,6 +355,45 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("Message (& * (& x))"), "{out}");
+    }
+
+    #[test]
+    fn both_calls_of_a_chain_are_wrapped() {
+        let mut block: Block =
+            syn::parse_str("{\n    p.matched_probe_with_tag(7).matched_receive_vec::<f64>();\n}")
+                .unwrap();
+        let calls =
+            ["mpi::matched_probe_with_tag", "mpi::matched_receive_vec"].map(|api| ForeignCall {
+                api: api.into(),
+                start: (2, 4),
+            });
+        let left = wrap(&mut block, &calls);
+        let out = block.to_token_stream().to_string();
+        assert!(left.is_empty(), "{left:?} not wrapped: {out}");
+        assert_eq!(out.matches("rsmpi :: begin ()").count(), 2, "{out}");
+    }
+
+    #[test]
+    fn a_tag_is_no_receive_buffer() {
+        for (statement, api) in [
+            ("p.receive_with_tag::<f64>(7);", "mpi::receive_with_tag"),
+            (
+                "p.matched_probe_with_tag(TAG);",
+                "mpi::matched_probe_with_tag",
+            ),
+            (
+                "p.immediate_receive_with_tag::<f64>(scope, 7);",
+                "mpi::immediate_receive_with_tag",
+            ),
+        ] {
+            let out = wrapped_statement(statement, api);
+            assert!(!out.contains("Message (& *"), "{out}");
+        }
+        let out = wrapped_statement(
+            "msg.matched_receive_into(&mut buf[..]);",
+            "mpi::matched_receive_into",
+        );
+        assert!(out.contains("Message (& * (& mut buf [..]))"), "{out}");
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<()> {
             .filter(|d| d.level == mheta_runtime::format::Level::Error)
             .count();
         return Err(super::Reported(format!(
-            "analysis of `{}` found no iterative loop that communicates ({n} error(s)); no structure written",
+            "analysis of `{}` found no solver ({n} error(s)); no structure written",
             args.path.display()
         ))
         .into());

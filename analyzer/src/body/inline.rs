@@ -19,27 +19,42 @@ pub(super) const MAX_INLINE_DEPTH: usize = 8;
 impl Builder<'_, '_> {
     /// Resolves a call to a user function (`f(..)`, `m::f(..)`, `x.method(..)`).
     pub(super) fn resolve(&self, call: UserCall<'_>) -> Option<usize> {
-        match call {
-            UserCall::Call(c) => resolve_call(self.program, *self.stack.last()?, c),
-            UserCall::Method(m) => {
-                let candidates = self.method_candidates(m)?;
-                // When they disagree about communication (a trait's MPI implementation beside a
-                // serial one, the receiver's type not known), the one that communicates: the
-                // program runs under MPI. `expand` says so in a warning.
-                let first = *candidates.first()?;
-                if candidates
-                    .iter()
-                    .all(|&i| (self.comm_fns)(i) == (self.comm_fns)(first))
-                {
-                    return Some(first);
-                }
-                // Not one being expanded already: `self.network.move_links(now)` in
-                // `Simulation::move_links` is another type's method of the same name.
-                candidates
-                    .into_iter()
-                    .find(|&i| (self.comm_fns)(i) && !self.stack.contains(&i))
-            }
+        self.resolve_all(call).first().copied()
+    }
+
+    /// The user functions a call may run: one for a function, or a method whose receiver's
+    /// type is known; for a method of a trait with several implementations, every one that
+    /// communicates (`tasks[k].send(..)` on a `Box<dyn Task>`: the implementation is chosen at
+    /// run time). When they disagree about communication (a trait's MPI implementation beside
+    /// a serial one), those that communicate: the program runs under MPI; `user_call` says so
+    /// in a warning. Not one being expanded already (`self.network.move_links(now)` in
+    /// `Simulation::move_links` is another type's method of the same name), unless all are.
+    pub(super) fn resolve_all(&self, call: UserCall<'_>) -> Vec<usize> {
+        let candidates = match call {
+            UserCall::Call(c) => return self.resolve_call_here(c).into_iter().collect(),
+            UserCall::Method(m) => self.method_candidates(m).unwrap_or_default(),
+        };
+        let Some(&first) = candidates.first() else {
+            return candidates;
+        };
+        let comm: Vec<usize> = candidates
+            .iter()
+            .copied()
+            .filter(|&i| (self.comm_fns)(i))
+            .collect();
+        let mut open: Vec<usize> = comm
+            .iter()
+            .copied()
+            .filter(|i| !self.stack.contains(i))
+            .collect();
+        if comm.len() == candidates.len() && open.is_empty() || comm.is_empty() {
+            open = vec![first];
         }
+        open
+    }
+
+    fn resolve_call_here(&self, c: &syn::ExprCall) -> Option<usize> {
+        resolve_call(self.program, *self.stack.last()?, c)
     }
 
     /// The methods of the program a method call may call: those of its name taking as many
@@ -69,11 +84,27 @@ impl Builder<'_, '_> {
                 }
             }
         }
+        // `self.inner.step()` in a method of a wrapper that delegates: a field of `self` is
+        // not of `self`'s own type, so not the wrapper's own `step`.
+        if candidates.len() > 1 && self.receiver_is_own_field(&m.receiver) {
+            let here = self.stack.last().and_then(|&i| impl_type(&fns[i].path));
+            let other = |i: &usize| here.is_none() || impl_type(&fns[*i].path) != here;
+            if candidates.iter().any(other) {
+                candidates.retain(other);
+            }
+        }
         Some(candidates)
     }
 
+    /// Whether a method's receiver is a field of `self` (`self.inner`, `&mut self.grid`).
+    fn receiver_is_own_field(&self, receiver: &syn::Expr) -> bool {
+        matches!(peel(receiver), syn::Expr::Field(f)
+            if matches!(peel(&f.base), syn::Expr::Path(p) if p.path.is_ident("self")))
+    }
+
     /// The type a method's receiver has, when the body says: a variable bound to a struct
-    /// literal, a `Type::ctor(..)` call or annotated with a type, or `self` in a method.
+    /// literal, a `Type::ctor(..)` call or annotated with a type, `self` in a method, or a unit
+    /// struct's value.
     fn receiver_type(&self, receiver: &syn::Expr) -> Option<String> {
         let syn::Expr::Path(p) = peel(receiver) else {
             return None;
@@ -83,7 +114,12 @@ impl Builder<'_, '_> {
             let here = &self.program.functions[*self.stack.last()?];
             return impl_type(&here.path).map(str::to_string);
         }
-        self.facts.var_types.get(&name.to_string()).cloned()
+        let name = name.to_string();
+        match self.facts.var_types.get(&name) {
+            Some(ty) => Some(ty.clone()),
+            // A unit struct is its own value: `Halo.exchange(..)`.
+            None => name.starts_with(char::is_uppercase).then_some(name),
+        }
     }
 
     /// Expands a top-level call of a communicating user function.
@@ -94,23 +130,76 @@ impl Builder<'_, '_> {
         loc: Loc,
     ) -> Option<Vec<Node>> {
         let call = UserCall::of(peel(e))?;
-        let index = self.resolve(call)?;
-        self.called.insert(index);
+        let all = self.resolve_all(call);
+        let &index = all.first()?;
+        self.called.extend(&all);
         if !(self.comm_fns)(index) {
             return None;
         }
-        let expanded = self.expand(call, index, loc)?;
-        match expanded {
-            Expansion::Event(calls, path) => {
-                let mut stmt = self.scan(Some(e), bound, loc);
-                stmt.calls = calls;
-                stmt.function = Some(path);
-                stmt.glue = false;
-                stmt.computes = false;
-                Some(vec![Node::Stmt(stmt)])
-            }
-            Expansion::Inline(nodes) => Some(nodes),
+        if let UserCall::Method(m) = call {
+            self.warn_serial_candidates(m, &all, loc);
         }
+        let mut arms = Vec::with_capacity(all.len());
+        for &index in &all {
+            let arm = match self.expand(call, index, loc) {
+                Some(Expansion::Event(calls, path)) => {
+                    let mut stmt = self.scan(Some(e), bound, loc);
+                    stmt.calls = calls;
+                    stmt.function = Some(path);
+                    stmt.glue = false;
+                    stmt.computes = false;
+                    vec![Node::Stmt(stmt)]
+                }
+                Some(Expansion::Inline(nodes)) => nodes,
+                None => continue,
+            };
+            arms.push(arm);
+        }
+        match (call, arms.len()) {
+            (_, 0) => None,
+            (_, 1) => arms.pop(),
+            // One implementation runs, chosen by the receiver's type at run time: a branch
+            // on the receiver, one arm per implementation. Choosing one computes nothing.
+            (UserCall::Method(m), _) => {
+                let mut nodes = self.branch(e, &m.receiver, arms, bound, loc);
+                if let Some(Node::Branch(b)) = nodes.last_mut() {
+                    b.cond.glue = true;
+                }
+                Some(nodes)
+            }
+            (UserCall::Call(_), _) => unreachable!("a function call resolves to one function"),
+        }
+    }
+
+    /// Warns when a method call's implementations disagree about communication and `taken`
+    /// are those that communicate (the receiver's type not known).
+    fn warn_serial_candidates(&mut self, m: &syn::ExprMethodCall, taken: &[usize], loc: Loc) {
+        let name = |i: usize| self.program.functions[i].path.as_str();
+        let others: Vec<&str> = self
+            .method_candidates(m)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|&i| !taken.contains(&i) && !(self.comm_fns)(i))
+            .map(name)
+            .collect();
+        if others.is_empty() {
+            return;
+        }
+        let taken: Vec<&str> = taken.iter().map(|&i| name(i)).collect();
+        let msg = format!(
+            "`{}` {} taken for this call, the implementation{} of `{}` that communicate{}; `{}` would not",
+            taken.join("`, `"),
+            if taken.len() == 1 { "is" } else { "are" },
+            if taken.len() == 1 { "" } else { "s" },
+            m.method,
+            if taken.len() == 1 { "s" } else { "" },
+            others.join("`, `")
+        );
+        self.facts.diags.push(
+            Diagnostic::warning(msg, Some(loc))
+                .with_label("receiver's type not known")
+                .with_note("mark the solver or the calls (mheta.toml) if another implementation runs under MPI"),
+        );
     }
 
     /// A call of a user function that mixes communication and computation inside a larger
@@ -202,28 +291,6 @@ impl Builder<'_, '_> {
             );
             self.facts.diags.push(Diagnostic::warning(msg, Some(loc)));
             return None;
-        }
-        if let UserCall::Method(m) = call {
-            let others: Vec<&str> = self
-                .method_candidates(m)
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|&i| i != index && !(self.comm_fns)(i))
-                .map(|i| self.program.functions[i].path.as_str())
-                .collect();
-            if !others.is_empty() {
-                let msg = format!(
-                    "`{}` is taken for this call, the implementation of `{}` that communicates; `{}` would not",
-                    f.path,
-                    m.method,
-                    others.join("`, `")
-                );
-                self.facts.diags.push(
-                    Diagnostic::warning(msg, Some(loc))
-                        .with_label("receiver's type not known")
-                        .with_note("mark the solver or the calls (mheta.toml) if another implementation runs under MPI"),
-                );
-            }
         }
         // Communicator arguments bind the callee's parameters.
         let args = call.args();
