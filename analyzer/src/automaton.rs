@@ -107,6 +107,9 @@ pub struct TileOut {
     /// The send that ends each tile, an index into [`Lowered::events`]; `None` when the tile
     /// does not send.
     pub send: Option<usize>,
+    /// Communication after the send (a warning says so), whose calls join the send's event:
+    /// the sends of a branch's other arms (`if from_left { send(..) } else { send(..) }`).
+    pub more_sends: Vec<usize>,
     /// The stages between the receive and the send, in order.
     pub stages: Vec<StageOut>,
 }
@@ -337,6 +340,7 @@ impl<'a> Machine<'a> {
                     loop_id: i,
                     recv: None,
                     send: None,
+                    more_sends: vec![],
                     stages: vec![],
                 });
                 self.vars.in_tile = true;
@@ -494,8 +498,12 @@ impl<'a> Machine<'a> {
                         "a tile loop may send only once, at its end",
                         self.loc(t),
                     )
-                    .with_label("second communication in this tile");
+                    .with_label("second communication in this tile")
+                    .with_note("its calls are counted with the tile's send");
                     self.diag(d);
+                    if let Some(tile) = &mut self.tile {
+                        tile.more_sends.push(e);
+                    }
                 } else if let Some(tile) = &mut self.tile {
                     tile.send = Some(e);
                 }

@@ -627,7 +627,18 @@ fn assemble(
                                 .map(|l| sources.span(l.loc))
                                 .unwrap_or_default(),
                             recv: t.recv.and_then(|e| event(e, true)),
-                            send: t.send.and_then(|e| event(e, true)),
+                            send: t.send.and_then(|e| event(e, true)).map(|mut send| {
+                                // The sends after the first (a warning says so) join it.
+                                for more in t.more_sends.iter().filter_map(|&e| event(e, true)) {
+                                    send.calls.extend(more.calls);
+                                    for p in more.participants {
+                                        if !send.participants.contains(&p) {
+                                            send.participants.push(p);
+                                        }
+                                    }
+                                }
+                                send
+                            }),
                             stages: t
                                 .stages
                                 .iter()

@@ -813,3 +813,30 @@ fn no_solver_names_the_loop_passed_over() {
         "{d:?}"
     );
 }
+
+/// A tile loop (receive first) that answers in either arm of a branch that also computes: the
+/// second send is after the tile's send, which a tile does not allow (a warning says so), but
+/// its call is kept in the tile's send event, not lost.
+#[test]
+fn a_tile_loop_answering_in_two_arms_keeps_both_sends() {
+    let (text, messages) = analyze(&program(
+        "",
+        "let mut forks = [0u8; 2];\n let mut work = vec![1.0f64; 64];\n\
+         for _round in 0..100 {\n for w in work.iter_mut() { *w *= 0.5; }\n\
+           let mut pending = 3;\n\
+           while pending > 0 {\n\
+             let (msg, status) = world.any_process().receive::<u8>();\n\
+             let from = status.source_rank();\n\
+             if msg == 0 {\n world.process_at_rank(from).send(&1u8);\n forks[0] = 1;\n work[0] = work[0] * 0.5 + 1.0;\n\
+             } else {\n world.process_at_rank(from).send(&2u8);\n forks[1] = 1;\n work[1] = work[1] * 0.5 + 1.0;\n }\n\
+             pending -= 1;\n }\n }",
+    ));
+    assert!(text.contains("tiles 0"), "{text}");
+    assert!(text.contains(": mpi::send, mpi::send @"), "{text}");
+    assert!(
+        messages
+            .iter()
+            .any(|m| m == "a tile loop may send only once, at its end"),
+        "{messages:?}"
+    );
+}
