@@ -145,7 +145,7 @@ pub fn passed_over(
     program: &Program,
     comm: &body::Communicating<'_>,
 ) -> Option<(Loc, &'static str)> {
-    fn first<'n>(nodes: &'n [Node], body: Loc) -> Option<&'n Loop> {
+    fn first(nodes: &[Node], body: Loc) -> Option<&Loop> {
         nodes.iter().find_map(|n| match n {
             Node::Loop(l) if within(l.loc, body) && n.has_comm() => Some(l),
             Node::Loop(l) => first(&l.body, body),
