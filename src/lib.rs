@@ -115,8 +115,8 @@ pub mod __private {
     /// Recording calls made through rsmpi directly (`hooks::foreign`).
     pub mod rsmpi {
         pub use mheta_runtime::hooks::foreign::{
-            begin, end, AnyBytes, AnyMembers, AnyPeer, BufferBytes, CommMembers, Members, Message,
-            Peer, ProcessPeer, VecBytes,
+            begin, end, AnyBytes, AnyMembers, AnyPeer, AnySource, BufferBytes, CommMembers,
+            Members, Message, Peer, ProcessPeer, Received, StatusSource, VecBytes,
         };
         pub use mheta_runtime::hooks::CallKind;
     }

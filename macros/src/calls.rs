@@ -65,6 +65,12 @@ struct Kind {
     /// (`send_receive_into(&x, &p, &mut y, &q)`: the fourth), which may differ from its peer
     /// (a ring shift).
     source: Option<usize>,
+    /// A probe: it waits for a message but takes none, so it names no peer (the receive that
+    /// follows it does).
+    probe: bool,
+    /// A blocking receive: when its receiver names no peer (`any_process()`, a probed message),
+    /// the peer is the source of the `Status` it returns.
+    from_status: bool,
 }
 
 fn kind(api: &str) -> Kind {
@@ -90,12 +96,16 @@ fn kind(api: &str) -> Kind {
         message,
         received,
         source,
+        probe: false,
+        from_status: false,
     };
     // Collectives: this rank's contribution is the message. An immediate one
     // (`immediate_all_reduce_into`) is recorded as its collective, not blocking: it only posts.
     let base = name.strip_prefix("immediate_");
     let blocks = base.is_none();
-    match base.unwrap_or(name) {
+    let probe = name.contains("probe");
+    let from_status = blocks && !probe && source.is_none() && name.contains("receive");
+    let kind = match base.unwrap_or(name) {
         _ if source.is_some() => k("Receive", true, true, true),
         n if n.contains("barrier") => k("Barrier", blocks, true, false),
         // Communicator constructors: collective, with no buffer of the caller's.
@@ -124,6 +134,11 @@ fn kind(api: &str) -> Kind {
         // Receives and probes: the bytes are those of the buffer an `_into` receive fills; a
         // tag is no buffer (`receive_with_tag::<f64>(7)`, `matched_probe_with_tag(7)`).
         n => k("Receive", true, false, n.contains("_into")),
+    };
+    Kind {
+        probe,
+        from_status,
+        ..kind
     }
 }
 
@@ -291,6 +306,7 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
     };
     let (sent, got) = (bytes(kind.sends, message), bytes(kind.receives, received));
     let peer = match (&recv, kind.source.is_some(), operands.get(1)) {
+        _ if kind.probe => quote!(::core::option::Option::None),
         (_, true, Some(p)) => quote!((&#rsmpi::Peer(&*#p)).peer()),
         (Some(r), false, _) => quote!((&#rsmpi::Peer(&#r)).peer()),
         _ => quote!(::core::option::Option::None),
@@ -304,20 +320,31 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
         Some(r) if kind.collective => quote!((&#rsmpi::Members(&#r)).group()),
         _ => quote!(::core::option::Option::None),
     };
+    // A receive from any rank: the communicator received on, read before the call (which may
+    // consume its receiver, `msg.matched_receive()`), and the source its status names after.
+    let (within, from_status) = match &recv {
+        Some(r) if kind.from_status => (
+            quote!(let __mheta_within = (&#rsmpi::Members(&#r)).group();),
+            quote!(let __mheta_peer = __mheta_peer.or_else(|| (&#rsmpi::Received(&__mheta_out)).source(__mheta_within));),
+        ),
+        _ => (quote!(), quote!()),
+    };
     let (call_kind, blocks) = (&kind.call, kind.blocks);
     let out = quote! {{
         #[allow(unused_imports)]
-        use #rsmpi::{AnyBytes as _, AnyMembers as _, AnyPeer as _, BufferBytes as _, CommMembers as _, ProcessPeer as _, VecBytes as _};
+        use #rsmpi::{AnyBytes as _, AnyMembers as _, AnyPeer as _, AnySource as _, BufferBytes as _, CommMembers as _, ProcessPeer as _, StatusSource as _, VecBytes as _};
         #(#lets)*
         // Read before the call: it may consume its receiver (`req.wait()`) or keep its buffers
         // borrowed (`immediate_receive_into` returns a request holding `&mut buf`).
         let __mheta_peer = #peer;
         let __mheta_source = #source;
         let __mheta_group = #group;
+        #within
         let __mheta_sent: u64 = #sent;
         let __mheta_received: u64 = #got;
         let __mheta_start = #rsmpi::begin();
         let __mheta_out = #call;
+        #from_status
         #rsmpi::end(__mheta_start, #call_kind, __mheta_peer, __mheta_source, __mheta_group, __mheta_sent, __mheta_received, #blocks);
         __mheta_out
     }};
@@ -371,6 +398,28 @@ mod tests {
         let out = block.to_token_stream().to_string();
         assert!(left.is_empty(), "{left:?} not wrapped: {out}");
         assert_eq!(out.matches("rsmpi :: begin ()").count(), 2, "{out}");
+    }
+
+    #[test]
+    fn a_receive_from_any_rank_names_the_source_its_status_gives_and_a_probe_no_peer() {
+        let out = wrapped_statement("world.any_process().receive::<f64>();", "mpi::receive");
+        assert!(
+            out.contains("Members (& (world . any_process ()))) . group ()"),
+            "{out}"
+        );
+        assert!(
+            out.contains("Received (& __mheta_out)) . source (__mheta_within)"),
+            "{out}"
+        );
+        let out = wrapped_statement("world.any_process().matched_probe();", "mpi::matched_probe");
+        assert!(
+            out.contains("let __mheta_peer = :: core :: option :: Option :: None"),
+            "{out}"
+        );
+        assert!(!out.contains("Received"), "{out}");
+        // A send's peer is its process, as before.
+        let out = wrapped_statement("world.process_at_rank(p).send(&x);", "mpi::send");
+        assert!(!out.contains("Received"), "{out}");
     }
 
     #[test]

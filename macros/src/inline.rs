@@ -136,10 +136,14 @@ pub fn copies(plan: &Plan, file: &str, path: Option<&Path>, solver: Pos) -> Copi
                 let Some(inlined) = site.inlined else {
                     continue;
                 };
+                let of_file = inlined
+                    .file
+                    .as_ref()
+                    .map_or(String::new(), |f| format!(" of {f}"));
                 let what = inlined
                     .regions
                     .iter()
-                    .map(|r| format!("{} (line {})", r.kind.describe(), r.extent.start.0))
+                    .map(|r| format!("{} (line {}{of_file})", r.kind.describe(), r.extent.start.0))
                     .chain(inlined.loops.iter().map(|l| l.kind.describe()));
                 out.not_copied.extend(
                     what.map(|w| format!("{w}, in the callee called at line {} ({why})", at.line)),

@@ -216,33 +216,47 @@ impl Placer<'_> {
         }
     }
 
-    /// An I/O region at exactly this expression: wrap it, unless the runtime records the call.
+    /// The regions at exactly this expression (an I/O call; an event, or a section of only that
+    /// event, that is one expression: a call inside a `let`, the condition of an `if let`):
+    /// wrap it, nested by rank, unless the runtime records the call.
     fn wrap_expression(&mut self, expr: &mut Expr, here: Extent) {
-        let Some(r) = self
-            .plan
-            .regions
-            .iter()
-            .enumerate()
-            .position(|(i, r)| !self.regions_done[i] && r.extent == here)
-        else {
+        let mut regions: Vec<usize> = (0..self.plan.regions.len())
+            .filter(|&i| !self.regions_done[i] && self.plan.regions[i].extent == here)
+            .collect();
+        // The out-of-core array records its own I/O.
+        let array_io = matches!(&*expr, Expr::MethodCall(call)
+            if mheta_analyzer::catalogue::io_method(&call.method.to_string()).is_some());
+        regions.retain(|&i| {
+            let recorded = array_io && matches!(self.plan.regions[i].kind, RegionKind::Io { .. });
+            self.regions_done[i] |= recorded;
+            !recorded
+        });
+        if regions.is_empty() {
             return;
+        }
+        regions.sort_by_key(|&i| self.plan.regions[i].kind.rank());
+        // `if let Some(s) = any.immediate_probe()`: the region is the `let`, which no block
+        // can hold; its value is what runs.
+        let expr = match expr {
+            Expr::Let(l) => &mut *l.expr,
+            other => other,
         };
-        self.regions_done[r] = true;
-        let region = self.plan.regions[r].clone();
-        if let RegionKind::Io { .. } = region.kind {
-            if let Expr::MethodCall(call) = expr {
-                if mheta_analyzer::catalogue::io_method(&call.method.to_string()).is_some() {
-                    return; // The out-of-core array records its own I/O.
-                }
+        let guards: Vec<proc_macro2::TokenStream> = regions
+            .iter()
+            .map(|&i| {
+                let name = self.guard_name();
+                let guard = expand::region_guard(&self.plan.regions[i].kind);
+                quote::quote!(let #name = #guard;)
+            })
+            .collect();
+        let inner = &*expr;
+        // Left as written, and reported unplaced, if that does not parse.
+        if let Ok(wrapped) = syn::parse2(quote::quote!({ #(#guards)* #inner })) {
+            *expr = wrapped;
+            for i in regions {
+                self.regions_done[i] = true;
             }
         }
-        let name = self.guard_name();
-        let guard = expand::region_guard(&region.kind);
-        let inner = expr.clone();
-        *expr = syn::parse_quote!({
-            let #name = #guard;
-            #inner
-        });
     }
 }
 

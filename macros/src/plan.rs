@@ -126,6 +126,8 @@ pub struct Inlined {
     pub calls: Vec<crate::calls::ForeignCall>,
     /// Some of it lies in another file than the solver's.
     pub elsewhere_file: bool,
+    /// That file, for the warnings' line numbers.
+    pub file: Option<String>,
 }
 
 /// Where a span's region goes.
@@ -309,7 +311,10 @@ impl Plan {
                         self.inlined.len() - 1
                     }
                 };
-                self.inlined[i].elsewhere_file |= span.file != file;
+                if span.file != file {
+                    self.inlined[i].elsewhere_file = true;
+                    self.inlined[i].file = Some(span.file.clone());
+                }
                 Target::Inlined(i)
             }
             _ => Target::Elsewhere,

@@ -178,7 +178,7 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
     let elsewhere: Vec<&String> = plan.elsewhere.iter().chain(&copies.not_copied).collect();
     if !elsewhere.is_empty() {
         let message = format!(
-            "regions of callees are timed as part of the call that reaches them: {}",
+            "regions of callees are timed as part of the call that reaches them, and the rsmpi calls in them are not recorded one by one (no peers, no bytes; a trace shows no messages for them): {}",
             elsewhere
                 .iter()
                 .map(|s| s.as_str())

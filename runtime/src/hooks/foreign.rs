@@ -102,6 +102,57 @@ fn world_rank(process: &mpi::topology::Process<'_>) -> Option<usize> {
     rank.and_then(|r| usize::try_from(r).ok())
 }
 
+/// Reads the rank a receive from any rank received from, from what the call returned: rsmpi's
+/// receives return a `Status`, alone or after the message (`(msg, status)`, also a matched
+/// probe's message), whose source is a rank of the communicator received on (`within`, read
+/// by [`Members`] before the call: `None` for the world). The call site writes `(&Received(&out))
+/// .source(within)`, which takes the [`StatusSource`] method for those (feature `mpi`) and the
+/// [`AnySource`] method, none, for anything else.
+pub struct Received<'a, T: ?Sized>(pub &'a T);
+
+/// The source of an rsmpi receive's `Status` (feature `mpi`).
+pub trait StatusSource {
+    /// The world rank the message came from.
+    fn source(&self, within: Option<GroupId>) -> Option<usize>;
+}
+
+/// No source known.
+pub trait AnySource {
+    /// Always `None`.
+    fn source(&self, within: Option<GroupId>) -> Option<usize>;
+}
+
+impl<T: ?Sized> AnySource for &Received<'_, T> {
+    fn source(&self, _within: Option<GroupId>) -> Option<usize> {
+        None
+    }
+}
+
+#[cfg(feature = "mpi")]
+impl StatusSource for Received<'_, mpi::point_to_point::Status> {
+    fn source(&self, within: Option<GroupId>) -> Option<usize> {
+        status_source(self.0, within)
+    }
+}
+
+#[cfg(feature = "mpi")]
+impl<T> StatusSource for Received<'_, (T, mpi::point_to_point::Status)> {
+    fn source(&self, within: Option<GroupId>) -> Option<usize> {
+        status_source(&self.0 .1, within)
+    }
+}
+
+/// The world rank of a status's source: its rank in the communicator whose world ranks are
+/// `within` (the world itself when `None`).
+#[cfg(feature = "mpi")]
+fn status_source(status: &mpi::point_to_point::Status, within: Option<GroupId>) -> Option<usize> {
+    let rank = usize::try_from(status.source_rank()).ok()?;
+    match within {
+        None => Some(rank),
+        Some(group) => super::group_members(group)?.get(rank).map(|&r| r as usize),
+    }
+}
+
 /// Reads which ranks a collective runs among, from the communicator it is called on (or the
 /// root `Process` of a rooted one): the call site writes `(&Members(&comm)).group()`, which takes
 /// the [`CommMembers`] method for an rsmpi communicator or process (feature `mpi`) and the

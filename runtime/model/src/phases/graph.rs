@@ -257,11 +257,12 @@ impl DependencyGraph {
             let s = sends.get(&(a, b)).map_or(&[][..], Vec::as_slice);
             let v = receives.get(&(a, b)).map_or(&[][..], Vec::as_slice);
             if s.len() != v.len() {
+                let messages = |k: usize| format!("{k} message{}", if k == 1 { "" } else { "s" });
                 return Err(err(
-                    format!("ranks {a} and {b}"),
+                    format!("rank {a}"),
                     format!(
-                        "rank {a} sends {} messages to rank {b}, which receives {} from it",
-                        s.len(),
+                        "sends {} to rank {b}, which receives {} from it",
+                        messages(s.len()),
                         v.len()
                     ),
                 ));

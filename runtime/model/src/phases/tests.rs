@@ -594,7 +594,7 @@ fn bad_traces_are_errors_naming_file_and_field() {
         (
             r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "send 1"},
                 {"ph": "X", "tid": 1, "ts": 1, "dur": 1, "cat": "stage", "name": "stage 0.0"}]}"#,
-            "rank 0 sends 1 messages to rank 1, which receives 0",
+            "`t.json`: rank 0 sends 1 message to rank 1, which receives 0 from it",
         ),
         (
             r#"{"traceEvents": [{"ph": "X", "tid": 0, "ts": 1, "dur": 1, "cat": "comm", "name": "barrier"},
