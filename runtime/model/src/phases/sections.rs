@@ -17,7 +17,9 @@
 //! A rank may show fewer boundaries than the structure (a point-to-point event without a peer on
 //! that rank); a section boundary run in every iteration that no rank shows is a disagreement.
 //! With repeated groups the sections do not follow each other once per iteration, and the order
-//! is not compared.
+//! is not compared. A phase instance may cover several iterations (a chain of ranks without a
+//! global synchronisation, whose ranks drift an iteration apart): its boundaries then repeat the
+//! cycle, which is compared once.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -121,6 +123,10 @@ pub fn compare(calls: &[Vec<ClosingCall>], solver: &Solver) -> SectionAgreement 
         while seq.len() > 1 && seq.first() == seq.last() {
             seq.pop();
         }
+        // A phase instance of several iterations (ranks of a chain with no global
+        // synchronisation drift an iteration apart, and the detection joins them) shows the
+        // cycle repeated: it is compared once.
+        seq.truncate(period(&seq));
         if order_compared {
             let shown: BTreeSet<u32> = seq.iter().copied().collect();
             let expected: Vec<u32> = structure
@@ -147,6 +153,13 @@ pub fn compare(calls: &[Vec<ClosingCall>], solver: &Solver) -> SectionAgreement 
         order_compared,
         agree,
     }
+}
+
+/// The length of the shortest prefix of `seq` that repeated makes it (`[0, 1, 0, 1]`: 2).
+fn period(seq: &[u32]) -> usize {
+    (1..=seq.len())
+        .find(|&p| seq.len() % p == 0 && seq.chunks(p).all(|c| c == &seq[..p]))
+        .unwrap_or(seq.len())
 }
 
 /// True when `a` is `b` rotated.

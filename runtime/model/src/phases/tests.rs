@@ -840,6 +840,33 @@ fn section_boundaries_out_of_order_or_missing() {
     assert!(!s.agree);
 }
 
+/// A phase instance that covers two iterations (a chain of ranks with no global
+/// synchronisation, whose ranks drift an iteration apart): its boundaries repeat the
+/// structure's cycle, `[0, 1, 2, 0, 1, 2]`, which agrees; `[0, 2, 1, 0, 2, 1]` is out of order.
+#[test]
+fn a_phase_of_two_iterations_repeats_the_sections() {
+    let structure = sections_closed_by(&[Some(0), Some(1), Some(2)]);
+    let solver = &structure.solvers[0];
+    let calls = |events: &[u32]| {
+        events
+            .iter()
+            .map(|&e| sections::ClosingCall {
+                label: format!("all_reduce #{e}"),
+                event: Some(e),
+            })
+            .collect::<Vec<_>>()
+    };
+    let s = sections::compare(
+        &[calls(&[0, 1, 2, 0, 1, 2]), calls(&[1, 2, 0, 1, 2, 0])],
+        solver,
+    );
+    assert_eq!(s.run, vec![vec![0, 1, 2], vec![1, 2, 0]]);
+    assert!(s.agree, "{s:?}");
+    let s = sections::compare(&[calls(&[0, 2, 1, 0, 2, 1])], solver);
+    assert_eq!(s.out_of_order, vec![0]);
+    assert!(!s.agree);
+}
+
 /// The main-loop phase of rna with three tiles per pass (192 columns, K = 3 iterations, 4
 /// ranks), as `mheta phases` found it: a phase of two tiles across all ranks occurs 6 times,
 /// once per rank each time, and outranks the iteration body (Occ 3, 22 blocks). With the
