@@ -68,6 +68,10 @@ pub struct Facts {
     pub data_arrays: BTreeSet<String>,
     /// Slice aliases bound so far (`let up = &cur[(i - 1) * cols..]`).
     pub aliases: crate::alias::Aliases,
+    /// Statements that are an `if rank == e { .. }` with no `else` and no communication: where
+    /// each is, and the names `e` reads (the rank whose turn it is to run the block, `[i]` in
+    /// `if world.rank() == i { print(..) }`).
+    pub turns: Vec<(Loc, Vec<String>)>,
     /// Problems met while building (unexpanded macros, unresolved calls).
     pub diags: Diagnostics,
 }
@@ -1017,9 +1021,11 @@ impl<'p, 'f> Builder<'p, 'f> {
         }
         match (unscanned, below) {
             (Some((j, _)), _) => {
-                let mut stmt = self.scan(Some(levels[j].0), bound, locs[j]);
-                stmt.turn = self.turn_of(levels[j].0);
-                vec![Node::Stmt(stmt)]
+                let turn = self.turn_of(levels[j].0);
+                if !turn.is_empty() {
+                    self.facts.turns.push((locs[j], turn));
+                }
+                vec![Node::Stmt(self.scan(Some(levels[j].0), bound, locs[j]))]
             }
             (None, Some(top)) => top,
             (None, None) => unreachable!("the first level is a branch or a statement"),

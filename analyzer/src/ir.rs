@@ -111,9 +111,6 @@ pub struct Stmt {
     /// A `let` binding a message or receive target of the communication that follows: it
     /// belongs to that event even after computation.
     pub stages_message: bool,
-    /// An `if rank == e { .. }` with no `else` that does not communicate: the names `e` reads,
-    /// the rank whose turn it is (`[i]` in `if world.rank() == i { print(..) }`).
-    pub turn: Vec<String>,
 }
 
 impl Stmt {
@@ -257,7 +254,6 @@ impl std::fmt::Debug for Stmt {
             increments,
             copies_elements,
             stages_message,
-            turn,
         } = self;
         let defs: Vec<_> = defs.iter().map(|(n, e)| (n, Code(e))).collect();
         f.debug_struct("Stmt")
@@ -278,7 +274,6 @@ impl std::fmt::Debug for Stmt {
             .field("increments", increments)
             .field("copies_elements", copies_elements)
             .field("stages_message", stages_message)
-            .field("turn", turn)
             .finish()
     }
 }

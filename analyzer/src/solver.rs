@@ -342,9 +342,12 @@ fn over_peers(l: &Loop, from_any_collects: bool) -> bool {
 /// everything but communication and glue sits under `if rank == i` (`for i in 0..size { if
 /// rank == i { print(..) } barrier() }`, the ranks printing in order). That serialises the
 /// ranks; it is output or set-up, not an iteration.
-fn takes_turns(l: &Loop) -> bool {
+fn takes_turns(l: &Loop, facts: &Facts) -> bool {
     let turn = |n: &Node| match n {
-        Node::Stmt(s) => s.turn.iter().any(|w| l.vars.contains(w)),
+        Node::Stmt(s) => facts
+            .turns
+            .iter()
+            .any(|(at, names)| s.loc == Some(*at) && names.iter().any(|w| l.vars.contains(w))),
         _ => false,
     };
     l.body.iter().any(turn) && l.body.iter().all(|n| turn(n) || n.only_comm_and_glue())
@@ -407,7 +410,7 @@ fn candidates<'n>(nodes: &'n [Node], body: Loc, heuristic: Option<&Facts>) -> Ve
                 && l.header_text.contains("..")
                 && !by_size
                 && !l.only_comm_and_glue();
-            by_size && (l.only_comm_and_glue() || visits() || takes_turns(l))
+            by_size && (l.only_comm_and_glue() || visits() || takes_turns(l, f))
                 || over_peers(l, !counted)
         })
     };

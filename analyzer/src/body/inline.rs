@@ -19,7 +19,10 @@ pub(super) const MAX_INLINE_DEPTH: usize = 8;
 impl Builder<'_, '_> {
     /// Resolves a call to a user function (`f(..)`, `m::f(..)`, `x.method(..)`).
     pub(super) fn resolve(&self, call: UserCall<'_>) -> Option<usize> {
-        self.resolve_all(call).first().copied()
+        match call {
+            UserCall::Call(c) => self.resolve_call_here(c),
+            UserCall::Method(_) => self.resolve_all(call).first().copied(),
+        }
     }
 
     /// The user functions a call may run: one for a function, or a method whose receiver's
