@@ -3,6 +3,8 @@
 //! dependency graph needs is kept: every rank's communication calls (`cat` "comm"), its
 //! main-loop iterations (`cat` "iteration") and the span of its records.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use crate::ModelError;
@@ -134,194 +136,65 @@ impl Trace {
     }
 
     /// Parses the JSON text of a Chrome trace; `file` names it in errors. Errors name the event
-    /// index and the field (`traceEvents[12].ts`).
+    /// index and the field (`traceEvents[12].ts`). The events are read one at a time: a long
+    /// run's trace is hundreds of megabytes, and its whole JSON tree took ten times that.
     pub fn parse(text: &str, file: &str) -> Result<Trace, ModelError> {
         let err = |at: String, message: String| ModelError::Trace {
             file: file.to_string(),
             at,
             message,
         };
-        let doc: Value = serde_json::from_str(text)
-            .map_err(|e| err("the document".into(), format!("is not JSON: {e}")))?;
-        let events = match &doc {
-            Value::Object(map) => map.get("traceEvents").ok_or_else(|| {
-                err(
-                    "traceEvents".into(),
-                    "is missing (not a Chrome trace written by `--trace`)".into(),
-                )
-            })?,
-            Value::Array(_) => &doc,
-            _ => {
-                return Err(err(
+        let mut reader = EventReader {
+            file,
+            ranks: BTreeMap::new(),
+            first_event: BTreeMap::new(),
+            count: 0,
+            failed: None,
+            at: Place::Document,
+            has_events: false,
+            bytes: text.len(),
+            beyond: false,
+        };
+        let mut de = serde_json::Deserializer::from_str(text);
+        let read = serde::de::DeserializeSeed::deserialize(Document(&mut reader), &mut de)
+            .and_then(|()| de.end());
+        if let Some(e) = reader.failed.take() {
+            return Err(e);
+        }
+        if let Err(e) = read {
+            return Err(match (e.classify(), reader.at) {
+                (serde_json::error::Category::Data, Place::Document) => err(
                     "the document".into(),
                     "is neither an object with `traceEvents` nor an array of events".into(),
-                ))
-            }
-        };
-        let events = events
-            .as_array()
-            .ok_or_else(|| err("traceEvents".into(), "is not an array".into()))?;
-        let mut ranks: Vec<RankTrace> = Vec::new();
-        let mut seen: Vec<bool> = Vec::new();
-        // Calls with their position in the file, so that equal start times keep file order.
-        for (i, event) in events.iter().enumerate() {
-            let field = |name: &str| format!("traceEvents[{i}].{name}");
-            let obj = event
-                .as_object()
-                .ok_or_else(|| err(format!("traceEvents[{i}]"), "is not an object".into()))?;
-            let ph = obj
-                .get("ph")
-                .and_then(Value::as_str)
-                .ok_or_else(|| err(field("ph"), "is missing or not a string".into()))?;
-            if ph != "X" {
-                continue;
-            }
-            let tid = obj
-                .get("tid")
-                .and_then(Value::as_u64)
-                .ok_or_else(|| err(field("tid"), "is missing or not a rank number".into()))?;
-            // Every rank writes at least one event, so a rank beyond the event count is corrupt
-            // (and would allocate without bound).
-            if tid >= events.len() as u64 {
-                return Err(err(
-                    field("tid"),
-                    format!(
-                        "is {tid}, more ranks than the trace has events ({})",
-                        events.len()
-                    ),
-                ));
-            }
-            let tid = tid as usize;
-            let number = |name: &str| -> Result<f64, ModelError> {
-                obj.get(name)
-                    .and_then(Value::as_f64)
-                    .filter(|x| x.is_finite())
-                    .ok_or_else(|| err(field(name), "is missing or not a finite number".into()))
-            };
-            let ts = number("ts")?;
-            let dur = number("dur")?;
-            if dur < 0.0 {
-                return Err(err(field("dur"), format!("is {dur}, a negative duration")));
-            }
-            let cat = obj
-                .get("cat")
-                .and_then(Value::as_str)
-                .ok_or_else(|| err(field("cat"), "is missing or not a string".into()))?;
-            if tid >= ranks.len() {
-                ranks.resize_with(tid + 1, RankTrace::default);
-                seen.resize(tid + 1, false);
-            }
-            let (begin_s, end_s) = (ts * 1e-6, (ts + dur) * 1e-6);
-            let rank = &mut ranks[tid];
-            if seen[tid] {
-                rank.begin_s = rank.begin_s.min(begin_s);
-                rank.end_s = rank.end_s.max(end_s);
-            } else {
-                (rank.begin_s, rank.end_s, seen[tid]) = (begin_s, end_s, true);
-            }
-            match cat {
-                "iteration" => rank.iteration_ends.push(end_s),
-                "comm" => {
-                    let name = obj
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| err(field("name"), "is missing or not a string".into()))?;
-                    let mut words = name.split(' ');
-                    let call = words.next().unwrap_or_default().to_string();
-                    if call.is_empty() {
-                        return Err(err(field("name"), "is empty, expected a call name".into()));
-                    }
-                    let peer = match words.next() {
-                        None => None,
-                        Some(p) => Some(p.parse::<u32>().map_err(|_| {
-                            err(
-                                field("name"),
-                                format!("is \"{name}\", expected \"<call>\" or \"<call> <peer>\""),
-                            )
-                        })?),
-                    };
-                    if words.next().is_some() {
-                        return Err(err(
-                            field("name"),
-                            format!("is \"{name}\", expected \"<call>\" or \"<call> <peer>\""),
-                        ));
-                    }
-                    let id = |key: &str, what: &str| -> Result<Option<u32>, ModelError> {
-                        match obj.get("args").and_then(|a| a.get(key)) {
-                            None | Some(Value::Null) => Ok(None),
-                            Some(v) => Ok(Some(
-                                v.as_u64().filter(|&e| e < u64::from(u32::MAX)).ok_or_else(
-                                    || {
-                                        err(
-                                            field(&format!("args.{key}")),
-                                            format!("is {v}, expected {what} or null"),
-                                        )
-                                    },
-                                )? as u32,
-                            )),
-                        }
-                    };
-                    let event = id("event", "an event id")?;
-                    let source = id("source", "a rank")?;
-                    let count = |key: &str| -> Result<u64, ModelError> {
-                        match obj.get("args").and_then(|a| a.get(key)) {
-                            None | Some(Value::Null) => Ok(0),
-                            Some(v) => v
-                                .as_u64()
-                                .or_else(|| {
-                                    v.as_f64()
-                                        .filter(|x| x.fract() == 0.0 && *x >= 0.0 && *x < 1e15)
-                                        .map(|x| x as u64)
-                                })
-                                .ok_or_else(|| {
-                                    err(
-                                        field(&format!("args.{key}")),
-                                        format!("is {v}, expected a count of messages"),
-                                    )
-                                }),
-                        }
-                    };
-                    let (messages_sent, messages_received) =
-                        (count("messages_sent")?, count("messages_received")?);
-                    let group = match obj.get("args").and_then(|a| a.get("group")) {
-                        None | Some(Value::Null) => None,
-                        Some(v) => {
-                            let bad = || {
-                                err(
-                                    field("args.group"),
-                                    format!("is {v}, expected a list of distinct ranks or null"),
-                                )
-                            };
-                            let ranks = v.as_array().ok_or_else(bad)?;
-                            let mut members = Vec::with_capacity(ranks.len());
-                            for r in ranks {
-                                let r = r
-                                    .as_u64()
-                                    .and_then(|r| u32::try_from(r).ok())
-                                    .filter(|r| !members.contains(r))
-                                    .ok_or_else(bad)?;
-                                members.push(r);
-                            }
-                            if members.is_empty() {
-                                return Err(bad());
-                            }
-                            Some(members)
-                        }
-                    };
-                    rank.calls.push(CommCall {
-                        call,
-                        peer,
-                        source,
-                        event,
-                        group,
-                        messages_sent,
-                        messages_received,
-                        begin_s,
-                        end_s,
-                    });
+                ),
+                (serde_json::error::Category::Data, Place::Events) => {
+                    err("traceEvents".into(), "is not an array".into())
                 }
-                _ => {}
-            }
+                _ => err("the document".into(), format!("is not JSON: {e}")),
+            });
+        }
+        if !reader.has_events {
+            return Err(err(
+                "traceEvents".into(),
+                "is missing (not a Chrome trace written by `--trace`)".into(),
+            ));
+        }
+        let count = reader.count;
+        let beyond = reader
+            .first_event
+            .range(count..)
+            .min_by_key(|(_, &i)| i)
+            .map(|(&tid, &i)| (tid, i));
+        if let Some((tid, i)) = beyond {
+            return Err(err(
+                format!("traceEvents[{i}].tid"),
+                format!("is {tid}, more ranks than the trace has events ({count})"),
+            ));
+        }
+        let last = reader.ranks.keys().next_back().map_or(0, |&t| t + 1);
+        let mut ranks: Vec<RankTrace> = vec![RankTrace::default(); last];
+        for (tid, rank) in std::mem::take(&mut reader.ranks) {
+            ranks[tid] = rank;
         }
         if ranks.is_empty() {
             return Err(err(
@@ -335,5 +208,276 @@ impl Trace {
             rank.iteration_ends.sort_by(f64::total_cmp);
         }
         Ok(Trace { ranks })
+    }
+}
+
+/// Where the reader is in the document, for what a type error there means.
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    Document,
+    Events,
+    Event,
+}
+
+/// Reads a trace's events as they are parsed (see [`Trace::parse`]).
+struct EventReader<'f> {
+    file: &'f str,
+    /// Ranks by number, as their events come.
+    ranks: BTreeMap<usize, RankTrace>,
+    /// The first event of each rank number, for the error when a number exceeds the count.
+    first_event: BTreeMap<usize, usize>,
+    /// Events read.
+    count: usize,
+    /// The first error, which stops the parse.
+    failed: Option<ModelError>,
+    at: Place,
+    /// The document held events: an array, or an object with `traceEvents`.
+    has_events: bool,
+    /// The document's length in bytes.
+    bytes: usize,
+    /// An event named a rank beyond any count of events: the others are only counted.
+    beyond: bool,
+}
+
+impl EventReader<'_> {
+    /// Reads event `i` into its rank's calls, iterations and span.
+    fn event(&mut self, i: usize, event: &Value) -> Result<(), ModelError> {
+        let field = |name: &str| format!("traceEvents[{i}].{name}");
+        let file = self.file;
+        let err = |at: String, message: String| ModelError::Trace {
+            file: file.to_string(),
+            at,
+            message,
+        };
+        let obj = event
+            .as_object()
+            .ok_or_else(|| err(format!("traceEvents[{i}]"), "is not an object".into()))?;
+        let ph = obj
+            .get("ph")
+            .and_then(Value::as_str)
+            .ok_or_else(|| err(field("ph"), "is missing or not a string".into()))?;
+        if ph != "X" {
+            return Ok(());
+        }
+        let tid = obj
+            .get("tid")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| err(field("tid"), "is missing or not a rank number".into()))?;
+        // Every rank writes at least one event, so a rank beyond the event count is corrupt:
+        // checked at the end, when the count is known (ranks are kept by number meanwhile).
+        let tid = usize::try_from(tid).unwrap_or(usize::MAX);
+        self.first_event.entry(tid).or_insert(i);
+        // A document of n bytes holds fewer than n events: the rest are only counted.
+        if tid >= self.bytes {
+            self.beyond = true;
+            return Ok(());
+        }
+        let number = |name: &str| -> Result<f64, ModelError> {
+            obj.get(name)
+                .and_then(Value::as_f64)
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| err(field(name), "is missing or not a finite number".into()))
+        };
+        let ts = number("ts")?;
+        let dur = number("dur")?;
+        if dur < 0.0 {
+            return Err(err(field("dur"), format!("is {dur}, a negative duration")));
+        }
+        let cat = obj
+            .get("cat")
+            .and_then(Value::as_str)
+            .ok_or_else(|| err(field("cat"), "is missing or not a string".into()))?;
+        let (begin_s, end_s) = (ts * 1e-6, (ts + dur) * 1e-6);
+        let rank = match self.ranks.entry(tid) {
+            std::collections::btree_map::Entry::Occupied(o) => {
+                let rank = o.into_mut();
+                rank.begin_s = rank.begin_s.min(begin_s);
+                rank.end_s = rank.end_s.max(end_s);
+                rank
+            }
+            std::collections::btree_map::Entry::Vacant(v) => v.insert(RankTrace {
+                begin_s,
+                end_s,
+                ..RankTrace::default()
+            }),
+        };
+        match cat {
+            "iteration" => rank.iteration_ends.push(end_s),
+            "comm" => {
+                let name = obj
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| err(field("name"), "is missing or not a string".into()))?;
+                let mut words = name.split(' ');
+                let call = words.next().unwrap_or_default().to_string();
+                if call.is_empty() {
+                    return Err(err(field("name"), "is empty, expected a call name".into()));
+                }
+                let peer = match words.next() {
+                    None => None,
+                    Some(p) => Some(p.parse::<u32>().map_err(|_| {
+                        err(
+                            field("name"),
+                            format!("is \"{name}\", expected \"<call>\" or \"<call> <peer>\""),
+                        )
+                    })?),
+                };
+                if words.next().is_some() {
+                    return Err(err(
+                        field("name"),
+                        format!("is \"{name}\", expected \"<call>\" or \"<call> <peer>\""),
+                    ));
+                }
+                let id = |key: &str, what: &str| -> Result<Option<u32>, ModelError> {
+                    match obj.get("args").and_then(|a| a.get(key)) {
+                        None | Some(Value::Null) => Ok(None),
+                        Some(v) => Ok(Some(
+                            v.as_u64()
+                                .filter(|&e| e < u64::from(u32::MAX))
+                                .ok_or_else(|| {
+                                    err(
+                                        field(&format!("args.{key}")),
+                                        format!("is {v}, expected {what} or null"),
+                                    )
+                                })? as u32,
+                        )),
+                    }
+                };
+                let event = id("event", "an event id")?;
+                let source = id("source", "a rank")?;
+                let count = |key: &str| -> Result<u64, ModelError> {
+                    match obj.get("args").and_then(|a| a.get(key)) {
+                        None | Some(Value::Null) => Ok(0),
+                        Some(v) => v
+                            .as_u64()
+                            .or_else(|| {
+                                v.as_f64()
+                                    .filter(|x| x.fract() == 0.0 && *x >= 0.0 && *x < 1e15)
+                                    .map(|x| x as u64)
+                            })
+                            .ok_or_else(|| {
+                                err(
+                                    field(&format!("args.{key}")),
+                                    format!("is {v}, expected a count of messages"),
+                                )
+                            }),
+                    }
+                };
+                let (messages_sent, messages_received) =
+                    (count("messages_sent")?, count("messages_received")?);
+                let group = match obj.get("args").and_then(|a| a.get("group")) {
+                    None | Some(Value::Null) => None,
+                    Some(v) => {
+                        let bad = || {
+                            err(
+                                field("args.group"),
+                                format!("is {v}, expected a list of distinct ranks or null"),
+                            )
+                        };
+                        let ranks = v.as_array().ok_or_else(bad)?;
+                        let mut members = Vec::with_capacity(ranks.len());
+                        for r in ranks {
+                            let r = r
+                                .as_u64()
+                                .and_then(|r| u32::try_from(r).ok())
+                                .filter(|r| !members.contains(r))
+                                .ok_or_else(bad)?;
+                            members.push(r);
+                        }
+                        if members.is_empty() {
+                            return Err(bad());
+                        }
+                        Some(members)
+                    }
+                };
+                rank.calls.push(CommCall {
+                    call,
+                    peer,
+                    source,
+                    event,
+                    group,
+                    messages_sent,
+                    messages_received,
+                    begin_s,
+                    end_s,
+                });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The document: an object whose `traceEvents` are the events, or the array of events.
+struct Document<'r, 'f>(&'r mut EventReader<'f>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Document<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Document<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object with `traceEvents` or an array of events")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "traceEvents" {
+                self.0.at = Place::Events;
+                map.next_value_seed(Events(&mut *self.0))?;
+                self.0.at = Place::Document;
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        self.0.at = Place::Events;
+        serde::de::Visitor::visit_seq(Events(self.0), seq)
+    }
+}
+
+/// The array of events, each parsed alone and read.
+struct Events<'r, 'f>(&'r mut EventReader<'f>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Events<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Events<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an array of events")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.0.has_events = true;
+        self.0.at = Place::Event;
+        while let Some(event) = seq.next_element::<Value>()? {
+            let i = self.0.count;
+            self.0.count += 1;
+            if self.0.beyond {
+                continue;
+            }
+            if let Err(e) = self.0.event(i, &event) {
+                self.0.failed = Some(e);
+                return Err(serde::de::Error::custom("stopped at an invalid event"));
+            }
+        }
+        self.0.at = Place::Events;
+        Ok(())
     }
 }
