@@ -464,6 +464,50 @@ fn other_loops(candidates: &[&Loop], main: &Loop) -> Vec<Diagnostic> {
         .collect()
 }
 
+/// The loops of callees that the other arms of a branch on the rank call, when one arm holds
+/// the main loop (`if rank == 0 { master loop } else { worker(&world) }`), that communicate and
+/// compute: a master/worker split's other loop, which [`other_loops`] does not see (it is no
+/// loop of the solver's own). Rank branches before or after the main loop (a collection on
+/// rank 0) are not looked into.
+fn rank_arm_loops<'n>(nodes: &'n [Node], main: &Loop, facts: &Facts, out: &mut Vec<&'n Loop>) {
+    fn holds(nodes: &[Node], main: &Loop) -> bool {
+        nodes.iter().any(|n| match n {
+            Node::Loop(l) => std::ptr::eq(l, main) || holds(&l.body, main),
+            Node::Branch(b) => b.arms.iter().any(|a| holds(a, main)),
+            Node::Stmt(_) => false,
+        })
+    }
+    fn loops<'n>(nodes: &'n [Node], out: &mut Vec<&'n Loop>) {
+        for n in nodes {
+            match n {
+                Node::Loop(l) if l.loc.via != 0 && n.has_comm() && !l.only_comm_and_glue() => {
+                    out.push(l);
+                }
+                Node::Branch(b) => b.arms.iter().for_each(|a| loops(a, out)),
+                _ => {}
+            }
+        }
+    }
+    for n in nodes {
+        match n {
+            Node::Loop(l) if !std::ptr::eq(l, main) && holds(&l.body, main) => {
+                rank_arm_loops(&l.body, main, facts, out);
+            }
+            Node::Branch(b) if b.arms.iter().any(|a| holds(a, main)) => {
+                let on_rank = facts.mentions_rank(&b.cond_text);
+                for arm in &b.arms {
+                    if holds(arm, main) {
+                        rank_arm_loops(arm, main, facts, out);
+                    } else if on_rank {
+                        loops(arm, out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Moves the body out of the loop `main` points to, one of the loops in `nodes` (the main loop
 /// [`main_loop`] found: lowering takes the body, and nothing reads the tree after it).
 fn take_body(nodes: &mut [Node], main: *const Loop) -> Vec<Node> {
@@ -524,6 +568,19 @@ pub fn analyze(
     let all = candidates(&nodes, body, heuristic);
     let found = choose(&all, heuristic.is_some()).map(|main| {
         diags.extend(other_loops(&all, main));
+        let mut elsewhere = Vec::new();
+        rank_arm_loops(&nodes, main, &facts, &mut elsewhere);
+        diags.extend(elsewhere.into_iter().map(|l| {
+            Diagnostic::warning(
+                format!(
+                    "this loop, which another arm of a branch on the rank calls, also communicates and computes, but the main loop is the one at line {}: it is not analysed",
+                    main.loc.start.0
+                ),
+                Some(l.loc),
+            )
+            .with_label("not the main loop")
+            .with_note("a structure describes one main loop per solver; ranks that run different loops (a master and its workers) are outside the model")
+        }));
         (main as *const Loop, main.loc, main.kind, counters(main))
     });
     let (lowered, outline, main) = match found {

@@ -840,3 +840,33 @@ fn a_tile_loop_answering_in_two_arms_keeps_both_sends() {
         "{messages:?}"
     );
 }
+
+/// A master/worker split whose worker loop is in a function the other rank arm calls (`if rank
+/// == 0 { master loop } else { worker(&world) }`): the master's loop is the main loop, and the
+/// worker's, which the structure does not describe, gets the warning a loop of the solver's own
+/// would. A set-up loop in a callee outside any rank branch does not.
+#[test]
+fn a_worker_loop_in_a_callee_of_the_other_rank_arm_is_named() {
+    let items = "fn worker(world: &SimpleCommunicator) {\n let mut state = vec![0.0f64; 16];\n\
+          loop {\n let (x, _s) = world.process_at_rank(0).receive::<f64>();\n\
+            if x < 0.0 { break; }\n for s in state.iter_mut() { *s = *s * 0.5 + x; }\n\
+            world.process_at_rank(0).send(&state[0]);\n }\n}\n\
+        fn warm_up(world: &SimpleCommunicator, u: &mut [f64]) {\n\
+          for _ in 0..3 {\n for x in u.iter_mut() { *x += 1.0; }\n world.barrier();\n }\n}";
+    let (text, messages) = analyze(&program(
+        items,
+        "let rank = world.rank();\n let size = world.size();\n let mut u = vec![1.0f64; 8];\n\
+         warm_up(&world, &mut u);\n\
+         if rank == 0 {\n let mut total = 0.0;\n\
+           for k in 0..100 {\n for x in u.iter_mut() { *x *= 0.5; }\n\
+             let dest = 1 + k % (size - 1);\n world.process_at_rank(dest).send(&u[0]);\n\
+             let (y, _s) = world.process_at_rank(dest).receive::<f64>();\n total += y;\n }\n\
+         } else {\n worker(&world);\n }",
+    ));
+    assert!(text.contains("main loop: for"), "{text}");
+    let named: Vec<&String> = messages
+        .iter()
+        .filter(|m| m.starts_with("this loop, which another arm of a branch on the rank calls"))
+        .collect();
+    assert_eq!(named.len(), 1, "{messages:?}");
+}
