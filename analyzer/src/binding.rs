@@ -200,10 +200,10 @@ impl Env {
                 }
                 // A guard around the universe (`UniverseGuard::new(mpi::initialize().unwrap())`)
                 // hands out its world; a shared pointer (`Rc::new(world)`) is its communicator.
-                let [arg] = c.args.iter().collect::<Vec<_>>()[..] else {
+                if c.args.len() != 1 {
                     return None;
-                };
-                let inner = self.value_of(arg, text)?;
+                }
+                let inner = self.value_of(c.args.first()?, text)?;
                 let pointer = segs.len() == 2
                     && matches!(segs[0].as_str(), "Rc" | "Arc" | "Box")
                     && last == "new";

@@ -1123,10 +1123,7 @@ impl<'p, 'f> Builder<'p, 'f> {
         if ifx.else_branch.is_some() || !matches!(b.op, syn::BinOp::Eq(_)) {
             return Vec::new();
         }
-        let is_rank = |e: &syn::Expr| {
-            let text = self.text.of(e);
-            self.facts.mentions_rank(&text) && !text.contains("size")
-        };
+        let is_rank = |e: &syn::Expr| self.facts.mentions_rank(&self.text.of(e));
         match (is_rank(&b.left), is_rank(&b.right)) {
             (true, false) => crate::syntax::expr_idents(&b.right),
             (false, true) => crate::syntax::expr_idents(&b.left),

@@ -450,18 +450,22 @@ fn other_loops(candidates: &[&Loop], main: &Loop) -> Vec<Diagnostic> {
     candidates
         .iter()
         .filter(|l| !std::ptr::eq(**l, main) && !l.only_comm_and_glue())
-        .map(|l| {
-            Diagnostic::warning(
-                format!(
-                    "this loop also communicates and computes, but the main loop is the one at line {}: it is not analysed",
-                    main.loc.start.0
-                ),
-                Some(l.loc),
-            )
-            .with_label("not the main loop")
-            .with_note("a structure describes one main loop per solver; ranks that run different loops (a master and its workers) are outside the model")
-        })
+        .map(|l| not_the_main_loop(l, main, "this loop"))
         .collect()
+}
+
+/// The warning for `l` (`what`, as the message names it), a loop that communicates and
+/// computes beside the main loop `main`.
+fn not_the_main_loop(l: &Loop, main: &Loop, what: &str) -> Diagnostic {
+    Diagnostic::warning(
+        format!(
+            "{what} also communicates and computes, but the main loop is the one at line {}: it is not analysed",
+            main.loc.start.0
+        ),
+        Some(l.loc),
+    )
+    .with_label("not the main loop")
+    .with_note("a structure describes one main loop per solver; ranks that run different loops (a master and its workers) are outside the model")
 }
 
 /// The loops of callees that the other arms of a branch on the rank call, when one arm holds
@@ -571,15 +575,11 @@ pub fn analyze(
         let mut elsewhere = Vec::new();
         rank_arm_loops(&nodes, main, &facts, &mut elsewhere);
         diags.extend(elsewhere.into_iter().map(|l| {
-            Diagnostic::warning(
-                format!(
-                    "this loop, which another arm of a branch on the rank calls, also communicates and computes, but the main loop is the one at line {}: it is not analysed",
-                    main.loc.start.0
-                ),
-                Some(l.loc),
+            not_the_main_loop(
+                l,
+                main,
+                "this loop, which another arm of a branch on the rank calls,",
             )
-            .with_label("not the main loop")
-            .with_note("a structure describes one main loop per solver; ranks that run different loops (a master and its workers) are outside the model")
         }));
         (main as *const Loop, main.loc, main.kind, counters(main))
     });

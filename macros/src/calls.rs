@@ -84,6 +84,10 @@ fn kind(api: &str) -> Kind {
         "send_receive_into_with_tags" => (3, Some(4)),
         _ => (message, None),
     };
+    let base = name.strip_prefix("immediate_");
+    let blocks = base.is_none();
+    let probe = name.contains("probe");
+    let from_status = blocks && !probe && source.is_none() && name.contains("receive");
     let k = |call: &str, blocks: bool, sends: bool, receives: bool| Kind {
         call: {
             let ident = format_ident!("{}", call);
@@ -96,16 +100,12 @@ fn kind(api: &str) -> Kind {
         message,
         received,
         source,
-        probe: false,
-        from_status: false,
+        probe,
+        from_status,
     };
     // Collectives: this rank's contribution is the message. An immediate one
     // (`immediate_all_reduce_into`) is recorded as its collective, not blocking: it only posts.
-    let base = name.strip_prefix("immediate_");
-    let blocks = base.is_none();
-    let probe = name.contains("probe");
-    let from_status = blocks && !probe && source.is_none() && name.contains("receive");
-    let kind = match base.unwrap_or(name) {
+    match base.unwrap_or(name) {
         _ if source.is_some() => k("Receive", true, true, true),
         n if n.contains("barrier") => k("Barrier", blocks, true, false),
         // Communicator constructors: collective, with no buffer of the caller's.
@@ -134,11 +134,6 @@ fn kind(api: &str) -> Kind {
         // Receives and probes: the bytes are those of the buffer an `_into` receive fills; a
         // tag is no buffer (`receive_with_tag::<f64>(7)`, `matched_probe_with_tag(7)`).
         n => k("Receive", true, false, n.contains("_into")),
-    };
-    Kind {
-        probe,
-        from_status,
-        ..kind
     }
 }
 
@@ -321,10 +316,14 @@ fn wrapped(e: &Expr, kind: &Kind) -> Expr {
         _ => quote!(::core::option::Option::None),
     };
     // A receive from any rank: the communicator received on, read before the call (which may
-    // consume its receiver, `msg.matched_receive()`), and the source its status names after.
+    // consume its receiver, `msg.matched_receive()`) and only when the peer is not known, and
+    // the source its status names after.
     let (within, from_status) = match &recv {
         Some(r) if kind.from_status => (
-            quote!(let __mheta_within = (&#rsmpi::Members(&#r)).group();),
+            quote!(let __mheta_within = match __mheta_peer {
+                ::core::option::Option::None => (&#rsmpi::Members(&#r)).group(),
+                ::core::option::Option::Some(_) => ::core::option::Option::None,
+            };),
             quote!(let __mheta_peer = __mheta_peer.or_else(|| (&#rsmpi::Received(&__mheta_out)).source(__mheta_within));),
         ),
         _ => (quote!(), quote!()),

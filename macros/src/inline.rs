@@ -302,7 +302,7 @@ fn callee<'a>(
         let inside = |p: Pos| body.start <= p && p <= body.end;
         let all_inside = inlined.regions.iter().all(|r| inside(r.extent.start))
             && inlined.calls.iter().all(|c| inside(c.start))
-            && !inlined.elsewhere_file;
+            && inlined.file.is_none();
         if !all_inside {
             return Err(format!("the analysis did not find its code in `{name}`"));
         }

@@ -124,9 +124,7 @@ pub struct Inlined {
     pub regions: Vec<Region>,
     pub loops: Vec<LoopHook>,
     pub calls: Vec<crate::calls::ForeignCall>,
-    /// Some of it lies in another file than the solver's.
-    pub elsewhere_file: bool,
-    /// That file, for the warnings' line numbers.
+    /// The other file than the solver's that some of it lies in.
     pub file: Option<String>,
 }
 
@@ -312,7 +310,6 @@ impl Plan {
                     }
                 };
                 if span.file != file {
-                    self.inlined[i].elsewhere_file = true;
                     self.inlined[i].file = Some(span.file.clone());
                 }
                 Target::Inlined(i)

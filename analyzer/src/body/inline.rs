@@ -33,12 +33,16 @@ impl Builder<'_, '_> {
     /// in a warning. Not one being expanded already (`self.network.move_links(now)` in
     /// `Simulation::move_links` is another type's method of the same name), unless all are.
     pub(super) fn resolve_all(&self, call: UserCall<'_>) -> Vec<usize> {
-        let candidates = match call {
-            UserCall::Call(c) => return self.resolve_call_here(c).into_iter().collect(),
-            UserCall::Method(m) => self.method_candidates(m).unwrap_or_default(),
-        };
+        match call {
+            UserCall::Call(c) => self.resolve_call_here(c).into_iter().collect(),
+            UserCall::Method(m) => self.taken(&self.method_candidates(m).unwrap_or_default()),
+        }
+    }
+
+    /// Which of a method call's `candidates` it may run (see [`Self::resolve_all`]).
+    fn taken(&self, candidates: &[usize]) -> Vec<usize> {
         let Some(&first) = candidates.first() else {
-            return candidates;
+            return Vec::new();
         };
         let comm: Vec<usize> = candidates
             .iter()
@@ -133,14 +137,20 @@ impl Builder<'_, '_> {
         loc: Loc,
     ) -> Option<Vec<Node>> {
         let call = UserCall::of(peel(e))?;
-        let all = self.resolve_all(call);
+        let (all, candidates) = match call {
+            UserCall::Method(m) => {
+                let candidates = self.method_candidates(m).unwrap_or_default();
+                (self.taken(&candidates), candidates)
+            }
+            UserCall::Call(_) => (self.resolve_all(call), Vec::new()),
+        };
         let &index = all.first()?;
         self.called.extend(&all);
         if !(self.comm_fns)(index) {
             return None;
         }
         if let UserCall::Method(m) = call {
-            self.warn_serial_candidates(m, &all, loc);
+            self.warn_serial_candidates(m, &candidates, &all, loc);
         }
         let mut arms = Vec::with_capacity(all.len());
         for &index in &all {
@@ -174,14 +184,19 @@ impl Builder<'_, '_> {
         }
     }
 
-    /// Warns when a method call's implementations disagree about communication and `taken`
-    /// are those that communicate (the receiver's type not known).
-    fn warn_serial_candidates(&mut self, m: &syn::ExprMethodCall, taken: &[usize], loc: Loc) {
+    /// Warns when a method call's `candidates` disagree about communication and `taken` are
+    /// those that communicate (the receiver's type not known).
+    fn warn_serial_candidates(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        candidates: &[usize],
+        taken: &[usize],
+        loc: Loc,
+    ) {
         let name = |i: usize| self.program.functions[i].path.as_str();
-        let others: Vec<&str> = self
-            .method_candidates(m)
-            .unwrap_or_default()
-            .into_iter()
+        let others: Vec<&str> = candidates
+            .iter()
+            .copied()
             .filter(|&i| !taken.contains(&i) && !(self.comm_fns)(i))
             .map(name)
             .collect();
