@@ -118,7 +118,7 @@ pub mod __private {
             begin, end, AnyBytes, AnyMembers, AnyPeer, AnySource, BufferBytes, CommMembers,
             Members, Message, Peer, ProcessPeer, Received, StatusSource, VecBytes,
         };
-        pub use mheta_runtime::hooks::CallKind;
+        pub use mheta_runtime::hooks::{site, CallKind, SiteGuard};
     }
 
     /// Stage `stage` of section `section` (outside any tile loop).

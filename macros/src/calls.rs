@@ -40,6 +40,8 @@ use crate::position::Pos;
 pub struct ForeignCall {
     pub api: String,
     pub start: Pos,
+    /// The structure event the call belongs to.
+    pub event: u32,
 }
 
 /// How the hook layer records a call.
@@ -135,6 +137,11 @@ fn kind(api: &str) -> Kind {
         // tag is no buffer (`receive_with_tag::<f64>(7)`, `matched_probe_with_tag(7)`).
         n => k("Receive", true, false, n.contains("_into")),
     }
+}
+
+/// The `CallKind` the hook layer records a call of `api` as (a path expression).
+pub fn call_kind(api: &str) -> TokenStream {
+    kind(api).call
 }
 
 /// Wraps the calls of `calls` found in `block`; returns the calls not found.
@@ -358,6 +365,7 @@ mod tests {
     fn wrapped_statement(statement: &str, api: &str) -> String {
         let mut block: Block = syn::parse_str(&format!("{{\n    {statement}\n}}")).unwrap();
         let calls = [ForeignCall {
+            event: 0,
             api: api.into(),
             start: (2, 4),
         }];
@@ -390,6 +398,7 @@ mod tests {
                 .unwrap();
         let calls =
             ["mpi::matched_probe_with_tag", "mpi::matched_receive_vec"].map(|api| ForeignCall {
+                event: 0,
                 api: api.into(),
                 start: (2, 4),
             });
@@ -607,6 +616,7 @@ mod tests {
     fn a_call_not_at_a_listed_position_is_left_and_reported() {
         let mut block: Block = syn::parse_str("{\n    world.barrier();\n}").unwrap();
         let calls = [ForeignCall {
+            event: 0,
             api: "mpi::barrier".into(),
             start: (3, 4),
         }];

@@ -38,7 +38,7 @@ use syn::visit::{self, Visit};
 use syn::visit_mut::{self, VisitMut};
 use syn::{Block, Expr, Item, ItemFn};
 
-use crate::plan::{Inlined, Plan};
+use crate::plan::{Inlined, Plan, RegionKind};
 use crate::position::{from_span, Pos};
 
 /// What copying did.
@@ -54,6 +54,18 @@ pub struct Copies {
     pub not_copied: Vec<String>,
     /// rsmpi calls not recorded (`api at file:line (why)`).
     pub unrecorded: Vec<String>,
+    /// Calls in the main loop of callees not copied, whose events the runtime is told.
+    pub hints: Vec<Hint>,
+}
+
+/// A call of a callee that is not copied, with the events whose calls lie in it (or in the
+/// callees it reaches), in source order, each with the rsmpi calls it makes. Its MPI calls are
+/// recorded by the runtime's MPI profiling interface; this tells it their events
+/// (`mheta::__private::rsmpi::site`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hint {
+    pub start: Pos,
+    pub events: Vec<(u32, Vec<String>)>,
 }
 
 /// A call of a user function, found by where it starts and its name, sent to `to`.
@@ -111,6 +123,11 @@ pub fn copies(plan: &Plan, file: &str, path: Option<&Path>, solver: Pos) -> Copi
         Ok(m) => m,
         Err(why) => (Vec::new(), sites.iter().map(|_| Err(why.clone())).collect()),
     };
+    for (i, site) in sites.iter().enumerate() {
+        if site.chain.len() == 1 && decided[i].is_err() {
+            out.hints.extend(hint_for(&sites, i));
+        }
+    }
     for (site, decision) in sites.iter().zip(&decided) {
         let at = site.chain.last().expect("chains are not empty");
         match decision {
@@ -148,12 +165,8 @@ pub fn copies(plan: &Plan, file: &str, path: Option<&Path>, solver: Pos) -> Copi
                 out.not_copied.extend(
                     what.map(|w| format!("{w}, in the callee called at line {} ({why})", at.line)),
                 );
-                out.unrecorded.extend(inlined.calls.iter().map(|c| {
-                    format!(
-                        "{} at line {} (in the callee called at {}:{}: {why})",
-                        c.api, c.start.0, at.file, at.line
-                    )
-                }));
+                // Its calls are recorded by the MPI profiling interface, in the events the
+                // hint around the call that reaches them names.
             }
         }
     }
@@ -255,6 +268,15 @@ fn make(sites: &[Site<'_>], file: &str, text: &str, solver: Pos) -> Result<Made,
             })
             .collect();
         rename(&mut copy.block, &renames);
+        let hints: Vec<Hint> = (0..sites.len())
+            .filter(|&j| {
+                callees[j].is_err()
+                    && sites[j].chain.len() == site.chain.len() + 1
+                    && sites[j].chain[..site.chain.len()] == site.chain[..]
+            })
+            .filter_map(|j| hint_for(sites, j))
+            .collect();
+        hint(&mut copy.block, &hints);
         crate::attrs::strip(&mut copy.block);
         rendered.push(copy.to_token_stream().to_string());
         decided.push(Ok(Copied {
@@ -404,6 +426,103 @@ fn bare_name(func: &Expr) -> Option<String> {
         [only] => Some(only.ident.to_string()),
         [first, last] if first.ident == "self" => Some(last.ident.to_string()),
         _ => None,
+    }
+}
+
+/// The hint for the call of site `i`, whose callee is not copied: the events of it and of the
+/// sites below it; `None` when none lies there.
+fn hint_for(sites: &[Site<'_>], i: usize) -> Option<Hint> {
+    let chain = &sites[i].chain;
+    let mut events: Vec<(u32, Vec<String>)> = Vec::new();
+    let mut add = |id: u32, apis: &mut dyn Iterator<Item = String>| match events
+        .iter_mut()
+        .find(|(e, _)| *e == id)
+    {
+        Some((_, known)) => {
+            for api in apis {
+                if !known.contains(&api) {
+                    known.push(api);
+                }
+            }
+        }
+        None => events.push((id, apis.collect())),
+    };
+    for site in sites.iter().filter(|s| s.chain.starts_with(chain)) {
+        let Some(inlined) = site.inlined else {
+            continue;
+        };
+        let mut ids: Vec<(Pos, u32)> = inlined
+            .regions
+            .iter()
+            .filter_map(|r| match r.kind {
+                RegionKind::Event(id) => Some((r.extent.start, id)),
+                _ => None,
+            })
+            .chain(inlined.calls.iter().map(|c| (c.start, c.event)))
+            .collect();
+        ids.sort();
+        for (_, id) in ids {
+            let mut apis = inlined
+                .calls
+                .iter()
+                .filter(|c| c.event == id)
+                .map(|c| c.api.clone());
+            add(id, &mut apis);
+        }
+    }
+    let at = chain.last().expect("chains are not empty");
+    (!events.is_empty()).then(|| Hint {
+        start: from_span(at).start,
+        events,
+    })
+}
+
+/// Puts each hint's guard around the call it names (matched by where it starts; in a chain,
+/// the innermost call that starts there).
+pub fn hint(block: &mut Block, hints: &[Hint]) {
+    if hints.is_empty() {
+        return;
+    }
+    Hinter {
+        hints,
+        done: vec![false; hints.len()],
+    }
+    .visit_block_mut(block);
+}
+
+struct Hinter<'a> {
+    hints: &'a [Hint],
+    done: Vec<bool>,
+}
+
+impl VisitMut for Hinter<'_> {
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        let start = match &*e {
+            Expr::Call(c) => c.span().start(),
+            Expr::MethodCall(m) => m.span().start(),
+            _ => {
+                visit_mut::visit_expr_mut(self, e);
+                return;
+            }
+        };
+        let start = (start.line as u32, start.column as u32);
+        visit_mut::visit_expr_mut(self, e);
+        let Some(i) =
+            (0..self.hints.len()).find(|&i| !self.done[i] && self.hints[i].start == start)
+        else {
+            return;
+        };
+        self.done[i] = true;
+        let events = self.hints[i].events.iter().map(|(id, apis)| {
+            let kinds = apis.iter().map(|a| crate::calls::call_kind(a));
+            quote::quote!((#id, &[#(#kinds),*]))
+        });
+        let call = &*e;
+        *e = syn::parse_quote!({
+            const __MHETA_SITE: &[(u32, &[::mheta::__private::rsmpi::CallKind])] = &[#(#events),*];
+            let __mheta_site = ::mheta::__private::rsmpi::site(__MHETA_SITE);
+            #call
+        });
     }
 }
 

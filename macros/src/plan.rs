@@ -272,6 +272,7 @@ impl Plan {
             let foreign = crate::calls::ForeignCall {
                 api: call.api.clone(),
                 start: from_span(&call.span).start,
+                event: event.id,
             };
             match self.target(file, &call.span) {
                 Target::Own => self.calls.push(foreign),

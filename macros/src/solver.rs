@@ -135,6 +135,7 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
     let copies = inline::copies(&plan, &solver.span.file, site.file.as_deref(), site.ident);
     // After placement, which matches statements by their source positions.
     inline::rename(&mut block, &copies.renames);
+    inline::hint(&mut block, &copies.hints);
     let unwrapped = crate::calls::wrap(&mut block, &plan.calls);
     attrs::strip(&mut block);
     block.stmts.splice(0..0, copies.items.iter().cloned());
@@ -178,7 +179,7 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
     let elsewhere: Vec<&String> = plan.elsewhere.iter().chain(&copies.not_copied).collect();
     if !elsewhere.is_empty() {
         let message = format!(
-            "regions of callees are timed as part of the call that reaches them, and the rsmpi calls in them are not recorded one by one (no peers, no bytes; a trace shows no messages for them): {}",
+            "regions of callees are timed as part of the call that reaches them (their MPI calls are recorded through the MPI profiling interface): {}",
             elsewhere
                 .iter()
                 .map(|s| s.as_str())

@@ -126,10 +126,18 @@ fn every_region_of_every_fixture_solver_is_placed() {
             // What lies in callees inlined from the main loop is placed in their copies.
             let solver_at = (solver.span.line, solver.span.column - 1);
             let copies = inline::copies(&plan, &name, Some(&path), solver_at);
-            for u in copies.unplaced.iter().chain(&copies.not_copied) {
+            for u in &copies.unplaced {
                 failures.push(format!("{name}: {u}"));
             }
+            // A callee that cannot be copied (another module's function, a method) is timed
+            // with its call, whose hint names its events to the MPI profiling interface.
+            if copies.hints.is_empty() {
+                for u in &copies.not_copied {
+                    failures.push(format!("{name}: {u}"));
+                }
+            }
             inline::rename(&mut f.block, &copies.renames);
+            inline::hint(&mut f.block, &copies.hints);
             // The output still parses as a function.
             syn::parse_str::<syn::ItemFn>(&f.to_token_stream().to_string()).unwrap();
             placed_solvers += 1;
@@ -241,8 +249,9 @@ fn an_inlined_helper_is_instrumented_in_a_copy_that_the_main_loop_calls() {
 }
 
 /// A helper outside the solver's module cannot be copied (names in it would resolve
-/// differently): its regions stay timed with the call and its calls are listed as not
-/// recorded, so the measurements can name them.
+/// differently): its regions stay timed with the call, and the call carries a hint naming the
+/// events whose calls lie in it and in the helper it calls, in source order with their calls'
+/// kinds, for the MPI profiling interface that records those calls.
 #[test]
 fn a_helper_in_another_module_is_reported_not_copied() {
     let (_, mut f, _, copies) = helper_program("linalg");
@@ -260,13 +269,24 @@ fn a_helper_in_another_module_is_reported_not_copied() {
         "{:?}",
         copies.not_copied
     );
-    assert_eq!(copies.unrecorded.len(), 2, "{:?}", copies.unrecorded);
-    assert!(
-        copies.unrecorded[0].starts_with("mpi::all_reduce_into at line "),
-        "{:?}",
-        copies.unrecorded
+    assert!(copies.unrecorded.is_empty(), "{:?}", copies.unrecorded);
+    assert_eq!(copies.hints.len(), 1, "{:?}", copies.hints);
+    let hint = &copies.hints[0];
+    let reduction = vec!["mpi::all_reduce_into".to_string()];
+    assert_eq!(
+        hint.events,
+        [(0, reduction.clone()), (1, reduction)],
+        "dot's reduction, then norm's: {hint:?}"
     );
     let before = f.block.to_token_stream().to_string();
     inline::rename(&mut f.block, &copies.renames);
     assert_eq!(f.block.to_token_stream().to_string(), before);
+    inline::hint(&mut f.block, &copies.hints);
+    let body = f.block.to_token_stream().to_string();
+    assert!(
+        body.contains(
+            "let n = 1.0 / { const __MHETA_SITE : & [(u32 , & [:: mheta :: __private :: rsmpi :: CallKind])] = & [(0u32 , & [:: mheta :: __private :: rsmpi :: CallKind :: AllReduce]) , (1u32 , & [:: mheta :: __private :: rsmpi :: CallKind :: AllReduce])] ; let __mheta_site = :: mheta :: __private :: rsmpi :: site (__MHETA_SITE) ; dot (world , a) }"
+        ),
+        "{body}"
+    );
 }

@@ -26,6 +26,8 @@
 
 pub mod foreign;
 mod guards;
+#[cfg(feature = "mpi")]
+pub(crate) mod pmpi;
 mod record;
 mod stream;
 
@@ -142,8 +144,37 @@ struct Recorder {
     stage: Option<StageKey>,
     last_stage: StageKey,
     event: u32,
+    /// Call sites of callees the macro could not instrument, innermost last ([`site`]).
+    hints: Vec<Hint>,
     arrays: Vec<ArrayInfo>,
     calibration: Option<DiskCosts>,
+}
+
+/// The events whose calls lie in a callee that `#[mheta::solver]` could not copy (another
+/// module's function, a method), for the duration of one call of it: each with the kinds of
+/// call it makes, in source order. A call recorded with no event region open belongs to the
+/// first of them, from the last one a call went to, that makes its kind of call.
+struct Hint {
+    events: &'static [(u32, &'static [CallKind])],
+    at: usize,
+}
+
+impl Hint {
+    fn assign(&mut self, kind: Option<CallKind>) -> u32 {
+        let n = self.events.len();
+        if n == 1 {
+            return self.events[0].0;
+        }
+        let Some(kind) = kind else { return NONE };
+        for k in 0..n {
+            let i = (self.at + k) % n;
+            if self.events[i].1.contains(&kind) {
+                self.at = i;
+                return self.events[i].0;
+            }
+        }
+        NONE
+    }
 }
 
 impl Recorder {
@@ -162,12 +193,21 @@ impl Recorder {
     /// Record an I/O or communication `record` in the current stage and event context: now,
     /// or, in stream mode, when the stream reaches it.
     fn push_in_context(&mut self, mut record: Record) {
+        // A call in a callee the macro could not instrument: its event is the call site's
+        // hint's, unless an event region is open around it (which the context decides below).
+        if record.kind == RecordKind::Comm {
+            if let Some(hint) = self.hints.last_mut() {
+                record.event = hint.assign(CallKind::from_code(record.aux));
+            }
+        }
         if self.fast {
             self.defer(record);
             return;
         }
         (record.key, record.in_stage) = self.context_key();
-        record.event = self.event;
+        if self.event != NONE {
+            record.event = self.event;
+        }
         self.records.push(record);
     }
 }
@@ -205,6 +245,7 @@ pub fn install(config: HookConfig) {
             stage: 0,
         },
         event: NONE,
+        hints: Vec::new(),
         arrays: Vec::new(),
         calibration: None,
     });
@@ -507,6 +548,36 @@ impl CommStart {
     /// that waits for other ranks).
     pub fn blocking(self, blocks: bool) -> CommStart {
         CommStart(self.0, blocks)
+    }
+}
+
+/// While the returned guard lives, a communication call recorded with no event region open
+/// belongs to one of `events` ([`Hint`]): `#[mheta::solver]` puts one around each call of a
+/// callee it could not copy, naming the events whose calls lie in it at that call site, and
+/// the MPI profiling interface records those calls (feature `mpi`).
+pub fn site(events: &'static [(u32, &'static [CallKind])]) -> SiteGuard {
+    if !active() || events.is_empty() {
+        return SiteGuard(false);
+    }
+    SiteGuard(
+        with_recorder(|r| {
+            r.recording
+                .then(|| r.hints.push(Hint { events, at: 0 }))
+                .is_some()
+        })
+        .unwrap_or(false),
+    )
+}
+
+/// Ends a call site's hint ([`site`]) when dropped.
+#[must_use = "the hint ends when the guard is dropped"]
+pub struct SiteGuard(bool);
+
+impl Drop for SiteGuard {
+    fn drop(&mut self) {
+        if self.0 {
+            with_recorder(|r| r.hints.pop());
+        }
     }
 }
 

@@ -14,6 +14,8 @@ use crate::comm::Traffic;
 /// The start of a wrapped call.
 #[inline]
 pub fn begin() -> CommStart {
+    #[cfg(feature = "mpi")]
+    super::pmpi::wrapped_begin();
     comm_begin()
 }
 
@@ -41,6 +43,8 @@ pub fn end(
         bytes_received: received,
         blocked_s: 0.0,
     };
+    #[cfg(feature = "mpi")]
+    super::pmpi::wrapped_end();
     comm_end_from(start.blocking(blocks), call, peer, source, group, &traffic);
 }
 

@@ -24,7 +24,7 @@
 //! CPU power (a slower emulated CPU spins in stage guards and excludes bookkeeping from that
 //! spin).
 
-use super::{Record, RecordKind, Recorder, Region, CURRENT};
+use super::{Record, RecordKind, Recorder, Region, CURRENT, NONE};
 use crate::clock;
 
 /// What a tick is.
@@ -182,7 +182,9 @@ impl Recorder {
                 What::Pending => {
                     let mut record = self.pending[tick.id as usize];
                     (record.key, record.in_stage) = self.context_key();
-                    record.event = self.event;
+                    if self.event != NONE {
+                        record.event = self.event;
+                    }
                     self.records.push(record);
                 }
             }

@@ -331,3 +331,61 @@ fn a_collective_records_the_ranks_it_ran_among_and_the_trace_writes_them() {
     assert_eq!(trace.matches("\"group\":[0,2]").count(), 1, "{trace}");
     assert_eq!(trace.matches("\"group\"").count(), 1, "{trace}");
 }
+
+/// A communication call recorded with no event region open, during a call site's hint (a
+/// callee `#[mheta::solver]` could not copy, whose MPI calls the profiling interface records),
+/// belongs to the first hinted event, from the last one a call went to, that makes its kind
+/// of call; an open event region decides instead; after the hint, no event. The same on the
+/// charged clock (records built as guards close) and on the wall clock (the stream mode).
+#[test]
+fn calls_during_a_call_site_hint_belong_to_its_events() {
+    fn call(kind: CallKind) {
+        let start = comm_begin();
+        comm_end(start, kind, Some(1), &Traffic::default());
+    }
+    const HINT: &[(u32, &[CallKind])] = &[
+        (3, &[CallKind::ImmediateSend, CallKind::Receive]),
+        (5, &[CallKind::AllReduce]),
+    ];
+    for mode in [ClockMode::Charged, ClockMode::Wall] {
+        let records = std::thread::spawn(move || {
+            clock::install(mode, 1.0);
+            install(HookConfig {
+                instrument: true,
+                slowdown: false,
+                timing: false,
+            });
+            set_recording(true);
+            {
+                let _s = stage(key(0, 0));
+                let _site = site(HINT);
+                call(CallKind::ImmediateSend);
+                call(CallKind::Receive);
+                call(CallKind::AllReduce);
+                // The cursor is at event 5; a receive goes round to event 3.
+                call(CallKind::Receive);
+                // A kind no hinted event makes: no event.
+                call(CallKind::Broadcast);
+                {
+                    let _e = event(9);
+                    call(CallKind::AllReduce);
+                }
+                let _single = site(&[(7, &[CallKind::Send])]);
+                // The innermost hint; with one event, every call is its.
+                call(CallKind::Barrier);
+            }
+            call(CallKind::Send);
+            let records = uninstall().records;
+            clock::uninstall();
+            records
+        })
+        .join()
+        .expect("the rank thread runs");
+        let events: Vec<u32> = records
+            .iter()
+            .filter(|r| r.kind == RecordKind::Comm)
+            .map(|r| r.event)
+            .collect();
+        assert_eq!(events, [3, 3, 5, 3, NONE, 9, 7, NONE], "{mode:?}");
+    }
+}

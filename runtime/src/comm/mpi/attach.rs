@@ -65,6 +65,7 @@ pub struct Session {
 /// ```
 pub fn attach<C: Communicator>(world: &C) -> Result<Session, Error> {
     crate::attach::ATTACHED.store(true, std::sync::atomic::Ordering::Relaxed);
+    crate::hooks::pmpi::link();
     let env = EnvSettings::from_env()?;
     crate::malloc::pin();
     let w = super::world()?;
