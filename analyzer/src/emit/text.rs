@@ -149,10 +149,10 @@ fn event(out: &mut String, role: &str, e: &CommEvent, indent: &str, main: &Span)
     for alt in &e.alternates {
         let _ = writeln!(out, "{indent}  also{}", at(Some(alt)));
     }
-    // `#[mheta::solver]` records the rsmpi calls written in the main loop and those in callees
-    // the analysis inlined from it, when they are the solver's file's (an instrumented copy of
-    // the callee records them: `macros/src/inline.rs`); other calls count only towards their
-    // event's time.
+    // `#[mheta::solver]` times the regions written in the main loop and those in callees the
+    // analysis inlined from it, when they are the solver's file's (an instrumented copy of the
+    // callee: `macros/src/inline.rs`); another callee is timed as a whole with its call. Every
+    // MPI call is recorded either way (the runtime's MPI profiling interface).
     let inside = |s: &Span| {
         s.file == main.file && main.line <= s.line && s.line <= main.end_line.max(main.line)
     };
@@ -169,7 +169,7 @@ fn event(out: &mut String, role: &str, e: &CommEvent, indent: &str, main: &Span)
     {
         let _ = writeln!(
             out,
-            "{indent}  not recorded as a call (in a callee; timed with the event): {}{}",
+            "{indent}  in a callee timed as a whole with its call (the call itself is recorded): {}{}",
             c.api,
             at(Some(&c.span))
         );
