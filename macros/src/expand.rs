@@ -58,7 +58,6 @@ pub fn registration(
     structure: &Structure,
     json: &str,
     tracked: Option<&str>,
-    unrecorded: &[String],
 ) -> TokenStream {
     // The name the measurements carry, computed here so that the program never parses its own
     // structure (the runtime would otherwise compile a JSON deserializer of the whole format).
@@ -78,7 +77,6 @@ pub fn registration(
                     crate_name: #crate_name,
                     digest: #digest,
                     structure_json: #json,
-                    unrecorded_calls: &[#(#unrecorded),*],
                 };
             ::mheta::__private::register(&EMBEDDED);
         }

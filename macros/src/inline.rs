@@ -52,8 +52,6 @@ pub struct Copies {
     pub unplaced: Vec<String>,
     /// Callees not copied, and why: their regions are timed as part of the call.
     pub not_copied: Vec<String>,
-    /// rsmpi calls not recorded (`api at file:line (why)`).
-    pub unrecorded: Vec<String>,
     /// Calls in the main loop of callees not copied, whose events the runtime is told.
     pub hints: Vec<Hint>,
 }
@@ -142,12 +140,6 @@ pub fn copies(plan: &Plan, file: &str, path: Option<&Path>, solver: Pos) -> Copi
                 let copy = format!("the copy of `{}` called at line {}", callee.name, at.line);
                 out.unplaced
                     .extend(callee.unplaced.iter().map(|u| format!("{u} ({copy})")));
-                out.unrecorded.extend(callee.unwrapped.iter().map(|c| {
-                    format!(
-                        "{} at {}:{} (not one call expression)",
-                        c.api, file, c.start.0
-                    )
-                }));
             }
             Err(why) => {
                 let Some(inlined) = site.inlined else {
@@ -183,7 +175,6 @@ pub fn copies(plan: &Plan, file: &str, path: Option<&Path>, solver: Pos) -> Copi
 struct Copied {
     name: String,
     unplaced: Vec<String>,
-    unwrapped: Vec<crate::calls::ForeignCall>,
 }
 
 type Made = (Vec<String>, Vec<Result<Copied, String>>);
@@ -231,7 +222,7 @@ fn make(sites: &[Site<'_>], file: &str, text: &str, solver: Pos) -> Result<Made,
             .retain(|a| !a.path().is_ident("doc") && !is_ours(a));
         copy.attrs
             .push(syn::parse_quote!(#[allow(warnings, clippy::all)]));
-        let (unplaced, unwrapped) = match site.inlined {
+        let unplaced = match site.inlined {
             Some(inlined) => {
                 let sub = Plan {
                     regions: inlined.regions.clone(),
@@ -239,15 +230,16 @@ fn make(sites: &[Site<'_>], file: &str, text: &str, solver: Pos) -> Result<Made,
                     ..Plan::default()
                 };
                 let placed = crate::place::place(&mut copy.block, &sub);
-                let unwrapped = crate::calls::wrap(&mut copy.block, &inlined.calls);
+                // A call not found is recorded by the MPI profiling interface.
+                crate::calls::wrap(&mut copy.block, &inlined.calls);
                 let unplaced = placed
                     .unplaced
                     .iter()
                     .map(|u| format!("{} (line {})", u.what, u.extent.start.0))
                     .collect();
-                (unplaced, unwrapped)
+                unplaced
             }
-            None => (Vec::new(), Vec::new()),
+            None => Vec::new(),
         };
         // Calls of deeper inline sites go to their copies.
         let renames: Vec<Rename> = sites
@@ -282,7 +274,6 @@ fn make(sites: &[Site<'_>], file: &str, text: &str, solver: Pos) -> Result<Made,
         decided.push(Ok(Copied {
             name: f.sig.ident.to_string(),
             unplaced,
-            unwrapped,
         }));
     }
     Ok((rendered, decided))

@@ -109,9 +109,6 @@ pub struct Plan {
     pub own: Option<Extent>,
     /// The rsmpi calls of the solver's own events, to be recorded ([`crate::calls`]).
     pub calls: Vec<crate::calls::ForeignCall>,
-    /// The rsmpi calls of its events that lie in callees not reached from the main loop: not
-    /// recorded as calls (`api at file:line (why)`).
-    pub calls_elsewhere: Vec<String>,
     /// What lies in callees inlined from the main loop, by chain of call sites.
     pub inlined: Vec<Inlined>,
 }
@@ -277,10 +274,8 @@ impl Plan {
             match self.target(file, &call.span) {
                 Target::Own => self.calls.push(foreign),
                 Target::Inlined(i) => self.inlined[i].calls.push(foreign),
-                Target::Elsewhere => self.calls_elsewhere.push(format!(
-                    "{} at {}:{} (in a callee)",
-                    call.api, call.span.file, call.span.line
-                )),
+                // The MPI profiling interface records it, in the event region open then.
+                Target::Elsewhere => {}
             }
         }
     }

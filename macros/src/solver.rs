@@ -136,7 +136,9 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
     // After placement, which matches statements by their source positions.
     inline::rename(&mut block, &copies.renames);
     inline::hint(&mut block, &copies.hints);
-    let unwrapped = crate::calls::wrap(&mut block, &plan.calls);
+    // A call not found keeps running as written: the MPI profiling interface records it, in
+    // the event region placed around it.
+    crate::calls::wrap(&mut block, &plan.calls);
     attrs::strip(&mut block);
     block.stmts.splice(0..0, copies.items.iter().cloned());
 
@@ -162,13 +164,6 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
             u.what, u.extent.start.0
         );
         messages.push((message, span_at(u.extent.start)));
-    }
-    for c in &unwrapped {
-        let message = format!(
-            "the call `{}` (line {}) is not recorded as a call: it is not one call expression here, so its time only counts towards its event",
-            c.api, c.start.0
-        );
-        messages.push((message, span_at(c.start)));
     }
     for u in &copies.unplaced {
         let message = format!(
@@ -198,23 +193,11 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
         .map(|(i, (m, s))| warnings::warning(m, *s, i));
 
     let tracked = found.config.as_ref().map(|p| p.display().to_string());
-    let unrecorded: Vec<String> = unwrapped
-        .iter()
-        .map(|c| {
-            format!(
-                "{} at {}:{} (not one call expression)",
-                c.api, solver.span.file, c.start.0
-            )
-        })
-        .chain(plan.calls_elsewhere.iter().cloned())
-        .chain(copies.unrecorded.iter().cloned())
-        .collect();
     let registration = expand::registration(
         &solver.name,
         &found.structure,
         &found.json,
         tracked.as_deref(),
-        &unrecorded,
     );
     // Both copies when that is sound (see `dual`), so a disabled run executes the plain body.
     let plain = match dual::obstacle(item) {

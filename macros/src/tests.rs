@@ -206,11 +206,6 @@ fn an_inlined_helper_is_instrumented_in_a_copy_that_the_main_loop_calls() {
         "the solver's own reduction: {:?}",
         plan.calls
     );
-    assert!(
-        plan.calls_elsewhere.is_empty(),
-        "{:?}",
-        plan.calls_elsewhere
-    );
     assert_eq!(
         plan.inlined.len(),
         2,
@@ -219,7 +214,6 @@ fn an_inlined_helper_is_instrumented_in_a_copy_that_the_main_loop_calls() {
     );
     assert!(copies.not_copied.is_empty(), "{:?}", copies.not_copied);
     assert!(copies.unplaced.is_empty(), "{:?}", copies.unplaced);
-    assert!(copies.unrecorded.is_empty(), "{:?}", copies.unrecorded);
     let copied: Vec<String> = copies
         .items
         .iter()
@@ -269,7 +263,6 @@ fn a_helper_in_another_module_is_reported_not_copied() {
         "{:?}",
         copies.not_copied
     );
-    assert!(copies.unrecorded.is_empty(), "{:?}", copies.unrecorded);
     assert_eq!(copies.hints.len(), 1, "{:?}", copies.hints);
     let hint = &copies.hints[0];
     let reduction = vec!["mpi::all_reduce_into".to_string()];

@@ -22,10 +22,6 @@ pub struct Embedded {
     pub digest: &'static str,
     /// The structure file's text, byte for byte as the analyzer writes it.
     pub structure_json: &'static str,
-    /// The rsmpi calls of the solver's events that the macro could not wrap (in callees, or
-    /// not one call expression), as `api at file:line (why)`: their time counts towards their
-    /// event, but they are not recorded as calls.
-    pub unrecorded_calls: &'static [&'static str],
 }
 
 impl Embedded {
@@ -94,14 +90,12 @@ mod tests {
         crate_name: "c",
         digest: "0123456789abcdef",
         structure_json: r#"{"schema":"mheta-structure/1","crate":"c","solvers":[]}"#,
-        unrecorded_calls: &[],
     };
     static B: Embedded = Embedded {
         solver: "c::b",
         crate_name: "c",
         digest: "fedcba9876543210",
         structure_json: "{",
-        unrecorded_calls: &[],
     };
 
     #[test]

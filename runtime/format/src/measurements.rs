@@ -55,8 +55,10 @@ pub struct Measurements {
     pub micro: Microbenchmarks,
     /// One entry per rank, in rank order.
     pub nodes: Vec<NodeMeasurements>,
-    /// Communication calls of the solver's events not recorded as calls (an attached program's
-    /// rsmpi calls inside callees, `api at file:line (why)`): their time is in their event's.
+    /// Communication calls of the solver's events not recorded as calls, `api at file:line
+    /// (why)`, as versions before the MPI profiling interface wrote them (an attached program's
+    /// rsmpi calls inside callees); that interface records every call, so it is written empty
+    /// now and read for older files.
     #[cfg_attr(feature = "read", serde(default))]
     pub unrecorded_calls: Vec<String>,
 }

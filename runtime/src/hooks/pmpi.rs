@@ -249,6 +249,27 @@ fn own_status(status: *mut MPI_Status, mine: &mut MPI_Status) -> *mut MPI_Status
     }
 }
 
+/// What a rank of a scatter with counts counts as its message: the root every count, the
+/// others their part.
+unsafe fn scattered(
+    comm: MPI_Comm,
+    root: c_int,
+    sendcounts: *const c_int,
+    sendtype: MPI_Datatype,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) -> u64 {
+    unsafe {
+        let mut rank: c_int = 0;
+        ffi::PMPI_Comm_rank(comm, &mut rank);
+        if rank == root {
+            bytes(total(sendcounts, size_of(comm)), sendtype)
+        } else {
+            bytes(recvcount, recvtype)
+        }
+    }
+}
+
 /// A point-to-point send.
 unsafe fn sending(
     kind: CallKind,
@@ -824,13 +845,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
                 )
             },
             |_| {
-                let mut rank: c_int = 0;
-                ffi::PMPI_Comm_rank(comm, &mut rank);
-                let sent = if rank == root {
-                    bytes(total(sendcounts, size_of(comm)), sendtype)
-                } else {
-                    bytes(recvcount, recvtype)
-                };
+                let sent = scattered(comm, root, sendcounts, sendtype, recvcount, recvtype);
                 collective(CallKind::Scatter, true, comm, sent)
             },
         )
@@ -885,6 +900,342 @@ pub unsafe extern "C" fn MPI_Alltoallv(
             |_| {
                 let sent = bytes(total(sendcounts, size_of(comm)), sendtype);
                 collective(CallKind::AllToAll, true, comm, sent)
+            },
+        )
+    }
+}
+
+/// Interposed (see [`MPI_Wait`]): a test completes requests as a wait does, when they are
+/// done; it is recorded as the wrapped `test` is.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test(
+    request: *mut MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe {
+        record(
+            || ffi::PMPI_Test(request, flag, status),
+            |_| Call::new(CallKind::Receive, true),
+        )
+    }
+}
+
+/// Interposed (see [`MPI_Test`]).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    flag: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    unsafe {
+        record(
+            || ffi::PMPI_Testall(count, requests, flag, statuses),
+            |_| Call::new(CallKind::Receive, true),
+        )
+    }
+}
+
+/// Interposed (see [`MPI_Test`]).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe {
+        record(
+            || ffi::PMPI_Testany(count, requests, index, flag, status),
+            |_| Call::new(CallKind::Receive, true),
+        )
+    }
+}
+
+/// Interposed (see [`MPI_Test`]).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    unsafe {
+        record(
+            || ffi::PMPI_Testsome(incount, requests, outcount, indices, statuses),
+            |_| Call::new(CallKind::Receive, true),
+        )
+    }
+}
+
+/// Interposed (see [`MPI_Probe`]): a poll for a message, recorded as the wrapped
+/// `immediate_probe` is (not blocking, no peer).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe {
+        record(
+            || ffi::PMPI_Iprobe(source, tag, comm, flag, status),
+            |_| Call::new(CallKind::Receive, false),
+        )
+    }
+}
+
+/// Interposed (see [`MPI_Iprobe`]).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Improbe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    unsafe {
+        record(
+            || ffi::PMPI_Improbe(source, tag, comm, flag, message, status),
+            |_| Call::new(CallKind::Receive, false),
+        )
+    }
+}
+
+/// Interposed (see the module documentation): an immediate matched receive, its buffer's
+/// size; its sender is known only when it completes.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Imrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    request: *mut MPI_Request,
+) -> c_int {
+    unsafe {
+        record(
+            || ffi::PMPI_Imrecv(buf, count, datatype, message, request),
+            |_| Call {
+                received: bytes(count, datatype),
+                ..Call::new(CallKind::Receive, false)
+            },
+        )
+    }
+}
+
+macro_rules! immediate_reductions {
+    ($($name:ident => $pmpi:ident, $kind:ident;)*) => {$(
+        /// Interposed (see the module documentation).
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            sendbuf: *const c_void,
+            recvbuf: *mut c_void,
+            count: c_int,
+            datatype: MPI_Datatype,
+            op: MPI_Op,
+            comm: MPI_Comm,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            unsafe {
+                record(
+                    || ffi::$pmpi(sendbuf, recvbuf, count, datatype, op, comm, request),
+                    |_| collective(CallKind::$kind, false, comm, bytes(count, datatype)),
+                )
+            }
+        }
+    )*};
+}
+
+immediate_reductions! {
+    MPI_Iscan => PMPI_Iscan, Scan;
+    MPI_Iexscan => PMPI_Iexscan, Scan;
+    MPI_Ireduce_scatter_block => PMPI_Ireduce_scatter_block, Reduce;
+}
+
+macro_rules! immediate_rooted {
+    ($($name:ident => $pmpi:ident, $kind:ident;)*) => {$(
+        /// Interposed (see the module documentation): this rank's contribution is what it
+        /// sends.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            sendbuf: *const c_void,
+            sendcount: c_int,
+            sendtype: MPI_Datatype,
+            recvbuf: *mut c_void,
+            recvcount: c_int,
+            recvtype: MPI_Datatype,
+            root: c_int,
+            comm: MPI_Comm,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            unsafe {
+                record(
+                    || {
+                        ffi::$pmpi(
+                            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                            comm, request,
+                        )
+                    },
+                    |_| collective(CallKind::$kind, false, comm, bytes(sendcount, sendtype)),
+                )
+            }
+        }
+    )*};
+}
+
+immediate_rooted! {
+    MPI_Igather => PMPI_Igather, Gather;
+    MPI_Iscatter => PMPI_Iscatter, Scatter;
+}
+
+macro_rules! immediate_all_to_all {
+    ($($name:ident => $pmpi:ident, $kind:ident;)*) => {$(
+        /// Interposed (see the module documentation): this rank's contribution is what it
+        /// sends.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            sendbuf: *const c_void,
+            sendcount: c_int,
+            sendtype: MPI_Datatype,
+            recvbuf: *mut c_void,
+            recvcount: c_int,
+            recvtype: MPI_Datatype,
+            comm: MPI_Comm,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            unsafe {
+                record(
+                    || {
+                        ffi::$pmpi(
+                            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                            request,
+                        )
+                    },
+                    |_| collective(CallKind::$kind, false, comm, bytes(sendcount, sendtype)),
+                )
+            }
+        }
+    )*};
+}
+
+immediate_all_to_all! {
+    MPI_Iallgather => PMPI_Iallgather, AllGather;
+    MPI_Ialltoall => PMPI_Ialltoall, AllToAll;
+}
+
+/// Interposed (see [`MPI_Gatherv`]).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Igatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    unsafe {
+        record(
+            || {
+                ffi::PMPI_Igatherv(
+                    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
+                    comm, request,
+                )
+            },
+            |_| collective(CallKind::Gather, false, comm, bytes(sendcount, sendtype)),
+        )
+    }
+}
+
+/// Interposed (see [`MPI_Scatterv`]).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    unsafe {
+        record(
+            || {
+                ffi::PMPI_Iscatterv(
+                    sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                    comm, request,
+                )
+            },
+            |_| {
+                let sent = scattered(comm, root, sendcounts, sendtype, recvcount, recvtype);
+                collective(CallKind::Scatter, false, comm, sent)
+            },
+        )
+    }
+}
+
+/// Interposed (see [`MPI_Allgatherv`]).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    unsafe {
+        record(
+            || {
+                ffi::PMPI_Iallgatherv(
+                    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                    request,
+                )
+            },
+            |_| collective(CallKind::AllGather, false, comm, bytes(sendcount, sendtype)),
+        )
+    }
+}
+
+/// Interposed (see [`MPI_Alltoallv`]).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ialltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    unsafe {
+        record(
+            || {
+                ffi::PMPI_Ialltoallv(
+                    sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                    comm, request,
+                )
+            },
+            |_| {
+                let sent = bytes(total(sendcounts, size_of(comm)), sendtype);
+                collective(CallKind::AllToAll, false, comm, sent)
             },
         )
     }

@@ -94,9 +94,7 @@ pub fn aggregate(
         arrays: arrays(ranks),
         micro,
         nodes,
-        unrecorded_calls: crate::embedded::first()
-            .map(|e| e.unrecorded_calls.iter().map(|c| c.to_string()).collect())
-            .unwrap_or_default(),
+        unrecorded_calls: Vec::new(),
     })
 }
 
