@@ -14,8 +14,13 @@ const fn key(section: u32, stage: u32) -> StageKey {
 
 /// Runs `f` on a fresh rank thread with recording on (charged clock) and returns its records.
 fn recorded(f: impl FnOnce() + Send + 'static) -> Vec<Record> {
+    recorded_on(ClockMode::Charged, f)
+}
+
+/// [`recorded`] on the clock `mode`.
+fn recorded_on(mode: ClockMode, f: impl FnOnce() + Send + 'static) -> Vec<Record> {
     std::thread::spawn(move || {
-        clock::install(ClockMode::Charged, 1.0);
+        clock::install(mode, 1.0);
         install(HookConfig {
             instrument: true,
             slowdown: false,
@@ -348,14 +353,7 @@ fn calls_during_a_call_site_hint_belong_to_its_events() {
         (5, &[CallKind::AllReduce]),
     ];
     for mode in [ClockMode::Charged, ClockMode::Wall] {
-        let records = std::thread::spawn(move || {
-            clock::install(mode, 1.0);
-            install(HookConfig {
-                instrument: true,
-                slowdown: false,
-                timing: false,
-            });
-            set_recording(true);
+        let records = recorded_on(mode, || {
             {
                 let _s = stage(key(0, 0));
                 let _site = site(HINT);
@@ -375,12 +373,7 @@ fn calls_during_a_call_site_hint_belong_to_its_events() {
                 call(CallKind::Barrier);
             }
             call(CallKind::Send);
-            let records = uninstall().records;
-            clock::uninstall();
-            records
-        })
-        .join()
-        .expect("the rank thread runs");
+        });
         let events: Vec<u32> = records
             .iter()
             .filter(|r| r.kind == RecordKind::Comm)
