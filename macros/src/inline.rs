@@ -425,23 +425,11 @@ fn bare_name(func: &Expr) -> Option<String> {
 fn hint_for(sites: &[Site<'_>], i: usize) -> Option<Hint> {
     let chain = &sites[i].chain;
     let mut events: Vec<(u32, Vec<String>)> = Vec::new();
-    let mut add = |id: u32, apis: &mut dyn Iterator<Item = String>| match events
-        .iter_mut()
-        .find(|(e, _)| *e == id)
-    {
-        Some((_, known)) => {
-            for api in apis {
-                if !known.contains(&api) {
-                    known.push(api);
-                }
-            }
-        }
-        None => events.push((id, apis.collect())),
-    };
     for site in sites.iter().filter(|s| s.chain.starts_with(chain)) {
         let Some(inlined) = site.inlined else {
             continue;
         };
+        // Each event where its region or first call starts.
         let mut ids: Vec<(Pos, u32)> = inlined
             .regions
             .iter()
@@ -453,12 +441,18 @@ fn hint_for(sites: &[Site<'_>], i: usize) -> Option<Hint> {
             .collect();
         ids.sort();
         for (_, id) in ids {
-            let mut apis = inlined
-                .calls
-                .iter()
-                .filter(|c| c.event == id)
-                .map(|c| c.api.clone());
-            add(id, &mut apis);
+            let at = match events.iter().position(|(e, _)| *e == id) {
+                Some(at) => at,
+                None => {
+                    events.push((id, Vec::new()));
+                    events.len() - 1
+                }
+            };
+            for c in inlined.calls.iter().filter(|c| c.event == id) {
+                if !events[at].1.contains(&c.api) {
+                    events[at].1.push(c.api.clone());
+                }
+            }
         }
     }
     let at = chain.last().expect("chains are not empty");

@@ -190,6 +190,15 @@ impl Recorder {
         }
     }
 
+    /// Gives an I/O or communication record the current stage and event context: an open event
+    /// region decides its event, else it keeps the one a call site's hint gave it.
+    fn in_context(&self, record: &mut Record) {
+        (record.key, record.in_stage) = self.context_key();
+        if self.event != NONE {
+            record.event = self.event;
+        }
+    }
+
     /// Record an I/O or communication `record` in the current stage and event context: now,
     /// or, in stream mode, when the stream reaches it.
     fn push_in_context(&mut self, mut record: Record) {
@@ -204,10 +213,7 @@ impl Recorder {
             self.defer(record);
             return;
         }
-        (record.key, record.in_stage) = self.context_key();
-        if self.event != NONE {
-            record.event = self.event;
-        }
+        self.in_context(&mut record);
         self.records.push(record);
     }
 }

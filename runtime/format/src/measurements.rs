@@ -55,12 +55,6 @@ pub struct Measurements {
     pub micro: Microbenchmarks,
     /// One entry per rank, in rank order.
     pub nodes: Vec<NodeMeasurements>,
-    /// Communication calls of the solver's events not recorded as calls, `api at file:line
-    /// (why)`, as versions before the MPI profiling interface wrote them (an attached program's
-    /// rsmpi calls inside callees); that interface records every call, so it is written empty
-    /// now and read for older files.
-    #[cfg_attr(feature = "read", serde(default))]
-    pub unrecorded_calls: Vec<String>,
 }
 
 impl Measurements {
@@ -640,7 +634,6 @@ pub struct GroupMeasurement {
 crate::json_object!(Measurements {
     field schema, field structure, field clock, field rows, field iterations, field warm_up,
     field distribution, field cluster, field arrays, field micro, field nodes,
-    optional unrecorded_calls,
 });
 crate::serialize_by_hand!(Measurements);
 crate::json_object!(StructureId { field "crate" = crate_name, field solver, field digest });
@@ -771,7 +764,6 @@ mod tests {
             arrays: Vec::new(),
             micro: Microbenchmarks::default(),
             nodes: (0..io_on.len()).map(node).collect(),
-            unrecorded_calls: Vec::new(),
         }
     }
 
@@ -841,7 +833,6 @@ mod tests {
     fn written_by_hand_reads_back_with_serde() {
         let mut m = measurements(&[true, false], 0.25);
         m.warm_up = 3;
-        m.unrecorded_calls = vec!["send at a.rs:3 (\"callee\")".into()];
         m.arrays = vec![ArrayInfo {
             name: "a".into(),
             bytes_per_row: 8,

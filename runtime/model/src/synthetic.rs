@@ -331,7 +331,6 @@ impl<'a> Recorder<'a> {
             arrays,
             micro: MICRO,
             nodes,
-            unrecorded_calls: Vec::new(),
         }
     }
 }

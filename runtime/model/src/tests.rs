@@ -80,7 +80,6 @@ impl Case {
                 per_byte_s: 0.0,
             },
             nodes,
-            unrecorded_calls: Vec::new(),
         };
         Case {
             sections: vec![],

@@ -92,18 +92,8 @@ impl ProcessPeer for Peer<'_, &mpi::topology::Process<'_>> {
 #[cfg(feature = "mpi")]
 fn world_rank(process: &mpi::topology::Process<'_>) -> Option<usize> {
     use mpi::raw::AsRaw;
-    use mpi::topology::{Communicator, Group, SimpleCommunicator};
-    let world = SimpleCommunicator::world();
-    let rank = if process.as_raw() == world.as_raw() {
-        Some(process.rank())
-    } else if process.test_inter() {
-        None
-    } else {
-        process
-            .group()
-            .translate_rank(process.rank(), &world.group())
-    };
-    rank.and_then(|r| usize::try_from(r).ok())
+    // SAFETY: the handle is a live rsmpi communicator's.
+    unsafe { super::pmpi::world_rank(process.as_raw(), process.rank()) }
 }
 
 /// Reads the rank a receive from any rank received from, from what the call returned: rsmpi's
@@ -208,29 +198,11 @@ comm_members!(
     mpi::topology::AnyProcess<'_>
 );
 
-/// The world ranks of `comm`'s members, in the order of their ranks in `comm`, interned; `None`
-/// for the world itself and for any communicator with the world's ranks in the world's order (a
-/// `duplicate()` of it), whose collectives are the world's. An inter-communicator's collectives
-/// span two groups, of which rsmpi gives one: `None` (the whole world, as before groups were
-/// recorded).
+/// The world ranks of `comm`'s members, interned (`pmpi::members`).
 #[cfg(feature = "mpi")]
 fn members<C: mpi::topology::Communicator + ?Sized>(comm: &C) -> Option<GroupId> {
-    use mpi::raw::AsRaw;
-    use mpi::topology::{Communicator, Group, SimpleCommunicator};
-    let world = SimpleCommunicator::world();
-    if comm.as_raw() == world.as_raw() || comm.test_inter() {
-        return None;
-    }
-    let (group, world_group) = (comm.group(), world.group());
-    let ranks: Vec<mpi::Rank> = (0..group.size()).collect();
-    let world_ranks = group.translate_ranks(&ranks, &world_group);
-    let members: Vec<u32> = world_ranks
-        .iter()
-        .map(|r| r.and_then(|r| u32::try_from(r).ok()))
-        .collect::<Option<_>>()?;
-    let whole_world = i64::try_from(members.len()) == Ok(i64::from(world.size()))
-        && members.iter().enumerate().all(|(i, &r)| r as usize == i);
-    (!whole_world).then(|| super::register_group(&members))
+    // SAFETY: the handle is a live rsmpi communicator's.
+    unsafe { super::pmpi::members(comm.as_raw()) }
 }
 
 /// Reads a message's size: see the module documentation. The call site writes

@@ -33,8 +33,8 @@ use super::{comm_begin, comm_end_from, register_group, CallKind, GroupId};
 use crate::comm::Traffic;
 
 thread_local! {
-    /// Calls of this thread that are being recorded by a wrapper (or by this module) right now:
-    /// MPI calls made inside them are theirs.
+    /// Calls of this thread that a wrapper `#[mheta::solver]` wrote is recording right now: MPI
+    /// calls made inside them are theirs.
     static INSIDE: Cell<u32> = const { Cell::new(0) };
 }
 
@@ -82,9 +82,10 @@ impl Call {
     }
 }
 
-/// Runs `pmpi`, recording it as `describe` says when it is ours and the hooks record.
+/// Runs `pmpi`, recording it as `describe` (read after it returned) says when it is ours and
+/// the hooks record.
 #[inline]
-fn record(pmpi: impl FnOnce() -> c_int, describe: impl FnOnce(c_int) -> Call) -> c_int {
+fn record(pmpi: impl FnOnce() -> c_int, describe: impl FnOnce() -> Call) -> c_int {
     if !ours() {
         return pmpi();
     }
@@ -92,10 +93,8 @@ fn record(pmpi: impl FnOnce() -> c_int, describe: impl FnOnce(c_int) -> Call) ->
     if start.0.is_none() {
         return pmpi();
     }
-    wrapped_begin();
     let rc = pmpi();
-    let call = describe(rc);
-    wrapped_end();
+    let call = describe();
     let traffic = Traffic {
         messages_sent: u32::from(call.sent > 0),
         messages_received: u32::from(call.received > 0),
@@ -152,7 +151,7 @@ fn world() -> MPI_Comm {
 /// The world rank of rank `rank` of `comm`; `None` for a rank that names no process
 /// (`MPI_ANY_SOURCE`, `MPI_PROC_NULL`: negative in every implementation) and for the remote
 /// group of an inter-communicator.
-unsafe fn world_rank(comm: MPI_Comm, rank: c_int) -> Option<usize> {
+pub(super) unsafe fn world_rank(comm: MPI_Comm, rank: c_int) -> Option<usize> {
     unsafe {
         if rank < 0 {
             return None;
@@ -200,9 +199,11 @@ unsafe fn translate(comm: MPI_Comm, ranks: &[c_int]) -> Option<Vec<u32>> {
     }
 }
 
-/// The ranks a collective on `comm` runs among, as [`super::foreign`] reads them: `None` for
-/// the world, a duplicate of it and an inter-communicator.
-unsafe fn members(comm: MPI_Comm) -> Option<GroupId> {
+/// The world ranks of `comm`'s members, in the order of their ranks in `comm`, interned; `None`
+/// for the world itself and for any communicator with the world's ranks in the world's order (a
+/// duplicate of it), whose collectives are the world's. An inter-communicator's collectives
+/// span two groups: `None` (the whole world, as before groups were recorded).
+pub(super) unsafe fn members(comm: MPI_Comm) -> Option<GroupId> {
     unsafe {
         if comm == world() {
             return None;
@@ -310,13 +311,13 @@ macro_rules! sends {
             tag: c_int,
             comm: MPI_Comm,
         ) -> c_int {
-    unsafe {
-            record(
-                || ffi::$pmpi(buf, count, datatype, dest, tag, comm),
-                |_| sending(CallKind::$kind, count, datatype, dest, comm),
-            )
-    }
-}
+            unsafe {
+                record(
+                    || ffi::$pmpi(buf, count, datatype, dest, tag, comm),
+                    || sending(CallKind::$kind, count, datatype, dest, comm),
+                )
+            }
+        }
     )*};
 }
 
@@ -340,13 +341,13 @@ macro_rules! immediate_sends {
             comm: MPI_Comm,
             request: *mut MPI_Request,
         ) -> c_int {
-    unsafe {
-            record(
-                || ffi::$pmpi(buf, count, datatype, dest, tag, comm, request),
-                |_| sending(CallKind::ImmediateSend, count, datatype, dest, comm),
-            )
-    }
-}
+            unsafe {
+                record(
+                    || ffi::$pmpi(buf, count, datatype, dest, tag, comm, request),
+                    || sending(CallKind::ImmediateSend, count, datatype, dest, comm),
+                )
+            }
+        }
     )*};
 }
 
@@ -373,7 +374,7 @@ pub unsafe extern "C" fn MPI_Recv(
         let status = own_status(status, &mut mine);
         record(
             || ffi::PMPI_Recv(buf, count, datatype, source, tag, comm, status),
-            |_| Call {
+            || Call {
                 peer: world_rank(comm, source).or_else(|| status_source(comm, status)),
                 received: status_bytes(status, datatype, count),
                 ..Call::new(CallKind::Receive, true)
@@ -396,7 +397,7 @@ pub unsafe extern "C" fn MPI_Irecv(
     unsafe {
         record(
             || ffi::PMPI_Irecv(buf, count, datatype, source, tag, comm, request),
-            |_| Call {
+            || Call {
                 peer: world_rank(comm, source),
                 received: bytes(count, datatype),
                 ..Call::new(CallKind::Receive, false)
@@ -431,7 +432,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
                     source, recvtag, comm, status,
                 )
             },
-            |_| Call {
+            || Call {
                 peer: world_rank(comm, dest),
                 source: world_rank(comm, source).or_else(|| status_source(comm, status)),
                 sent: bytes(sendcount, sendtype),
@@ -464,7 +465,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
                     buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
                 )
             },
-            |_| Call {
+            || Call {
                 peer: world_rank(comm, dest),
                 source: world_rank(comm, source).or_else(|| status_source(comm, status)),
                 sent: bytes(count, datatype),
@@ -487,7 +488,7 @@ pub unsafe extern "C" fn MPI_Probe(
     unsafe {
         record(
             || ffi::PMPI_Probe(source, tag, comm, status),
-            |_| Call::new(CallKind::Receive, true),
+            || Call::new(CallKind::Receive, true),
         )
     }
 }
@@ -504,7 +505,7 @@ pub unsafe extern "C" fn MPI_Mprobe(
     unsafe {
         record(
             || ffi::PMPI_Mprobe(source, tag, comm, message, status),
-            |_| Call::new(CallKind::Receive, true),
+            || Call::new(CallKind::Receive, true),
         )
     }
 }
@@ -525,7 +526,7 @@ pub unsafe extern "C" fn MPI_Mrecv(
         let status = own_status(status, &mut mine);
         record(
             || ffi::PMPI_Mrecv(buf, count, datatype, message, status),
-            |_| Call {
+            || Call {
                 peer: world_rank(world(), (*status).MPI_SOURCE),
                 received: status_bytes(status, datatype, count),
                 ..Call::new(CallKind::Receive, true)
@@ -541,7 +542,7 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
     unsafe {
         record(
             || ffi::PMPI_Wait(request, status),
-            |_| Call::new(CallKind::Receive, true),
+            || Call::new(CallKind::Receive, true),
         )
     }
 }
@@ -556,7 +557,7 @@ pub unsafe extern "C" fn MPI_Waitall(
     unsafe {
         record(
             || ffi::PMPI_Waitall(count, requests, statuses),
-            |_| Call::new(CallKind::Receive, true),
+            || Call::new(CallKind::Receive, true),
         )
     }
 }
@@ -572,7 +573,7 @@ pub unsafe extern "C" fn MPI_Waitany(
     unsafe {
         record(
             || ffi::PMPI_Waitany(count, requests, index, status),
-            |_| Call::new(CallKind::Receive, true),
+            || Call::new(CallKind::Receive, true),
         )
     }
 }
@@ -589,7 +590,7 @@ pub unsafe extern "C" fn MPI_Waitsome(
     unsafe {
         record(
             || ffi::PMPI_Waitsome(incount, requests, outcount, indices, statuses),
-            |_| Call::new(CallKind::Receive, true),
+            || Call::new(CallKind::Receive, true),
         )
     }
 }
@@ -600,7 +601,7 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
     unsafe {
         record(
             || ffi::PMPI_Barrier(comm),
-            |_| collective(CallKind::Barrier, true, comm, 0),
+            || collective(CallKind::Barrier, true, comm, 0),
         )
     }
 }
@@ -611,7 +612,7 @@ pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request)
     unsafe {
         record(
             || ffi::PMPI_Ibarrier(comm, request),
-            |_| collective(CallKind::Barrier, false, comm, 0),
+            || collective(CallKind::Barrier, false, comm, 0),
         )
     }
 }
@@ -629,7 +630,7 @@ pub unsafe extern "C" fn MPI_Bcast(
     unsafe {
         record(
             || ffi::PMPI_Bcast(buffer, count, datatype, root, comm),
-            |_| collective(CallKind::Broadcast, true, comm, bytes(count, datatype)),
+            || collective(CallKind::Broadcast, true, comm, bytes(count, datatype)),
         )
     }
 }
@@ -647,7 +648,7 @@ pub unsafe extern "C" fn MPI_Ibcast(
     unsafe {
         record(
             || ffi::PMPI_Ibcast(buffer, count, datatype, root, comm, request),
-            |_| collective(CallKind::Broadcast, false, comm, bytes(count, datatype)),
+            || collective(CallKind::Broadcast, false, comm, bytes(count, datatype)),
         )
     }
 }
@@ -667,7 +668,7 @@ macro_rules! reductions {
     unsafe {
             record(
                 || ffi::$pmpi(sendbuf, recvbuf, count, datatype, op, comm),
-                |_| collective(CallKind::$kind, true, comm, bytes(count, datatype)),
+                || collective(CallKind::$kind, true, comm, bytes(count, datatype)),
             )
     }
 }
@@ -695,7 +696,7 @@ pub unsafe extern "C" fn MPI_Iallreduce(
     unsafe {
         record(
             || ffi::PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request),
-            |_| collective(CallKind::AllReduce, false, comm, bytes(count, datatype)),
+            || collective(CallKind::AllReduce, false, comm, bytes(count, datatype)),
         )
     }
 }
@@ -714,7 +715,7 @@ pub unsafe extern "C" fn MPI_Reduce(
     unsafe {
         record(
             || ffi::PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm),
-            |_| collective(CallKind::Reduce, true, comm, bytes(count, datatype)),
+            || collective(CallKind::Reduce, true, comm, bytes(count, datatype)),
         )
     }
 }
@@ -734,7 +735,7 @@ pub unsafe extern "C" fn MPI_Ireduce(
     unsafe {
         record(
             || ffi::PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request),
-            |_| collective(CallKind::Reduce, false, comm, bytes(count, datatype)),
+            || collective(CallKind::Reduce, false, comm, bytes(count, datatype)),
         )
     }
 }
@@ -757,7 +758,7 @@ macro_rules! rooted {
     unsafe {
             record(
                 || ffi::$pmpi(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm),
-                |_| collective(CallKind::$kind, true, comm, bytes(sendcount, sendtype)),
+                || collective(CallKind::$kind, true, comm, bytes(sendcount, sendtype)),
             )
     }
 }
@@ -786,7 +787,7 @@ macro_rules! all_to_all {
     unsafe {
             record(
                 || ffi::$pmpi(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),
-                |_| collective(CallKind::$kind, true, comm, bytes(sendcount, sendtype)),
+                || collective(CallKind::$kind, true, comm, bytes(sendcount, sendtype)),
             )
     }
 }
@@ -818,7 +819,7 @@ pub unsafe extern "C" fn MPI_Gatherv(
                     sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
                 )
             },
-            |_| collective(CallKind::Gather, true, comm, bytes(sendcount, sendtype)),
+            || collective(CallKind::Gather, true, comm, bytes(sendcount, sendtype)),
         )
     }
 }
@@ -844,7 +845,7 @@ pub unsafe extern "C" fn MPI_Scatterv(
                     sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
                 )
             },
-            |_| {
+            || {
                 let sent = scattered(comm, root, sendcounts, sendtype, recvcount, recvtype);
                 collective(CallKind::Scatter, true, comm, sent)
             },
@@ -871,7 +872,7 @@ pub unsafe extern "C" fn MPI_Allgatherv(
                     sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
                 )
             },
-            |_| collective(CallKind::AllGather, true, comm, bytes(sendcount, sendtype)),
+            || collective(CallKind::AllGather, true, comm, bytes(sendcount, sendtype)),
         )
     }
 }
@@ -897,7 +898,7 @@ pub unsafe extern "C" fn MPI_Alltoallv(
                     comm,
                 )
             },
-            |_| {
+            || {
                 let sent = bytes(total(sendcounts, size_of(comm)), sendtype);
                 collective(CallKind::AllToAll, true, comm, sent)
             },
@@ -916,7 +917,7 @@ pub unsafe extern "C" fn MPI_Test(
     unsafe {
         record(
             || ffi::PMPI_Test(request, flag, status),
-            |_| Call::new(CallKind::Receive, true),
+            || Call::new(CallKind::Receive, true),
         )
     }
 }
@@ -932,7 +933,7 @@ pub unsafe extern "C" fn MPI_Testall(
     unsafe {
         record(
             || ffi::PMPI_Testall(count, requests, flag, statuses),
-            |_| Call::new(CallKind::Receive, true),
+            || Call::new(CallKind::Receive, true),
         )
     }
 }
@@ -949,7 +950,7 @@ pub unsafe extern "C" fn MPI_Testany(
     unsafe {
         record(
             || ffi::PMPI_Testany(count, requests, index, flag, status),
-            |_| Call::new(CallKind::Receive, true),
+            || Call::new(CallKind::Receive, true),
         )
     }
 }
@@ -966,7 +967,7 @@ pub unsafe extern "C" fn MPI_Testsome(
     unsafe {
         record(
             || ffi::PMPI_Testsome(incount, requests, outcount, indices, statuses),
-            |_| Call::new(CallKind::Receive, true),
+            || Call::new(CallKind::Receive, true),
         )
     }
 }
@@ -984,7 +985,7 @@ pub unsafe extern "C" fn MPI_Iprobe(
     unsafe {
         record(
             || ffi::PMPI_Iprobe(source, tag, comm, flag, status),
-            |_| Call::new(CallKind::Receive, false),
+            || Call::new(CallKind::Receive, false),
         )
     }
 }
@@ -1002,7 +1003,7 @@ pub unsafe extern "C" fn MPI_Improbe(
     unsafe {
         record(
             || ffi::PMPI_Improbe(source, tag, comm, flag, message, status),
-            |_| Call::new(CallKind::Receive, false),
+            || Call::new(CallKind::Receive, false),
         )
     }
 }
@@ -1020,7 +1021,7 @@ pub unsafe extern "C" fn MPI_Imrecv(
     unsafe {
         record(
             || ffi::PMPI_Imrecv(buf, count, datatype, message, request),
-            |_| Call {
+            || Call {
                 received: bytes(count, datatype),
                 ..Call::new(CallKind::Receive, false)
             },
@@ -1044,7 +1045,7 @@ macro_rules! immediate_reductions {
             unsafe {
                 record(
                     || ffi::$pmpi(sendbuf, recvbuf, count, datatype, op, comm, request),
-                    |_| collective(CallKind::$kind, false, comm, bytes(count, datatype)),
+                    || collective(CallKind::$kind, false, comm, bytes(count, datatype)),
                 )
             }
         }
@@ -1081,7 +1082,7 @@ macro_rules! immediate_rooted {
                             comm, request,
                         )
                     },
-                    |_| collective(CallKind::$kind, false, comm, bytes(sendcount, sendtype)),
+                    || collective(CallKind::$kind, false, comm, bytes(sendcount, sendtype)),
                 )
             }
         }
@@ -1116,7 +1117,7 @@ macro_rules! immediate_all_to_all {
                             request,
                         )
                     },
-                    |_| collective(CallKind::$kind, false, comm, bytes(sendcount, sendtype)),
+                    || collective(CallKind::$kind, false, comm, bytes(sendcount, sendtype)),
                 )
             }
         }
@@ -1150,7 +1151,7 @@ pub unsafe extern "C" fn MPI_Igatherv(
                     comm, request,
                 )
             },
-            |_| collective(CallKind::Gather, false, comm, bytes(sendcount, sendtype)),
+            || collective(CallKind::Gather, false, comm, bytes(sendcount, sendtype)),
         )
     }
 }
@@ -1177,7 +1178,7 @@ pub unsafe extern "C" fn MPI_Iscatterv(
                     comm, request,
                 )
             },
-            |_| {
+            || {
                 let sent = scattered(comm, root, sendcounts, sendtype, recvcount, recvtype);
                 collective(CallKind::Scatter, false, comm, sent)
             },
@@ -1206,7 +1207,7 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
                     request,
                 )
             },
-            |_| collective(CallKind::AllGather, false, comm, bytes(sendcount, sendtype)),
+            || collective(CallKind::AllGather, false, comm, bytes(sendcount, sendtype)),
         )
     }
 }
@@ -1233,7 +1234,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
                     comm, request,
                 )
             },
-            |_| {
+            || {
                 let sent = bytes(total(sendcounts, size_of(comm)), sendtype);
                 collective(CallKind::AllToAll, false, comm, sent)
             },

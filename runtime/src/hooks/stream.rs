@@ -24,7 +24,7 @@
 //! CPU power (a slower emulated CPU spins in stage guards and excludes bookkeeping from that
 //! spin).
 
-use super::{Record, RecordKind, Recorder, Region, CURRENT, NONE};
+use super::{Record, RecordKind, Recorder, Region, CURRENT};
 use crate::clock;
 
 /// What a tick is.
@@ -181,10 +181,7 @@ impl Recorder {
                 What::Close => self.close_region(stamp),
                 What::Pending => {
                     let mut record = self.pending[tick.id as usize];
-                    (record.key, record.in_stage) = self.context_key();
-                    if self.event != NONE {
-                        record.event = self.event;
-                    }
+                    self.in_context(&mut record);
                     self.records.push(record);
                 }
             }

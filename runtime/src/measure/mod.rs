@@ -94,7 +94,6 @@ pub fn aggregate(
         arrays: arrays(ranks),
         micro,
         nodes,
-        unrecorded_calls: Vec::new(),
     })
 }
 
