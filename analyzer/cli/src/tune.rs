@@ -84,15 +84,17 @@ pub struct TuneArgs {
     /// median, and tune.json keeps every run with their quartiles and extremes. Runs go in
     /// rounds (every distribution once, then again), so a slow spell of the machine does not
     /// fall on one distribution only. The instrumented runs that keep arrays in core (the
-    /// model's samples) run in the same rounds (no more once they measured 2 s); the model
-    /// takes the median of their computation at each row count, and predicts the compared
-    /// runs with every sample.
+    /// model's samples) run in the same rounds (no more once they measured 2 s and every node's
+    /// computation is known to ±3 % of the iteration; up to --max-repeat runs, in rounds of
+    /// their own once the compared runs are done); the model takes the median of their
+    /// computation at each row count, and predicts the compared runs with every sample.
     #[arg(long, value_name = "R", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// Runs of every compared distribution at most: after the --repeat rounds, more rounds run
     /// while some distribution's median is not known to within ±3 % (its 95 % confidence
     /// interval, from the runs' order statistics, is wider), until this many [default:
-    /// --repeat, no more rounds]. Longer cases see more of the machine's drift: on this VM,
+    /// --repeat, no more rounds]. Also the most runs of an in-core sample whose nodes'
+    /// computation is not known to within ±3 % of its iteration. Longer cases see more of the machine's drift: on this VM,
     /// jacobi on dc-2 went to 15 runs and Block's later runs took 20 ms where its first took
     /// 16-17 (the model, sampled in the first rounds, predicted 17.2).
     #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..))]
@@ -539,25 +541,43 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         run_once(c)?;
     }
     let max_repeat = max_repeat(args.repeat, args.max_repeat)?;
+    // Rounds of the compared runs (`rounds` counts them), each with the samples that still
+    // run; then rounds of the samples alone while one's medians are loose (cg on hy1-2: five
+    // in-core runs whose CPU-0.25 node computed 10.3–15.2 ms gave a median 1.5 ms above the
+    // quiet machine's, and a prediction 5 % above every compared run).
     let mut rounds = 1;
-    while another_round(
-        rounds,
-        args.repeat,
-        max_repeat,
-        distinct.iter().map(|c| c.runs.as_slice()),
-    ) {
-        rounds += 1;
-        if rounds > args.repeat {
+    loop {
+        let compared = another_round(
+            rounds,
+            args.repeat,
+            max_repeat,
+            distinct.iter().map(|c| c.runs.as_slice()),
+        );
+        if !compared && !sampler.loose(max_repeat) {
+            break;
+        }
+        if compared {
+            rounds += 1;
+            if rounds > args.repeat {
+                progress.note(&format!(
+                    "round {rounds}: a median is not yet known to ±{:.0} %",
+                    100.0 * MEDIAN_PRECISION
+                ));
+            }
+            progress.note(&format!("round {rounds}: the model's in-core samples"));
+        } else {
             progress.note(&format!(
-                "round {rounds}: a median is not yet known to ±{:.0} %",
+                "the model's in-core samples again: a node's computation is not yet known to \
+                 ±{:.0} % of the iteration",
                 100.0 * MEDIAN_PRECISION
             ));
         }
-        progress.note(&format!("round {rounds}: the model's in-core samples"));
-        sampler.round(&mut measured)?;
-        for c in &mut distinct {
-            progress.note(&format!("running {} again (run {rounds})", c.name));
-            run_once(c)?;
+        sampler.round(&mut measured, max_repeat)?;
+        if compared {
+            for c in &mut distinct {
+                progress.note(&format!("running {} again (run {rounds})", c.name));
+                run_once(c)?;
+            }
         }
     }
     // The predictions compared are the model's with every sample, those taken in the rounds
@@ -678,21 +698,59 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
 /// every later round of the compared runs ([`Sampler::round`]), until its runs have measured
 /// [`REPEAT_SECONDS`]: the machine's speed drifts by up to 2× between minutes on a shared VM,
 /// and a model whose samples were all taken minutes before the runs it predicts inherits that
-/// drift as error. Taken in the same rounds, samples and runs share it.
+/// drift as error. Taken in the same rounds, samples and runs share it. A sample whose nodes'
+/// medians are not known ([`Sample::known`]) runs on, in those rounds and then in rounds of its
+/// own, up to `--max-repeat` runs: like a compared run's, its median is only as good as its
+/// runs are many.
 struct Sampler<'a> {
     program: &'a Program,
     work: &'a Path,
     samples: Vec<Sample>,
 }
 
-/// One sample distribution: its name (for the files), rows, run length, runs made so far and
-/// the slowest node's seconds they measured.
+/// One sample distribution: its name (for the files), rows, run length, runs made so far, the
+/// slowest node's seconds they measured, and what each run measured per iteration: every
+/// node's computation (its stages added up) and the slowest node's iteration.
 struct Sample {
     name: String,
     rows: Vec<u64>,
     iterations: u32,
     runs: u32,
     spent_s: f64,
+    /// `[node][run]`.
+    compute_s: Vec<Vec<f64>>,
+    /// `[run]`.
+    iteration_s: Vec<f64>,
+}
+
+impl Sample {
+    /// Whether the medians the model takes from this sample's runs are known: every node's
+    /// computation to within [`MEDIAN_PRECISION`] of the median iteration on either side (its
+    /// 95 % interval, `accuracy::median_interval`). Relative to the iteration, not to the
+    /// node's own computation: a node that computes a tenth of the iteration may scatter by
+    /// a third without moving the prediction. A sample whose iteration takes no time (the
+    /// charged clock) is known.
+    fn known(&self) -> bool {
+        let iteration = mheta_runtime::stats::median(&mut self.iteration_s.clone());
+        if iteration.is_nan() || iteration <= 0.0 {
+            return true;
+        }
+        self.compute_s.iter().all(|runs| {
+            accuracy::median_interval(runs)
+                .is_none_or(|(lo, hi)| hi - lo <= 2.0 * MEDIAN_PRECISION * iteration)
+        })
+    }
+
+    /// Whether it runs again in a round: until its runs measured [`REPEAT_SECONDS`], and
+    /// while its medians are not known, up to `max_runs` runs.
+    fn wanted(&self, max_runs: u32) -> bool {
+        self.spent_s < REPEAT_SECONDS || self.loose(max_runs)
+    }
+
+    /// Whether its medians are not known yet and it may run again (fewer than `max_runs`).
+    fn loose(&self, max_runs: u32) -> bool {
+        self.runs < max_runs && !self.known()
+    }
 }
 
 impl<'a> Sampler<'a> {
@@ -724,19 +782,28 @@ impl<'a> Sampler<'a> {
             iterations: in_core_iterations(estimate),
             runs: 0,
             spent_s: 0.0,
+            compute_s: Vec::new(),
+            iteration_s: Vec::new(),
         });
         let last = self.samples.len() - 1;
         self.run(last, measured)
     }
 
-    /// Runs every sample distribution once more, unless it has measured enough.
-    fn round(&mut self, measured: &mut Measurements) -> anyhow::Result<()> {
+    /// Runs every sample distribution once more that is [`Sample::wanted`] (at most
+    /// `max_runs` runs while its medians are loose).
+    fn round(&mut self, measured: &mut Measurements, max_runs: u32) -> anyhow::Result<()> {
         for k in 0..self.samples.len() {
-            if self.samples[k].spent_s < REPEAT_SECONDS {
+            if self.samples[k].wanted(max_runs) {
                 self.run(k, measured)?;
             }
         }
         Ok(())
+    }
+
+    /// Whether some sample's medians are not known yet ([`Sample::loose`]): a reason for
+    /// another round of samples when the compared runs need none.
+    fn loose(&self, max_runs: u32) -> bool {
+        self.samples.iter().any(|s| s.loose(max_runs))
     }
 
     fn run(&mut self, k: usize, measured: &mut Measurements) -> anyhow::Result<()> {
@@ -756,8 +823,13 @@ impl<'a> Sampler<'a> {
             })
             .with_context(|| format!("step 3 (instrumented in-core run under {name}) failed"))?;
         sample.runs += 1;
-        sample.spent_s += f64::from(sample.iterations)
-            * kept.nodes.iter().map(|n| n.iteration_s).fold(0.0, f64::max);
+        let slowest = kept.nodes.iter().map(|n| n.iteration_s).fold(0.0, f64::max);
+        sample.spent_s += f64::from(sample.iterations) * slowest;
+        sample.iteration_s.push(slowest);
+        sample.compute_s.resize(kept.nodes.len(), Vec::new());
+        for (runs, node) in sample.compute_s.iter_mut().zip(&kept.nodes) {
+            runs.push(node.stages.iter().map(|s| s.compute_s).sum());
+        }
         measured.merge_in_core_compute(&kept).map_err(|e| {
             anyhow::anyhow!("step 3: the in-core run under {name} does not match: {e}")
         })?;
@@ -1091,6 +1163,46 @@ mod tests {
         assert!(!another_round(14, 5, 20, [&fifteen[..]].into_iter()));
         fifteen[10..12].copy_from_slice(&[8.59, 8.60]);
         assert!(another_round(14, 5, 20, [&fifteen[..]].into_iter()));
+    }
+
+    #[test]
+    fn in_core_samples_run_on_while_a_nodes_computation_is_loose() {
+        use super::Sample;
+        let ms = |v: &[f64]| v.iter().map(|x| x / 1e3).collect::<Vec<f64>>();
+        // cg on hy1-2, In-Core-Balanced (139,506 and 60,494 rows), the study's five runs: the
+        // CPU-0.25 node computed 13.0–18.5 ms, ±9 % of a 31.9 ms iteration.
+        let mut sample = Sample {
+            name: "in-core-balanced".into(),
+            rows: vec![139_506, 60_494],
+            iterations: 10,
+            runs: 5,
+            spent_s: 5.0 * 0.3,
+            compute_s: vec![
+                ms(&[18.5, 13.5, 16.9, 15.6, 13.0]),
+                ms(&[3.1, 3.3, 4.2, 3.8, 3.1]),
+            ],
+            iteration_s: ms(&[35.0, 30.0, 33.0, 31.9, 29.9]),
+        };
+        assert!(!sample.known());
+        assert!(sample.wanted(9) && sample.loose(9));
+        // Never past --max-repeat runs, but on until 2 s while known.
+        assert!(!sample.loose(5) && sample.wanted(5));
+        sample.spent_s = 2.0;
+        assert!(!sample.wanted(5));
+        // Nine quiet runs (2026-11-29): the interval drops one run at each end, 12.4–13.5 ms,
+        // within ±3 % of 29.4 ms. The other node's spread counts against the same iteration.
+        sample.compute_s = vec![
+            ms(&[15.6, 12.8, 13.2, 12.8, 12.4, 12.7, 11.8, 13.5, 12.9]),
+            ms(&[3.5, 2.7, 3.1, 2.9, 2.8, 2.6, 2.5, 2.6, 2.5]),
+        ];
+        sample.iteration_s = ms(&[32.0, 29.1, 29.8, 29.6, 28.7, 29.1, 28.2, 30.0, 29.3]);
+        sample.runs = 9;
+        assert!(sample.known());
+        assert!(!sample.wanted(15));
+        // A machine whose iterations take no time (the charged clock) has nothing to wait for.
+        sample.iteration_s = vec![0.0; 9];
+        sample.compute_s[0][0] = 1.0;
+        assert!(sample.known());
     }
 
     #[test]
