@@ -737,7 +737,7 @@ impl Sample {
         }
         self.compute_s.iter().all(|runs| {
             accuracy::median_interval(runs)
-                .is_none_or(|(lo, hi)| hi - lo <= 2.0 * MEDIAN_PRECISION * iteration)
+                .map_or(true, |(lo, hi)| hi - lo <= 2.0 * MEDIAN_PRECISION * iteration)
         })
     }
 
