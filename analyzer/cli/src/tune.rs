@@ -94,9 +94,10 @@ pub struct TuneArgs {
     /// while some distribution's median is not known to within ±3 % (its 95 % confidence
     /// interval, from the runs' order statistics, is wider), until this many [default:
     /// --repeat, no more rounds]. Also the most runs of an in-core sample whose nodes'
-    /// computation is not known to within ±3 % of its iteration. Longer cases see more of the machine's drift: on this VM,
-    /// jacobi on dc-2 went to 15 runs and Block's later runs took 20 ms where its first took
-    /// 16-17 (the model, sampled in the first rounds, predicted 17.2).
+    /// computation is not known to within ±3 % of its iteration. Longer cases see more of the
+    /// machine's drift: on this VM, jacobi on dc-2 went to 15 runs and Block's later runs took
+    /// 20 ms where its first took 16-17 (the model, sampled in the first rounds, predicted
+    /// 17.2).
     #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_repeat: Option<u32>,
     /// How long to wait, after the build, for a quiet machine (load average below the core
@@ -543,8 +544,8 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
     let max_repeat = max_repeat(args.repeat, args.max_repeat)?;
     // Rounds of the compared runs (`rounds` counts them), each with the samples that still
     // run; then rounds of the samples alone while one's medians are loose (cg on hy1-2: five
-    // in-core runs whose CPU-0.25 node computed 10.3–15.2 ms gave a median 1.5 ms above the
-    // quiet machine's, and a prediction 5 % above every compared run).
+    // in-core runs whose CPU-0.25 node computed 13.0–18.5 ms gave a median of 15.6 ms where
+    // nine on the quiet machine gave 12.8, and a prediction 5 % above every compared run).
     let mut rounds = 1;
     loop {
         let compared = another_round(
@@ -708,14 +709,13 @@ struct Sampler<'a> {
     samples: Vec<Sample>,
 }
 
-/// One sample distribution: its name (for the files), rows, run length, runs made so far, the
-/// slowest node's seconds they measured, and what each run measured per iteration: every
-/// node's computation (its stages added up) and the slowest node's iteration.
+/// One sample distribution: its name (for the files), rows, run length, the slowest node's
+/// seconds its runs measured, and what each run measured per iteration: every node's
+/// computation (its stages added up) and the slowest node's iteration.
 struct Sample {
     name: String,
     rows: Vec<u64>,
     iterations: u32,
-    runs: u32,
     spent_s: f64,
     /// `[node][run]`.
     compute_s: Vec<Vec<f64>>,
@@ -735,10 +735,14 @@ impl Sample {
         if iteration.is_nan() || iteration <= 0.0 {
             return true;
         }
-        self.compute_s.iter().all(|runs| {
-            accuracy::median_interval(runs)
-                .map_or(true, |(lo, hi)| hi - lo <= 2.0 * MEDIAN_PRECISION * iteration)
-        })
+        self.compute_s
+            .iter()
+            .all(|runs| accuracy::median_within(runs, MEDIAN_PRECISION * iteration))
+    }
+
+    /// The runs made so far.
+    fn runs(&self) -> u32 {
+        self.iteration_s.len() as u32
     }
 
     /// Whether it runs again in a round: until its runs measured [`REPEAT_SECONDS`], and
@@ -749,7 +753,7 @@ impl Sample {
 
     /// Whether its medians are not known yet and it may run again (fewer than `max_runs`).
     fn loose(&self, max_runs: u32) -> bool {
-        self.runs < max_runs && !self.known()
+        self.runs() < max_runs && !self.known()
     }
 }
 
@@ -780,7 +784,6 @@ impl<'a> Sampler<'a> {
             name: name.to_string(),
             rows: rows.to_vec(),
             iterations: in_core_iterations(estimate),
-            runs: 0,
             spent_s: 0.0,
             compute_s: Vec::new(),
             iteration_s: Vec::new(),
@@ -816,13 +819,12 @@ impl<'a> Sampler<'a> {
                 iterations: sample.iterations,
                 measurements: &self
                     .work
-                    .join(format!("measurements-{name}-{}.json", sample.runs)),
+                    .join(format!("measurements-{name}-{}.json", sample.runs())),
                 emit_structure: None,
                 trace: None,
                 keep_in_core: true,
             })
             .with_context(|| format!("step 3 (instrumented in-core run under {name}) failed"))?;
-        sample.runs += 1;
         let slowest = kept.nodes.iter().map(|n| n.iteration_s).fold(0.0, f64::max);
         sample.spent_s += f64::from(sample.iterations) * slowest;
         sample.iteration_s.push(slowest);
@@ -1175,7 +1177,6 @@ mod tests {
             name: "in-core-balanced".into(),
             rows: vec![139_506, 60_494],
             iterations: 10,
-            runs: 5,
             spent_s: 5.0 * 0.3,
             compute_s: vec![
                 ms(&[18.5, 13.5, 16.9, 15.6, 13.0]),
@@ -1185,7 +1186,7 @@ mod tests {
         };
         assert!(!sample.known());
         assert!(sample.wanted(9) && sample.loose(9));
-        // Never past --max-repeat runs, but on until 2 s while known.
+        // Never past --max-repeat runs while loose, but on until 2 s as before.
         assert!(!sample.loose(5) && sample.wanted(5));
         sample.spent_s = 2.0;
         assert!(!sample.wanted(5));
@@ -1196,7 +1197,6 @@ mod tests {
             ms(&[3.5, 2.7, 3.1, 2.9, 2.8, 2.6, 2.5, 2.6, 2.5]),
         ];
         sample.iteration_s = ms(&[32.0, 29.1, 29.8, 29.6, 28.7, 29.1, 28.2, 30.0, 29.3]);
-        sample.runs = 9;
         assert!(sample.known());
         assert!(!sample.wanted(15));
         // A machine whose iterations take no time (the charged clock) has nothing to wait for.

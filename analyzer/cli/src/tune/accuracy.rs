@@ -65,11 +65,19 @@ pub fn median_interval(runs_s: &[f64]) -> Option<(f64, f64)> {
 /// cannot be compared (no runs, a time that is not a positive number) count as known: more of
 /// them would not tell more.
 pub fn median_known(runs_s: &[f64], precision: f64) -> bool {
+    let median = mheta_runtime::stats::median(&mut runs_s.to_vec());
+    let comparable = median > 0.0;
+    !comparable || median_within(runs_s, precision * median)
+}
+
+/// Whether the 95 % interval of the median of `runs_s` ([`median_interval`]) reaches no further
+/// than `half_width_s` on either side: at most `2 · half_width_s` wide. No runs, or an interval
+/// with an end that is not a number, count as known.
+pub fn median_within(runs_s: &[f64], half_width_s: f64) -> bool {
     let Some((lo, hi)) = median_interval(runs_s) else {
         return true;
     };
-    let median = mheta_runtime::stats::median(&mut runs_s.to_vec());
-    !(median > 0.0 && lo.is_finite() && hi.is_finite()) || hi - lo <= 2.0 * precision * median
+    !(lo.is_finite() && hi.is_finite()) || hi - lo <= 2.0 * half_width_s
 }
 
 /// How a distribution's runs spread, and where its prediction lies against them.
