@@ -198,6 +198,43 @@ comm_members!(
     mpi::topology::AnyProcess<'_>
 );
 
+/// A probed message's communicator (`pmpi::probed_comm`), whose ranks the source of the matched
+/// receive that takes it names: `msg.matched_receive_into(..)` and, on the probe's result,
+/// `probed.matched_receive_vec()`.
+#[cfg(feature = "mpi")]
+macro_rules! message_members {
+    ($($t:ty => |$m:ident| $message:expr),*) => {$(
+        impl CommMembers for Members<'_, $t> {
+            fn group(&self) -> Option<GroupId> {
+                let $m = self.0;
+                message_group($message)
+            }
+        }
+        impl CommMembers for Members<'_, &$t> {
+            fn group(&self) -> Option<GroupId> {
+                let $m = *self.0;
+                message_group($message)
+            }
+        }
+    )*};
+}
+
+#[cfg(feature = "mpi")]
+message_members!(
+    mpi::point_to_point::Message => |m| m,
+    (mpi::point_to_point::Message, mpi::point_to_point::Status) => |m| &m.0
+);
+
+/// The world ranks of the members of the communicator `message` was probed on; `None` for the
+/// world and for a message this thread did not probe.
+#[cfg(feature = "mpi")]
+fn message_group(message: &mpi::point_to_point::Message) -> Option<GroupId> {
+    use mpi::raw::AsRaw;
+    let comm = super::pmpi::probed_comm(message.as_raw())?;
+    // SAFETY: the communicator the message was probed on is alive while the message is.
+    unsafe { super::pmpi::members(comm) }
+}
+
 /// The world ranks of `comm`'s members, interned (`pmpi::members`).
 #[cfg(feature = "mpi")]
 fn members<C: mpi::topology::Communicator + ?Sized>(comm: &C) -> Option<GroupId> {

@@ -23,7 +23,7 @@
 //! sizes are the datatype's size times the count, and a blocking receive's are the count its
 //! status gives.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::Ordering;
 
@@ -36,6 +36,68 @@ thread_local! {
     /// Calls of this thread that a wrapper `#[mheta::solver]` wrote is recording right now: MPI
     /// calls made inside them are theirs.
     static INSIDE: Cell<u32> = const { Cell::new(0) };
+    /// The messages a matched probe of this thread returned that no matched receive has taken
+    /// yet, with the communicator each was probed on.
+    static PROBED: RefCell<Vec<Probed>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A message a matched probe returned. Its handle does not name its communicator, and the
+/// source the status of its receive gives is a rank of that communicator, so the probe's is
+/// kept for the receive that takes it ([`MPI_Mrecv`], and a wrapper's `Members` of the message).
+struct Probed {
+    message: MPI_Message,
+    comm: MPI_Comm,
+}
+
+/// How many probed messages a thread keeps: a program that probes and never receives forgets
+/// its oldest.
+const PROBED_KEPT: usize = 256;
+
+/// Keeps the message a matched probe on `comm` returned (when the process attached and the
+/// probe returned a message to receive).
+unsafe fn note_probed(comm: MPI_Comm, message: *const MPI_Message) {
+    unsafe {
+        if !crate::attach::ATTACHED.load(Ordering::Relaxed) || message.is_null() {
+            return;
+        }
+        let message = *message;
+        if message == ffi::RSMPI_MESSAGE_NULL || message == ffi::RSMPI_MESSAGE_NO_PROC {
+            return;
+        }
+        PROBED.with(|p| {
+            let mut p = p.borrow_mut();
+            p.retain(|m| m.message != message);
+            if p.len() == PROBED_KEPT {
+                p.remove(0);
+            }
+            p.push(Probed { message, comm });
+        });
+    }
+}
+
+/// The communicator a probed message came on, if this thread probed it.
+pub(super) fn probed_comm(message: MPI_Message) -> Option<MPI_Comm> {
+    PROBED.with(|p| {
+        p.borrow()
+            .iter()
+            .find(|m| m.message == message)
+            .map(|m| m.comm)
+    })
+}
+
+/// Forgets a probed message a matched receive takes now, and gives its communicator.
+unsafe fn take_probed(message: *const MPI_Message) -> Option<MPI_Comm> {
+    unsafe {
+        if !crate::attach::ATTACHED.load(Ordering::Relaxed) || message.is_null() {
+            return None;
+        }
+        let message = *message;
+        PROBED.with(|p| {
+            let mut p = p.borrow_mut();
+            let k = p.iter().position(|m| m.message == message)?;
+            Some(p.remove(k).comm)
+        })
+    }
 }
 
 /// A wrapped call begins: MPI calls until [`wrapped_end`] are the wrapper's to record.
@@ -493,7 +555,8 @@ pub unsafe extern "C" fn MPI_Probe(
     }
 }
 
-/// Interposed (see [`MPI_Probe`]).
+/// Interposed (see [`MPI_Probe`]). The message it returns is kept with its communicator, for
+/// the matched receive that takes it ([`MPI_Mrecv`]).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Mprobe(
     source: c_int,
@@ -503,16 +566,20 @@ pub unsafe extern "C" fn MPI_Mprobe(
     status: *mut MPI_Status,
 ) -> c_int {
     unsafe {
-        record(
+        let rc = record(
             || ffi::PMPI_Mprobe(source, tag, comm, message, status),
             || Call::new(CallKind::Receive, true),
-        )
+        );
+        if rc == 0 {
+            note_probed(comm, message);
+        }
+        rc
     }
 }
 
 /// Interposed (see the module documentation). A matched receive names its sender through its
-/// status; the message handle does not give the communicator, so the source is taken as a
-/// world rank when it is one, as on the world.
+/// status, a rank of the communicator the message was probed on ([`MPI_Mprobe`]); a message
+/// this thread did not probe is taken to be the world's.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Mrecv(
     buf: *mut c_void,
@@ -524,10 +591,11 @@ pub unsafe extern "C" fn MPI_Mrecv(
     unsafe {
         let mut mine: MPI_Status = std::mem::zeroed();
         let status = own_status(status, &mut mine);
+        let comm = take_probed(message).unwrap_or_else(world);
         record(
             || ffi::PMPI_Mrecv(buf, count, datatype, message, status),
             || Call {
-                peer: world_rank(world(), (*status).MPI_SOURCE),
+                peer: status_source(comm, status),
                 received: status_bytes(status, datatype, count),
                 ..Call::new(CallKind::Receive, true)
             },
@@ -1001,15 +1069,19 @@ pub unsafe extern "C" fn MPI_Improbe(
     status: *mut MPI_Status,
 ) -> c_int {
     unsafe {
-        record(
+        let rc = record(
             || ffi::PMPI_Improbe(source, tag, comm, flag, message, status),
             || Call::new(CallKind::Receive, false),
-        )
+        );
+        if rc == 0 && !flag.is_null() && *flag != 0 {
+            note_probed(comm, message);
+        }
+        rc
     }
 }
 
 /// Interposed (see the module documentation): an immediate matched receive, its buffer's
-/// size; its sender is known only when it completes.
+/// size; its sender is known only when it completes. The probed message is forgotten.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Imrecv(
     buf: *mut c_void,
@@ -1019,6 +1091,7 @@ pub unsafe extern "C" fn MPI_Imrecv(
     request: *mut MPI_Request,
 ) -> c_int {
     unsafe {
+        take_probed(message);
         record(
             || ffi::PMPI_Imrecv(buf, count, datatype, message, request),
             || Call {
