@@ -43,7 +43,8 @@ use mheta_runtime::format::{Measurements, Structure, Timings};
 use mheta_runtime::{Backend, ClockMode};
 
 use document::{
-    rows_list, Best, DistributionResult, NodeBreakdown, SearchSummary, TracePoint, TuneDocument,
+    rows_list, Best, DistributionResult, NodeBreakdown, SampleResult, SearchSummary, TracePoint,
+    TuneDocument,
 };
 use launch::Launcher;
 use program::{Interface, Program, RunSpec};
@@ -688,6 +689,7 @@ fn tune(args: &TuneArgs, work: &Path, progress: &mut Progress) -> anyhow::Result
         searches: searches.iter().map(summary).collect(),
         trace_file: args.report.as_ref().map(|_| "trace.json".into()),
         load: Some(load),
+        samples: sampler.results(),
     })
 }
 
@@ -841,6 +843,25 @@ impl<'a> Sampler<'a> {
     /// The rows of every sample distribution.
     fn sampled(&self) -> Vec<Vec<u64>> {
         self.samples.iter().map(|s| s.rows.clone()).collect()
+    }
+
+    /// Every sample with its runs, for tune.json and the report.
+    fn results(&self) -> Vec<SampleResult> {
+        self.samples
+            .iter()
+            .map(|s| SampleResult {
+                name: s.name.clone(),
+                rows: s.rows.clone(),
+                iterations: s.iterations,
+                runs_s: s.iteration_s.clone(),
+                compute_s: s
+                    .compute_s
+                    .iter()
+                    .map(|runs| mheta_runtime::stats::median(&mut runs.clone()))
+                    .collect(),
+                known: s.known(),
+            })
+            .collect()
     }
 }
 

@@ -61,6 +61,7 @@ pub fn render(doc: &TuneDocument) -> String {
     out.push_str(&breakdown_chart(doc));
     out.push_str("<h2>Search convergence (best predicted so far)</h2>\n");
     out.push_str(&convergence_chart(doc));
+    samples_table(&mut out, doc);
     cluster_table(&mut out, doc);
     if let Some(trace) = &doc.trace_file {
         let _ = writeln!(
@@ -195,6 +196,43 @@ pub fn convergence_chart(doc: &TuneDocument) -> String {
     svg::step_lines("best predicted iteration time", "seconds", end, &series)
 }
 
+/// The model's in-core samples: every run each made, and whether its nodes' computation was
+/// known when they stopped.
+fn samples_table(out: &mut String, doc: &TuneDocument) {
+    if doc.samples.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<h2>The model's in-core samples</h2><p>Instrumented runs that keep the arrays in core, \
+         repeated until every node's computation is known to ±3 % of the iteration (the 95 % \
+         interval of its median) or the runs reach <code>--max-repeat</code>; the model takes \
+         the medians.</p><table><tr><th>sample</th><th>rows</th><th>iterations</th>\
+         <th>runs (slowest node, s per iteration)</th><th>median (s)</th>\
+         <th>computation per node, median (s)</th><th>known</th></tr>\n",
+    );
+    for s in &doc.samples {
+        let rows: Vec<String> = s.rows.iter().map(u64::to_string).collect();
+        let runs = match (run_range(&s.runs_s), s.runs_s.len()) {
+            (None, _) => String::new(),
+            (Some((only, _)), 1) => format!("{only:.6} (1)"),
+            (Some((fastest, slowest)), n) => format!("{fastest:.6}–{slowest:.6} ({n})"),
+        };
+        let median = mheta_runtime::stats::median(&mut s.runs_s.clone());
+        let compute: Vec<String> = s.compute_s.iter().map(|c| format!("{c:.6}")).collect();
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{runs}</td><td>{median:.6}</td>\
+             <td>{}</td><td>{}</td></tr>",
+            escape(&s.name),
+            rows.join(", "),
+            s.iterations,
+            compute.join(", "),
+            if s.known { "yes" } else { "no" }
+        );
+    }
+    out.push_str("</table>\n");
+}
+
 fn cluster_table(out: &mut String, doc: &TuneDocument) {
     out.push_str(
         "<h2>Cluster</h2><table><tr><th>node</th><th>cpu</th><th>memory (MiB)</th>\
@@ -241,6 +279,19 @@ mod tests {
             "{page}"
         );
         assert!(page.contains("href=\"trace.json\""));
+        // Each in-core sample with all its runs: the range and count, their median, and
+        // whether the computation was known.
+        assert!(
+            page.contains(
+                "<tr><td>block</td><td>500, 500</td><td>4</td><td>1.900000–2.100000 (3)</td>\
+                 <td>2.000000</td><td>1.500000, 0.750000</td><td>yes</td></tr>"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains("<td>1.400000–1.400000 (9)</td><td>1.400000</td><td>0.400000, 1.200000</td><td>no</td>"),
+            "{page}"
+        );
         assert_eq!(page.matches("<svg").count(), 3);
     }
 

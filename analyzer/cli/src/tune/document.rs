@@ -39,6 +39,29 @@ pub struct TuneDocument {
     /// What the machine was doing when the tune began.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<super::quiet::Load>,
+    /// The model's in-core samples, each with every run it made (absent from documents of
+    /// earlier versions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<SampleResult>,
+}
+
+/// One of the model's in-core samples: instrumented runs under one distribution that keep
+/// their arrays in core, repeated in the rounds of the compared runs until their medians are
+/// known (see `tune`'s `Sample::known`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleResult {
+    /// `block`, `balanced`, … or `refined-N`: which distribution it samples.
+    pub name: String,
+    pub rows: Vec<u64>,
+    /// Iterations of each run, warm-up included.
+    pub iterations: u32,
+    /// The slowest node's seconds per iteration in each run, in the order they ran.
+    pub runs_s: Vec<f64>,
+    /// Each node's computation per iteration (its stages added up), the median of its runs.
+    pub compute_s: Vec<f64>,
+    /// Every node's computation was known to within ±3 % of the median iteration (the 95 %
+    /// interval of its median) when the runs stopped.
+    pub known: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -334,6 +357,24 @@ pub(crate) mod tests {
             }],
             trace_file: Some("trace.json".into()),
             load: None,
+            samples: vec![
+                SampleResult {
+                    name: "block".into(),
+                    rows: vec![500, 500],
+                    iterations: 4,
+                    runs_s: vec![2.0, 2.1, 1.9],
+                    compute_s: vec![1.5, 0.75],
+                    known: true,
+                },
+                SampleResult {
+                    name: "in-core".into(),
+                    rows: vec![200, 800],
+                    iterations: 4,
+                    runs_s: vec![1.4; 9],
+                    compute_s: vec![0.4, 1.2],
+                    known: false,
+                },
+            ],
         }
     }
 
@@ -381,6 +422,12 @@ pub(crate) mod tests {
         assert_eq!(back.distributions.len(), 2);
         assert_eq!(back.best.rows, vec![300, 700]);
         assert_eq!(back.cluster, doc.cluster);
+        assert_eq!(back.samples, doc.samples);
+        // A document written before samples were kept reads back with none.
+        let mut old: serde_json::Value = serde_json::from_str(&text).unwrap();
+        old.as_object_mut().unwrap().remove("samples");
+        let back: TuneDocument = serde_json::from_value(old).unwrap();
+        assert!(back.samples.is_empty());
     }
 
     #[test]
