@@ -62,7 +62,10 @@ pub struct Copies {
 /// (`mheta::__private::rsmpi::site`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hint {
+    /// Where the call starts and ends: in a chain (`grid(a).exchange(world)`) the calls all
+    /// start at the receiver, and the end tells them apart.
     pub start: Pos,
+    pub end: Pos,
     pub events: Vec<(u32, Vec<String>)>,
 }
 
@@ -455,15 +458,16 @@ fn hint_for(sites: &[Site<'_>], i: usize) -> Option<Hint> {
             }
         }
     }
-    let at = chain.last().expect("chains are not empty");
-    (!events.is_empty()).then(|| Hint {
-        start: from_span(at).start,
+    let at = from_span(chain.last().expect("chains are not empty"));
+    (!events.is_empty()).then_some(Hint {
+        start: at.start,
+        end: at.end,
         events,
     })
 }
 
-/// Puts each hint's guard around the call it names (matched by where it starts; in a chain,
-/// the innermost call that starts there).
+/// Puts each hint's guard around the call it names (matched by where it starts and ends: in a
+/// chain, the calls inside it start where it does).
 pub fn hint(block: &mut Block, hints: &[Hint]) {
     if hints.is_empty() {
         return;
@@ -482,19 +486,16 @@ struct Hinter<'a> {
 
 impl VisitMut for Hinter<'_> {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
-        let start = match &*e {
-            Expr::Call(c) => c.span().start(),
-            Expr::MethodCall(m) => m.span().start(),
-            _ => {
-                visit_mut::visit_expr_mut(self, e);
-                return;
-            }
-        };
-        let start = (start.line as u32, start.column as u32);
+        if !matches!(e, Expr::Call(_) | Expr::MethodCall(_)) {
+            visit_mut::visit_expr_mut(self, e);
+            return;
+        }
+        let here = crate::position::extent(&*e);
         visit_mut::visit_expr_mut(self, e);
-        let Some(i) =
-            (0..self.hints.len()).find(|&i| !self.done[i] && self.hints[i].start == start)
-        else {
+        let Some(here) = here else { return };
+        let Some(i) = (0..self.hints.len()).find(|&i| {
+            !self.done[i] && self.hints[i].start == here.start && self.hints[i].end == here.end
+        }) else {
             return;
         };
         self.done[i] = true;

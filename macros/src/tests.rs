@@ -195,6 +195,49 @@ fn helper_program(module: &str) -> (String, syn::ItemFn, plan::Plan, crate::inli
     (src, f, plan, copies)
 }
 
+/// A call of a helper that cannot be copied, made on the result of another call
+/// (`grid(a).exchange(world)`): both calls start at `grid`, and the hint goes around the
+/// helper's call, the whole chain, not around `grid(a)`, which returns before the helper's
+/// calls are made.
+#[test]
+fn a_hint_goes_around_the_whole_call_chain_it_names() {
+    let src = "use mpi::traits::*;\nuse mpi::collective::SystemOperation;\n\
+               mod halo {\nuse super::*;\npub struct Grid<'a>(pub &'a [f64]);\n\
+               impl Grid<'_> {\npub fn exchange(&self, world: &mpi::topology::SimpleCommunicator) -> f64 {\n\
+               let local: f64 = self.0.iter().sum();\nlet mut sum = 0.0;\n\
+               world.all_reduce_into(&local, &mut sum, SystemOperation::sum());\nsum\n}\n}\n}\n\
+               use halo::Grid;\n\
+               fn grid(a: &[f64]) -> Grid<'_> {\nGrid(a)\n}\n\
+               #[mheta::solver]\nfn solve(world: &mpi::topology::SimpleCommunicator, a: &mut [f64]) {\n\
+               for _ in 0..9 {\n\
+               for x in a.iter_mut() { *x *= 0.5; }\n\
+               let n = 1.0 / grid(a).exchange(world);\n\
+               world.all_reduce_into(&n, &mut a[0], SystemOperation::max());\n\
+               }\n}\n";
+    let dir = std::env::temp_dir().join(format!("mheta-hint-chain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.rs");
+    std::fs::write(&path, src).unwrap();
+    let analysis = analyze_source("t.rs", src, &Options::default());
+    let solver = &analysis.structure.solvers[0];
+    let plan = plan::plan(solver);
+    let file = syn::parse_file(src).unwrap();
+    let mut f = functions(&file)
+        .into_iter()
+        .find(|f| f.sig.ident == "solve")
+        .unwrap();
+    let at = (solver.span.line, solver.span.column - 1);
+    let copies = inline::copies(&plan, "t.rs", Some(&path), at);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(copies.hints.len(), 1, "{:?}", copies.hints);
+    inline::hint(&mut f.block, &copies.hints);
+    let body = f.block.to_token_stream().to_string();
+    assert!(
+        body.contains("let __mheta_site = :: mheta :: __private :: rsmpi :: site (__MHETA_SITE) ; grid (a) . exchange (world) }"),
+        "{body}"
+    );
+}
+
 /// The calls and regions of a helper inlined from the main loop go to an instrumented copy of
 /// it (one per inline site, nested helpers too), and the loop's call goes to the copy.
 #[test]
