@@ -210,10 +210,24 @@ impl Recorder {
             }
         }
         if self.fast {
+            // The record before it in the stream, when nothing was ticked since.
+            if self
+                .last_deferred()
+                .is_some_and(|last| last.fold_repeat(&record))
+            {
+                return;
+            }
             self.defer(record);
             return;
         }
         self.in_context(&mut record);
+        if self
+            .records
+            .last_mut()
+            .is_some_and(|last| last.fold_repeat(&record))
+        {
+            return;
+        }
         self.records.push(record);
     }
 }
@@ -313,6 +327,7 @@ fn prefaulted(capacity: usize) -> Vec<Record> {
         end_s: 0.0,
         open: 0,
         close: 0,
+        repeats: 0,
     };
     let mut records = vec![blank; capacity];
     records.clear();
@@ -540,6 +555,7 @@ fn push_var(kind: RecordKind, var: VarId, aux: u32, bytes: u64, begin_s: f64, en
             end_s,
             open,
             close,
+            repeats: 0,
         });
     });
 }
@@ -657,6 +673,7 @@ fn push_comm(
             end_s,
             open,
             close,
+            repeats: 0,
         });
     });
 }

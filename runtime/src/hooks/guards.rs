@@ -181,6 +181,7 @@ impl Recorder {
                 end_s,
                 open: frame.open,
                 close,
+                repeats: 0,
             });
         }
     }

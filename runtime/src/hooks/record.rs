@@ -177,6 +177,12 @@ pub struct Record {
     pub open: u32,
     /// The rank's sequence number when the interval ended.
     pub close: u32,
+    /// How many more calls a communication record stands for: the same call made again at
+    /// once, with nothing recorded between, moving no message (a poll: `MPI_Test`,
+    /// `MPI_Iprobe` finding nothing, in a loop), folds into the record before it
+    /// ([`Record::fold_repeat`]), whose duration and blocked time become the calls' sums.
+    /// 0 for a single call and for every other kind of record.
+    pub repeats: u32,
 }
 
 impl Record {
@@ -193,6 +199,38 @@ impl Record {
     /// True if `self` lies strictly inside `outer` (by sequence numbers).
     pub fn is_inside(&self, outer: &Record) -> bool {
         outer.open < self.open && self.close < outer.close
+    }
+
+    /// Folds `next` into `self` when it repeats the same communication call right after it
+    /// (see [`Record::repeats`]), and says whether it did. Both must be the same call (kind,
+    /// peer, source, group, event and stage context), neither may have moved a message, both
+    /// block or neither does, and no sequence number was taken between them (no guard opened
+    /// or closed, no other record was made). The folded record keeps its start and lasts as
+    /// long as the calls together: what the measurements count is the time spent in calls,
+    /// not the time between them, which stays the computation's.
+    pub fn fold_repeat(&mut self, next: &Record) -> bool {
+        let moved = |r: &Record| {
+            let t = &r.traffic;
+            t.messages_sent > 0
+                || t.messages_received > 0
+                || t.bytes_sent > 0
+                || t.bytes_received > 0
+        };
+        let same = |r: &Record| (r.aux, r.id, r.peer, r.group, r.event, r.key, r.in_stage);
+        let repeats = self.kind == RecordKind::Comm
+            && next.kind == RecordKind::Comm
+            && self.close.wrapping_add(1) == next.open
+            && same(self) == same(next)
+            && !moved(self)
+            && !moved(next)
+            && (self.traffic.blocked_s > 0.0) == (next.traffic.blocked_s > 0.0);
+        if repeats {
+            self.end_s += next.duration_s();
+            self.traffic.blocked_s += next.traffic.blocked_s;
+            self.close = next.close;
+            self.repeats = self.repeats.saturating_add(1).saturating_add(next.repeats);
+        }
+        repeats
     }
 }
 

@@ -160,6 +160,17 @@ impl Recorder {
         self.pending.push(record);
     }
 
+    /// The last record deferred, when it is the stream's last entry (a repeat of its call may
+    /// fold into it, [`Record::fold_repeat`]).
+    pub(super) fn last_deferred(&mut self) -> Option<&mut Record> {
+        match self.ticks.last() {
+            Some(t) if t.what == What::Pending && t.id as usize + 1 == self.pending.len() => {
+                self.pending.last_mut()
+            }
+            _ => None,
+        }
+    }
+
     /// Turn the stream into records, in order, and empty it (keeping its memory).
     pub(super) fn flush(&mut self) {
         if self.ticks.is_empty() {

@@ -382,3 +382,64 @@ fn calls_during_a_call_site_hint_belong_to_its_events() {
         assert_eq!(events, [3, 3, 5, 3, NONE, 9, 7, NONE], "{mode:?}");
     }
 }
+
+/// A poll repeated at once (`while !req.test() {}`: the same call, moving no message, with
+/// nothing recorded between) is one record that counts its calls and lasts as long as they do
+/// together, in the direct path and in stream mode, so a rank that polls a million times keeps
+/// one record, not a million. A call that moves a message, or a guard between two polls,
+/// starts a new record; the trace writes the count.
+#[test]
+fn a_poll_repeated_at_once_is_one_record_counting_its_calls() {
+    for mode in [ClockMode::Charged, ClockMode::Wall] {
+        let records = recorded_on(mode, || {
+            let poll = || {
+                let start = comm_begin().blocking(true);
+                comm_end(start, CallKind::Receive, None, &Traffic::default());
+            };
+            let _s = stage(key(0, 0));
+            {
+                let _e = event(3);
+                for _ in 0..1000 {
+                    poll();
+                }
+                let message = Traffic {
+                    messages_received: 1,
+                    bytes_received: 8,
+                    ..Traffic::default()
+                };
+                comm_end(comm_begin(), CallKind::Receive, Some(1), &message);
+                for _ in 0..5 {
+                    poll();
+                }
+            }
+            let _e = event(4);
+            for _ in 0..3 {
+                poll();
+            }
+        });
+        let comm: Vec<&Record> = records
+            .iter()
+            .filter(|r| r.kind == RecordKind::Comm)
+            .collect();
+        let seen: Vec<(u32, u32, u32)> =
+            comm.iter().map(|r| (r.event, r.peer, r.repeats)).collect();
+        assert_eq!(
+            seen,
+            [(3, NONE, 999), (3, 1, 0), (3, NONE, 4), (4, NONE, 2)],
+            "{mode:?}"
+        );
+        // The folded polls block for as long as they last (their durations added up).
+        for r in comm.iter().filter(|r| r.peer == NONE) {
+            assert!(
+                (r.traffic.blocked_s - r.duration_s()).abs() < 1e-9,
+                "{mode:?}: {r:?}"
+            );
+        }
+        let trace = crate::measure::chrome_trace(&[RankRecords {
+            records,
+            ..Default::default()
+        }]);
+        assert_eq!(trace.matches("\"calls\":1000").count(), 1, "{trace}");
+        assert_eq!(trace.matches("\"calls\"").count(), 3, "{trace}");
+    }
+}

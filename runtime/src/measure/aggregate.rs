@@ -575,6 +575,7 @@ mod tests {
             end_s: span.1,
             open: seq.0,
             close: seq.1,
+            repeats: 0,
         }
     }
 

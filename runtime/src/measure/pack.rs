@@ -22,7 +22,7 @@ use crate::hooks::{
 use crate::ooc::DiskCosts;
 
 const MAGIC: &[u8; 4] = b"MHRR";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 
 const KINDS: [RecordKind; 9] = [
     RecordKind::Iteration,
@@ -97,6 +97,7 @@ pub fn pack(rr: &RankRecords, offset_s: f64) -> Vec<u8> {
         w.f64(r.end_s + offset_s);
         w.u32(r.open);
         w.u32(r.close);
+        w.u32(r.repeats);
     }
     w.len(rr.arrays.len());
     for a in &rr.arrays {
@@ -196,6 +197,7 @@ pub fn unpack(bytes: &[u8]) -> Result<RankRecords, String> {
             end_s: r.f64()?,
             open: r.u32()?,
             close: r.u32()?,
+            repeats: r.u32()?,
         });
     }
     let mut arrays = Vec::new();
@@ -331,6 +333,7 @@ mod tests {
             end_s: begin_s + 0.5,
             open: 5,
             close: 9,
+            repeats: 4,
         }
     }
 

@@ -103,7 +103,8 @@ fn describe(r: &Record) -> (String, &'static str) {
 }
 
 /// A record's `args`: the bytes of I/O and copies, the traffic of communication calls (and the
-/// ranks a collective ran among, when not the whole world).
+/// ranks a collective ran among, when not the whole world, and how many calls a folded poll
+/// made).
 fn args(o: &mut Object<'_>, r: &Record) {
     match r.kind {
         RecordKind::Io | RecordKind::Copy => o.field("bytes", &r.bytes),
@@ -112,6 +113,9 @@ fn args(o: &mut Object<'_>, r: &Record) {
             o.field("blocked_us", &(t.blocked_s * 1e6));
             o.field("bytes_received", &t.bytes_received);
             o.field("bytes_sent", &t.bytes_sent);
+            // Calls of a poll made one after another, folded into this event (its duration is
+            // theirs added up, `Record::repeats`).
+            o.optional("calls", &(r.repeats > 0).then(|| u64::from(r.repeats) + 1));
             o.field("event", &(r.event != NONE).then_some(r.event));
             // The world ranks of a collective on a communicator split off the world.
             o.optional("group", &r.group_id().and_then(group_members));
