@@ -177,14 +177,21 @@ fn helper_program(module: &str) -> (String, syn::ItemFn, plan::Plan, crate::inli
          world.all_reduce_into(&n, &mut a[0], SystemOperation::max());\n\
          }}\n}}\n"
     );
-    let dir = std::env::temp_dir().join(format!("mheta-inline-{}-{module}", std::process::id()));
+    let (f, plan, copies) = solve_and_copies(&src, &format!("inline-{module}"));
+    (src, f, plan, copies)
+}
+
+/// The function `solve` of `src`, its plan, and the copies of its callees the macro makes,
+/// with `src` written to a file of its own (`mheta-{name}-{pid}/t.rs`, removed after).
+fn solve_and_copies(src: &str, name: &str) -> (syn::ItemFn, plan::Plan, crate::inline::Copies) {
+    let dir = std::env::temp_dir().join(format!("mheta-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("t.rs");
-    std::fs::write(&path, &src).unwrap();
-    let analysis = analyze_source("t.rs", &src, &Options::default());
+    std::fs::write(&path, src).unwrap();
+    let analysis = analyze_source("t.rs", src, &Options::default());
     let solver = &analysis.structure.solvers[0];
     let plan = plan::plan(solver);
-    let file = syn::parse_file(&src).unwrap();
+    let file = syn::parse_file(src).unwrap();
     let f = functions(&file)
         .into_iter()
         .find(|f| f.sig.ident == "solve")
@@ -192,7 +199,7 @@ fn helper_program(module: &str) -> (String, syn::ItemFn, plan::Plan, crate::inli
     let at = (solver.span.line, solver.span.column - 1);
     let copies = inline::copies(&plan, "t.rs", Some(&path), at);
     std::fs::remove_dir_all(&dir).unwrap();
-    (src, f, plan, copies)
+    (f, plan, copies)
 }
 
 /// A call of a helper that cannot be copied, made on the result of another call
@@ -214,21 +221,7 @@ fn a_hint_goes_around_the_whole_call_chain_it_names() {
                let n = 1.0 / grid(a).exchange(world);\n\
                world.all_reduce_into(&n, &mut a[0], SystemOperation::max());\n\
                }\n}\n";
-    let dir = std::env::temp_dir().join(format!("mheta-hint-chain-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("t.rs");
-    std::fs::write(&path, src).unwrap();
-    let analysis = analyze_source("t.rs", src, &Options::default());
-    let solver = &analysis.structure.solvers[0];
-    let plan = plan::plan(solver);
-    let file = syn::parse_file(src).unwrap();
-    let mut f = functions(&file)
-        .into_iter()
-        .find(|f| f.sig.ident == "solve")
-        .unwrap();
-    let at = (solver.span.line, solver.span.column - 1);
-    let copies = inline::copies(&plan, "t.rs", Some(&path), at);
-    std::fs::remove_dir_all(&dir).unwrap();
+    let (mut f, _, copies) = solve_and_copies(src, "hint-chain");
     assert_eq!(copies.hints.len(), 1, "{:?}", copies.hints);
     inline::hint(&mut f.block, &copies.hints);
     let body = f.block.to_token_stream().to_string();

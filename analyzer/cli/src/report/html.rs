@@ -84,11 +84,7 @@ fn distributions_table(out: &mut String, doc: &TuneDocument) {
     );
     for d in &doc.distributions {
         let rows: Vec<String> = d.rows.iter().map(u64::to_string).collect();
-        let runs = match (run_range(&d.runs_s), d.runs_s.len()) {
-            (None, _) => String::new(),
-            (Some((only, _)), 1) => format!("{only:.6} (1)"),
-            (Some((fastest, slowest)), n) => format!("{fastest:.6}–{slowest:.6} ({n})"),
-        };
+        let runs = runs_cell(&d.runs_s);
         let agreement = d
             .repeatability
             .map_or_else(String::new, |r| format!("{:.2}%", 100.0 * r));
@@ -119,6 +115,15 @@ fn distributions_table(out: &mut String, doc: &TuneDocument) {
         escape(&doc.best.algorithm),
         1e3 * doc.best.search_s
     );
+}
+
+/// Runs' seconds per iteration as a table cell: fastest–slowest and how many.
+fn runs_cell(runs_s: &[f64]) -> String {
+    match (run_range(runs_s), runs_s.len()) {
+        (None, _) => String::new(),
+        (Some((only, _)), 1) => format!("{only:.6} (1)"),
+        (Some((fastest, slowest)), n) => format!("{fastest:.6}–{slowest:.6} ({n})"),
+    }
 }
 
 /// Predicted next to actual seconds per iteration, one group per distribution (seed Fig. 6.3).
@@ -212,11 +217,7 @@ fn samples_table(out: &mut String, doc: &TuneDocument) {
     );
     for s in &doc.samples {
         let rows: Vec<String> = s.rows.iter().map(u64::to_string).collect();
-        let runs = match (run_range(&s.runs_s), s.runs_s.len()) {
-            (None, _) => String::new(),
-            (Some((only, _)), 1) => format!("{only:.6} (1)"),
-            (Some((fastest, slowest)), n) => format!("{fastest:.6}–{slowest:.6} ({n})"),
-        };
+        let runs = runs_cell(&s.runs_s);
         let median = mheta_runtime::stats::median(&mut s.runs_s.clone());
         let compute: Vec<String> = s.compute_s.iter().map(|c| format!("{c:.6}")).collect();
         let _ = writeln!(
