@@ -486,11 +486,21 @@ struct Hinter<'a> {
 
 impl VisitMut for Hinter<'_> {
     fn visit_expr_mut(&mut self, e: &mut Expr) {
-        if !matches!(e, Expr::Call(_) | Expr::MethodCall(_)) {
-            visit_mut::visit_expr_mut(self, e);
-            return;
-        }
-        let here = crate::position::extent(&*e);
+        let start = match &*e {
+            Expr::Call(c) => c.span().start(),
+            Expr::MethodCall(m) => m.span().start(),
+            _ => {
+                visit_mut::visit_expr_mut(self, e);
+                return;
+            }
+        };
+        let start = (start.line as u32, start.column as u32);
+        // The end only of a call that starts where a hint's does (reading it prints the call),
+        // and before the calls inside are wrapped.
+        let here = (0..self.hints.len())
+            .any(|i| !self.done[i] && self.hints[i].start == start)
+            .then(|| crate::position::extent(&*e))
+            .flatten();
         visit_mut::visit_expr_mut(self, e);
         let Some(here) = here else { return };
         let Some(i) = (0..self.hints.len()).find(|&i| {

@@ -209,26 +209,22 @@ impl Recorder {
                 record.event = hint.assign(CallKind::from_code(record.aux));
             }
         }
+        // A repeat of the call just recorded folds into its record: in stream mode the record
+        // before it in the stream, when nothing was ticked since (both get their context later).
+        let last = if self.fast {
+            self.last_deferred()
+        } else {
+            self.in_context(&mut record);
+            self.records.last_mut()
+        };
+        if last.is_some_and(|last| last.fold_repeat(&record)) {
+            return;
+        }
         if self.fast {
-            // The record before it in the stream, when nothing was ticked since.
-            if self
-                .last_deferred()
-                .is_some_and(|last| last.fold_repeat(&record))
-            {
-                return;
-            }
             self.defer(record);
-            return;
+        } else {
+            self.records.push(record);
         }
-        self.in_context(&mut record);
-        if self
-            .records
-            .last_mut()
-            .is_some_and(|last| last.fold_repeat(&record))
-        {
-            return;
-        }
-        self.records.push(record);
     }
 }
 

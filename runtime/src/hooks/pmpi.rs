@@ -53,17 +53,26 @@ struct Probed {
 /// its oldest.
 const PROBED_KEPT: usize = 256;
 
+/// The message handle at `message`, in a process that attached, when it names a message to
+/// receive.
+unsafe fn probed_message(message: *const MPI_Message) -> Option<MPI_Message> {
+    unsafe {
+        if !crate::attach::ATTACHED.load(Ordering::Relaxed) || message.is_null() {
+            return None;
+        }
+        let message = *message;
+        (message != ffi::RSMPI_MESSAGE_NULL && message != ffi::RSMPI_MESSAGE_NO_PROC)
+            .then_some(message)
+    }
+}
+
 /// Keeps the message a matched probe on `comm` returned (when the process attached and the
 /// probe returned a message to receive).
 unsafe fn note_probed(comm: MPI_Comm, message: *const MPI_Message) {
     unsafe {
-        if !crate::attach::ATTACHED.load(Ordering::Relaxed) || message.is_null() {
+        let Some(message) = probed_message(message) else {
             return;
-        }
-        let message = *message;
-        if message == ffi::RSMPI_MESSAGE_NULL || message == ffi::RSMPI_MESSAGE_NO_PROC {
-            return;
-        }
+        };
         PROBED.with(|p| {
             let mut p = p.borrow_mut();
             p.retain(|m| m.message != message);
@@ -88,10 +97,7 @@ pub(super) fn probed_comm(message: MPI_Message) -> Option<MPI_Comm> {
 /// Forgets a probed message a matched receive takes now, and gives its communicator.
 unsafe fn take_probed(message: *const MPI_Message) -> Option<MPI_Comm> {
     unsafe {
-        if !crate::attach::ATTACHED.load(Ordering::Relaxed) || message.is_null() {
-            return None;
-        }
-        let message = *message;
+        let message = probed_message(message)?;
         PROBED.with(|p| {
             let mut p = p.borrow_mut();
             let k = p.iter().position(|m| m.message == message)?;
