@@ -352,7 +352,7 @@ fn parse_macro_args(m: &syn::Macro) -> Rc<[syn::Expr]> {
     use syn::parse::Parser;
     let tokens = m.tokens.clone();
     if m.path.is_ident("vec") {
-        if let Ok(e) = syn::parse2::<syn::Expr>(quote::quote!([#tokens])) {
+        if let Ok(e) = vec_elements.parse2(tokens.clone()) {
             return Rc::new([e]);
         }
     }
@@ -360,6 +360,39 @@ fn parse_macro_args(m: &syn::Macro) -> Rc<[syn::Expr]> {
         .parse2(tokens)
         .map(|p| p.into_iter().collect())
         .unwrap_or_else(|_| Rc::from(Vec::new()))
+}
+
+/// A `vec!` macro's tokens as the array expression they stand for: `x; n` as `[x; n]`, `a, b`
+/// as `[a, b]`. Read in place: wrapping the tokens in brackets to parse them as an expression
+/// copied every token and cost twice the parse.
+fn vec_elements(input: syn::parse::ParseStream<'_>) -> syn::Result<syn::Expr> {
+    let bracket_token = syn::token::Bracket::default();
+    let mut elems = syn::punctuated::Punctuated::new();
+    if !input.is_empty() {
+        let first: syn::Expr = input.parse()?;
+        if input.peek(syn::Token![;]) {
+            return Ok(syn::Expr::Repeat(syn::ExprRepeat {
+                attrs: Vec::new(),
+                bracket_token,
+                expr: Box::new(first),
+                semi_token: input.parse()?,
+                len: Box::new(input.parse()?),
+            }));
+        }
+        elems.push_value(first);
+        while !input.is_empty() {
+            elems.push_punct(input.parse()?);
+            if input.is_empty() {
+                break;
+            }
+            elems.push_value(input.parse()?);
+        }
+    }
+    Ok(syn::Expr::Array(syn::ExprArray {
+        attrs: Vec::new(),
+        bracket_token,
+        elems,
+    }))
 }
 
 /// The arguments of the program's macros parsed so far, by the macro's address. Only macros
@@ -482,6 +515,36 @@ pub fn is_closure_type(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `vec!` reads as the array it builds, as `syn` parses `[..]`: a repeat, a list (with or
+    /// without a trailing comma), an empty list; tokens that are no array are no expression.
+    #[test]
+    fn a_vec_macro_reads_as_its_array() {
+        let args = |src: &str| {
+            let m: syn::Macro = syn::parse_str(src).expect("a macro");
+            parse_macro_args(&m)
+        };
+        let printed = |e: &syn::Expr| quote::quote!(#e).to_string();
+        for (src, array) in [
+            ("vec![0.0f64; n * size]", "[0.0f64 ; n * size]"),
+            ("vec![a, b.len(), c]", "[a , b . len () , c]"),
+            ("vec![a, b,]", "[a , b ,]"),
+            ("vec![]", "[]"),
+        ] {
+            let parsed = args(src);
+            assert_eq!(parsed.len(), 1, "{src}");
+            assert_eq!(printed(&parsed[0]), array, "{src}");
+            let whole: syn::Expr = syn::parse_str(array).expect("an array");
+            assert_eq!(printed(&parsed[0]), printed(&whole), "{src} parses as {array} does");
+            assert_eq!(
+                matches!(parsed[0], syn::Expr::Repeat(_)),
+                matches!(whole, syn::Expr::Repeat(_)),
+                "{src}"
+            );
+        }
+        // Not an array: read as a list of expressions where it is one, else nothing.
+        assert_eq!(args("vec![a; b; c]").len(), 0);
+    }
 
     #[rustfmt::skip]
     const KEYWORDS: &[&str] = &[
