@@ -192,9 +192,12 @@ impl Env {
                 if crate::syntax::starts_mpi(&segs) {
                     return Some(CommValue::new(ValueKind::Universe, Family::Mpi));
                 }
+                // `SimpleCommunicator::world()`, and `SystemCommunicator::world()` as rsmpi
+                // before 0.7 named the world's type (programs made in its time still do).
                 if segs.len() >= 2
                     && last == "world"
-                    && segs[segs.len() - 2] == "SimpleCommunicator"
+                    && crate::catalogue::type_kind(&segs[segs.len() - 2])
+                        == Some((ValueKind::Communicator, Family::Mpi))
                 {
                     return Some(CommValue::new(ValueKind::Communicator, Family::Mpi));
                 }
@@ -768,6 +771,38 @@ mod tests {
         );
         let calls = calls_in("fn f(w: &Widget) { w.barrier(); }");
         assert!(calls.is_empty());
+    }
+
+    /// The world made by its type's constructor, unbound or bound, as rsmpi 0.8 names the type
+    /// and as earlier versions did (`SystemCommunicator`, which real programs still use).
+    #[test]
+    fn the_world_from_its_type() {
+        for ty in [
+            "SimpleCommunicator",
+            "SystemCommunicator",
+            "mpi::topology::SystemCommunicator",
+        ] {
+            let calls = calls_in(&format!(
+                "fn f(x: f64) {{ let mut y = 0.0; \
+                 {ty}::world().all_reduce_into(&x, &mut y, SystemOperation::sum()); \
+                 let world = {ty}::world(); let rank = world.rank(); \
+                 world.process_at_rank(rank + 1).send(&x); }}"
+            ));
+            let found: Vec<(&str, &[String])> = calls
+                .iter()
+                .map(|c| (c.api.as_str(), c.peers.as_slice()))
+                .collect();
+            assert_eq!(
+                found,
+                [
+                    ("mpi::all_reduce_into", [].as_slice()),
+                    ("mpi::send", ["rank + 1".to_string()].as_slice())
+                ],
+                "{ty}"
+            );
+        }
+        // A type that is no communicator makes none.
+        assert!(calls_in("fn f() { Widget::world().barrier(); }").is_empty());
     }
 
     #[test]
