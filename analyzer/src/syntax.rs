@@ -535,7 +535,11 @@ mod tests {
             assert_eq!(parsed.len(), 1, "{src}");
             assert_eq!(printed(&parsed[0]), array, "{src}");
             let whole: syn::Expr = syn::parse_str(array).expect("an array");
-            assert_eq!(printed(&parsed[0]), printed(&whole), "{src} parses as {array} does");
+            assert_eq!(
+                printed(&parsed[0]),
+                printed(&whole),
+                "{src} parses as {array} does"
+            );
             assert_eq!(
                 matches!(parsed[0], syn::Expr::Repeat(_)),
                 matches!(whole, syn::Expr::Repeat(_)),
