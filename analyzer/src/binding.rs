@@ -805,6 +805,17 @@ mod tests {
         assert!(calls_in("fn f() { Widget::world().barrier(); }").is_empty());
     }
 
+    /// A Cartesian communicator's sub-grid (`subgroup`) is a communicator too.
+    #[test]
+    fn a_cartesian_subgroup_communicates() {
+        let calls = calls_in(
+            "fn f(grid: &CartesianCommunicator) { let row = grid.subgroup(&[false, true]); \
+             row.all_reduce_into(&x, &mut y, SystemOperation::sum()); }",
+        );
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].api, "mpi::all_reduce_into");
+    }
+
     #[test]
     fn ctx_comm_and_requests() {
         let calls = calls_in(

@@ -668,6 +668,53 @@ impl<'p, 'f> Builder<'p, 'f> {
 
     /// A `let`: bindings (communicator values, rank/size/partition facts, variables), then the
     /// initialiser lowered like an expression statement.
+    /// The neighbours a Cartesian shift binds (`let (src, dst) = cart.shift(0, d)`, also
+    /// `shift_unchecked`), named by rank arithmetic: `rank - d` and `rank + d` along the shifted
+    /// dimension (`MPI_Cart_shift`'s source and destination). Only on a communicator.
+    fn cartesian_shift(&self, pat: &syn::Pat, init: &syn::Expr) -> Option<Vec<(String, String)>> {
+        let syn::Pat::Tuple(t) = pat else { return None };
+        let mut call = init;
+        while let syn::Expr::Unsafe(u) = call {
+            call = match u.block.stmts.as_slice() {
+                [syn::Stmt::Expr(e, None)] => e,
+                _ => return None,
+            };
+        }
+        let syn::Expr::MethodCall(m) = call else {
+            return None;
+        };
+        let on_communicator = self
+            .env
+            .value_of(&m.receiver, &self.text)
+            .is_some_and(|v| v.kind == crate::catalogue::ValueKind::Communicator);
+        if !(matches!(m.method.to_string().as_str(), "shift" | "shift_unchecked")
+            && m.args.len() == 2
+            && t.elems.len() == 2
+            && on_communicator)
+        {
+            return None;
+        }
+        let displacement = self.text.of(&m.args[1]);
+        let displacement = if displacement.contains(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            format!("({displacement})")
+        } else {
+            displacement
+        };
+        Some(
+            t.elems
+                .iter()
+                .zip(["-", "+"])
+                .filter_map(|(p, sign)| {
+                    let name = match p {
+                        syn::Pat::Ident(i) => i.ident.to_string(),
+                        _ => return None,
+                    };
+                    Some((name, format!("rank {sign} {displacement}")))
+                })
+                .collect(),
+        )
+    }
+
     fn local(&mut self, l: &syn::Local, out: &mut Vec<Node>) {
         let names = pattern_idents(&l.pat);
         let loc = self.loc(l.extent());
@@ -692,6 +739,14 @@ impl<'p, 'f> Builder<'p, 'f> {
         };
         let mut binds_comm = false;
         let mut rank_arithmetic = false;
+        // `let (below, above) = cart.shift(dim, 1)`: the ranks `1` below and above this one
+        // along `dim` of a Cartesian communicator, as rank arithmetic would name them.
+        if let Some(peers) = init.and_then(|e| self.cartesian_shift(&l.pat, e)) {
+            for (name, peer) in peers {
+                self.facts.glue_defs.insert(name, peer);
+            }
+            rank_arithmetic = true;
+        }
         for (name, part) in names.iter().zip(parts) {
             let value = annotated
                 .clone()
@@ -1163,6 +1218,16 @@ impl<'p, 'f> Builder<'p, 'f> {
                 if let Some(name) = bound_name {
                     self.facts.glue_defs.insert(name, def);
                 }
+            } else if let (Some(name), Some(def)) = (
+                bound_name,
+                crate::syntax::base_var(value)
+                    .filter(|_| matches!(value, syn::Expr::Path(_)))
+                    .and_then(|v| self.facts.glue_defs.get(&v).cloned()),
+            ) {
+                // `if let Some(up) = above` with `above` a neighbour that may be missing (a
+                // Cartesian shift's at the edge): `up` is that neighbour.
+                cond.glue = true;
+                self.facts.glue_defs.insert(name, def);
             }
         }
         if let syn::Expr::Match(m) = whole {

@@ -262,7 +262,9 @@ pub fn derived_value(name: &str) -> Option<ValueKind> {
         | "split_by_subgroup"
         | "split_by_subgroup_collective"
         | "create_cartesian_communicator"
-        | "cartesian_communicator" => ValueKind::Communicator,
+        | "cartesian_communicator"
+        | "subgroup"
+        | "subgroup_unchecked" => ValueKind::Communicator,
         "process_at_rank" | "any_process" | "this_process" | "root_process" | "process_at" => {
             ValueKind::Process
         }
