@@ -13,7 +13,7 @@ use mheta_format::{Access, AffineAccess, AffineIndex, IoOp, Load, Stage, VarClas
 use crate::automaton::StageOut;
 use crate::body::Facts;
 use crate::diagnostics::Loc;
-use crate::ir::IndexAccess;
+use crate::ir::{IndexAccess, LoopKind};
 use crate::lower::{Lowered, Token};
 use crate::sources::SourceMap;
 
@@ -114,6 +114,10 @@ pub fn stage(
     let mut io = Vec::new();
     let mut var_depth: BTreeMap<String, u32> = BTreeMap::new();
     let mut defs: BTreeMap<&str, &syn::Expr> = BTreeMap::new();
+    // Arrays an iterator chain writes whose closure names its element after the array
+    // (`Zip::from(v.slice_mut(..)).for_each(|v, ..| *v = ..)`, `v.iter_mut().for_each(|v| ..)`):
+    // the loop variable shadows the array, whose write stays.
+    let mut shadowed_writes: Vec<String> = Vec::new();
 
     for &t in &stage.tokens {
         match t {
@@ -128,6 +132,17 @@ pub fn stage(
                 }
                 extend(&mut reads, &l.header.reads);
                 extend(&mut writes, &l.header.writes);
+                if l.kind == LoopKind::Iterator {
+                    let shadowing = l.header.writes.iter().filter(|w| {
+                        l.vars.contains(w)
+                            && classes.contains_key(w.as_str())
+                            && !loop_vars.contains(w.as_str())
+                    });
+                    extend(
+                        &mut shadowed_writes,
+                        &shadowing.cloned().collect::<Vec<_>>(),
+                    );
+                }
                 depth += 1;
                 max_depth = max_depth.max(depth);
                 open.push(i);
@@ -198,6 +213,7 @@ pub fn stage(
     };
     reads.retain(keep);
     writes.retain(keep);
+    extend(&mut writes, &shadowed_writes);
 
     let loop_var_list: Vec<String> = loop_vars.iter().cloned().collect();
     let outermost: Option<&String> = stage.tokens.iter().find_map(|t| match t {

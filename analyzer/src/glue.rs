@@ -22,6 +22,10 @@ const GLUE_METHODS: &[&str] = &[
     "lt", "gt", "process_at_rank", "any_process", "this_process", "world", "comm", "cloned", "copied",
     // Copying between a data array and a message buffer (packing and unpacking).
     "copy_from_slice", "clone_from_slice", "swap_with_slice", "extend_from_slice",
+    // ndarray: views of rows, columns and slices (`u.row(1).to_vec()`), copying into one
+    // (`u.row_mut(0).assign(&ghost)`), and shapes.
+    "row", "column", "view", "slice", "row_mut", "column_mut", "view_mut", "slice_mut", "assign", "nrows",
+    "ncols", "dim", "shape",
     // Request bookkeeping.
     "add", "incomplete", "is_complete",
 ];

@@ -19,7 +19,7 @@ const MUTATING_METHODS: &[&str] = &[
     "push", "pop", "insert", "remove", "clear", "fill", "copy_from_slice", "clone_from_slice", "extend",
     "extend_from_slice", "swap", "sort", "sort_by", "truncate", "resize", "append", "drain", "retain", "set",
     "write_block", "fill_with", "reverse", "swap_with_slice", "sort_unstable", "sort_unstable_by", "sort_by_key",
-    "rotate_left", "rotate_right", "dedup", "push_str", "split_off", "as_mut",
+    "rotate_left", "rotate_right", "dedup", "push_str", "split_off", "as_mut", "assign",
 ];
 
 /// Whether a method call writes its receiver: a method of [`MUTATING_METHODS`], or one named

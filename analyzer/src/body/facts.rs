@@ -98,7 +98,10 @@ impl Builder<'_, '_> {
             syn::Pat::Type(t) => {
                 let ty = &t.ty;
                 let text = quote::quote!(#ty).to_string();
-                text.contains("Vec") || text.starts_with('[') || text.contains("DistArray")
+                text.contains("Vec")
+                    || text.starts_with('[')
+                    || text.contains("DistArray")
+                    || is_ndarray_type(&crate::syntax::type_name(ty))
             }
             _ => false,
         };
@@ -465,6 +468,34 @@ pub(super) fn mentions(e: &syn::Expr) -> Mentions {
                 {
                     self.0.is_array = true;
                 }
+                // ndarray's owned arrays: `Array2::<f64>::zeros((rows + 2, n))`,
+                // `Array1::from_elem(n, 0.0)`, `Array::from_shape_vec(..)`.
+                if let Some(ty) = p
+                    .path
+                    .segments
+                    .iter()
+                    .find(|s| is_ndarray_type(&s.ident.to_string()))
+                {
+                    if segs
+                        .last()
+                        .is_some_and(|l| NDARRAY_CONSTRUCTORS.contains(&l.as_str()))
+                    {
+                        self.0.is_array = true;
+                        if let syn::PathArguments::AngleBracketed(a) = &ty.arguments {
+                            self.0.elem_type = a.args.iter().find_map(|g| match g {
+                                syn::GenericArgument::Type(t) => Some(type_text(t)),
+                                _ => None,
+                            });
+                        }
+                        if segs.last().is_some_and(|l| l == "from_elem") {
+                            self.0.elem_type = self
+                                .0
+                                .elem_type
+                                .take()
+                                .or_else(|| c.args.iter().nth(1).and_then(literal_type));
+                        }
+                    }
+                }
                 self.0.idents.extend(segs);
             }
             c.args.iter().for_each(|a| self.visit_expr(a));
@@ -485,6 +516,29 @@ pub(super) fn mentions(e: &syn::Expr) -> Mentions {
     v.visit_expr(e);
     v.0
 }
+
+/// ndarray's owned array types (`Array2<f64>`; views are not arrays of their own).
+fn is_ndarray_type(name: &str) -> bool {
+    matches!(
+        name,
+        "Array" | "Array1" | "Array2" | "Array3" | "Array4" | "Array5" | "Array6" | "ArrayD"
+    )
+}
+
+/// ndarray's constructors of an owned array.
+const NDARRAY_CONSTRUCTORS: &[&str] = &[
+    "zeros",
+    "ones",
+    "from_elem",
+    "from_vec",
+    "from_shape_vec",
+    "from_shape_fn",
+    "from_iter",
+    "default",
+    "uninit",
+    "linspace",
+    "range",
+];
 
 /// The type a `let` gives its variable when it shows it: the annotation, a struct literal's
 /// name, or the type of a `Type::ctor(..)` call (`?`, `.unwrap()` and the like aside).
