@@ -463,6 +463,7 @@ pub fn build_function(
     let f = &program.functions[index];
     let mut b = Builder::new(program, f, communicates, facts, vec![index], None);
     b.declare_params(&f.sig);
+    b.declare_self_fields(f);
     let mut nodes = b.block(&f.block);
     let called = b.called;
     peer_fns::expand_all(program, &mut nodes);
@@ -480,6 +481,7 @@ pub fn is_comm_attr(f: &Function) -> bool {
 mod chains;
 mod facts;
 mod inline;
+mod layout;
 mod peel;
 mod peer_fns;
 
@@ -643,7 +645,48 @@ impl<'p, 'f> Builder<'p, 'f> {
 
     fn scan(&self, e: Option<&syn::Expr>, bound: &[String], loc: Loc) -> Stmt {
         let user_comm = |c: UserCall<'_>| self.nested_user_comm(c);
-        self.scanner_with(&user_comm).scan(e, bound, loc)
+        let mut stmt = self.scanner_with(&user_comm).scan(e, bound, loc);
+        if let (Some(e), true) = (e, stmt.calls.is_empty()) {
+            self.note_self_methods(e, &mut stmt);
+        }
+        stmt
+    }
+
+    /// A call of a method of `self` that computes only (`self.sweep()`) reads and writes the
+    /// arrays among the fields its body touches (`self.u`, `self.next`): the statement does.
+    fn note_self_methods(&self, e: &syn::Expr, stmt: &mut Stmt) {
+        use syn::visit::Visit;
+        struct Calls<'a>(Vec<&'a syn::ExprMethodCall>);
+        impl<'a> Visit<'a> for Calls<'a> {
+            fn visit_expr_method_call(&mut self, m: &'a syn::ExprMethodCall) {
+                if matches!(&*m.receiver, syn::Expr::Path(p) if p.path.is_ident("self")) {
+                    self.0.push(m);
+                }
+                syn::visit::visit_expr_method_call(self, m);
+            }
+            fn visit_expr_closure(&mut self, _: &'a syn::ExprClosure) {}
+        }
+        if self.facts.arrays.is_empty() {
+            return;
+        }
+        let mut calls = Calls(Vec::new());
+        calls.visit_expr(e);
+        for m in calls.0 {
+            for i in self.method_candidates(m).unwrap_or_default() {
+                let (reads, writes) = layout::self_fields(self.program, i);
+                let arrays = |v: &&String| self.facts.arrays.contains(v.as_str());
+                for r in reads.iter().filter(arrays) {
+                    if !stmt.reads.contains(r) {
+                        stmt.reads.push(r.clone());
+                    }
+                }
+                for w in writes.iter().filter(arrays) {
+                    if !stmt.writes.contains(w) {
+                        stmt.writes.push(w.clone());
+                    }
+                }
+            }
+        }
     }
 
     /// A scanner of this body's statements that resolves calls of communication functions

@@ -504,9 +504,35 @@ fn resolve_peer(peer: &str, ranges: &[(String, String)], facts: &Facts) -> (Stri
         return (collection_of(range), true);
     }
     if let Some(def) = facts.glue_defs.get(name) {
-        return (without_casts(&fold_edge_cases(def, facts)), false);
+        return (
+            without_self(&without_casts(&fold_edge_cases(def, facts))),
+            false,
+        );
     }
-    (without_casts(&fold_edge_cases(name, facts)), false)
+    (
+        without_self(&without_casts(&fold_edge_cases(name, facts))),
+        false,
+    )
+}
+
+/// A peer without `self.` before the fields it reads: in a method of the solver's struct,
+/// `self.rank - 1` is `rank - 1`, as the participants name ranks.
+fn without_self(peer: &str) -> String {
+    let mut out = String::with_capacity(peer.len());
+    let mut rest = peer;
+    while let Some(at) = rest.find("self.") {
+        let starts_word = rest[..at]
+            .chars()
+            .next_back()
+            .map_or(true, |c| !(c.is_alphanumeric() || c == '_'));
+        out.push_str(&rest[..at]);
+        if !starts_word {
+            out.push_str("self.");
+        }
+        rest = &rest[at + "self.".len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A peer without its integer conversions: `rank as i32 - 1` is `rank - 1`, as written
@@ -638,6 +664,17 @@ fn collection_of(range: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_peer_read_from_self_is_named_without_it() {
+        assert_eq!(super::without_self("self.rank - 1"), "rank - 1");
+        assert_eq!(
+            super::without_self("(self.rank + 1) % self.size"),
+            "(rank + 1) % size"
+        );
+        assert_eq!(super::without_self("myself.rank + 1"), "myself.rank + 1");
+        assert_eq!(super::without_self("rank + 1"), "rank + 1");
+    }
     use mheta_format::{CommEvent, EventRule, Pattern, SectionItem};
 
     /// The closing events of every section of the only solver in `src` (a `main` with rsmpi).

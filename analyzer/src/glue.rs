@@ -208,7 +208,7 @@ pub fn wraps(c: &syn::ExprCall) -> bool {
         || matches!(last, "transmute" | "from_raw_parts" | "from_raw_parts_mut")
 }
 
-fn is_compound(op: &syn::BinOp) -> bool {
+pub(crate) fn is_compound(op: &syn::BinOp) -> bool {
     use syn::BinOp::*;
     matches!(
         op,

@@ -493,3 +493,12 @@ impl Node {
         }
     }
 }
+
+/// The fields of a struct its constructor sizes by this node's partition (`body::layout`).
+#[derive(Debug, Default)]
+pub struct Layout {
+    /// Array fields holding this node's block, with their element type when known.
+    pub distributed: Vec<(String, Option<String>)>,
+    /// Scalar fields that are partition sizes (this node's rows, its first row).
+    pub sizes: Vec<String>,
+}

@@ -28,6 +28,12 @@ pub struct Program {
     pub functions: Vec<Function>,
     /// Struct fields `(name, type)` of every struct in the program (for communicator fields).
     pub fields: Vec<(String, syn::Type)>,
+    /// The named fields of each struct, by the struct's name (for the arrays a struct holds).
+    pub structs: std::collections::HashMap<String, Vec<(String, syn::Type)>>,
+    /// What each struct's constructor says about its fields, once asked (`body::layout`).
+    pub layouts: std::cell::RefCell<
+        std::collections::HashMap<String, Option<std::rc::Rc<crate::ir::Layout>>>,
+    >,
     /// Function indices by name (filled by the analysis), for call resolution.
     pub by_name: std::collections::HashMap<String, Vec<usize>>,
     /// The fields among `fields` whose type is a communicator (filled by the analysis).
@@ -436,11 +442,18 @@ impl Loader<'_> {
                     self.program.closure_aliases.insert(t.ident.to_string());
                 }
                 syn::Item::Struct(s) => {
+                    let mut named = Vec::new();
                     for field in s.fields {
                         if let Some(id) = &field.ident {
+                            named.push((id.to_string(), field.ty.clone()));
                             self.program.fields.push((id.to_string(), field.ty));
                         }
                     }
+                    self.program
+                        .structs
+                        .entry(s.ident.to_string())
+                        .or_default()
+                        .extend(named);
                 }
                 syn::Item::Mod(m) => self.module(m, file, module, dir, depth, imported),
                 syn::Item::Use(u) => {

@@ -25,7 +25,7 @@ const MUTATING_METHODS: &[&str] = &[
 /// Whether a method call writes its receiver: a method of [`MUTATING_METHODS`], or one named
 /// by Rust's convention for a mutable borrow (`iter_mut`, `get_mut`, `chunks_mut`,
 /// `get_pixel_mut`), through whose result the caller writes (`*img.get_pixel_mut(x, y) = p`).
-fn mutates(name: &str) -> bool {
+pub(crate) fn mutates(name: &str) -> bool {
     name.ends_with("_mut") || MUTATING_METHODS.contains(&name)
 }
 

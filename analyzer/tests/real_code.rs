@@ -163,7 +163,7 @@ fn a_universe_in_an_option_field() {
          for _ in 0..10 { sim.step(); }\n}\n";
     let (text, messages) = analyze(src);
     assert!(
-        text.contains("nearest_neighbor by function with [self.rank + 1]: mpi::send"),
+        text.contains("nearest_neighbor by function with [rank + 1]: mpi::send"),
         "{text}\n{messages:?}"
     );
 }

@@ -117,11 +117,12 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
                 ident.span(),
                 0,
             );
-            let original = stripped(item.clone());
-            return Some(quote! {
-                #warning
-                #original
-            });
+            // Inside the body: a method's `impl` block takes no unnamed `const` item.
+            let mut warned = item.clone();
+            if let Ok(stmt) = syn::parse2::<syn::Stmt>(warning) {
+                warned.block.stmts.insert(0, stmt);
+            }
+            return Some(stripped(warned));
         }
     };
     let solver = found.solver();
@@ -206,10 +207,11 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
     };
     let body = dual::body(&block, plain.as_ref());
     let (attrs, vis, sig) = (&item.attrs, &item.vis, &item.sig);
+    // The warnings go inside the body: a method's `impl` block takes no unnamed `const` item.
     Some(quote! {
-        #(#warnings)*
         #(#attrs)*
         #vis #sig {
+            #(#warnings)*
             #registration
             #body
         }

@@ -51,6 +51,56 @@ impl Builder<'_, '_> {
         }
     }
 
+    /// Whether `e` makes an array (`vec![0.0; n]`, `Vec::with_capacity(n)`, `Array2::zeros(..)`):
+    /// `Some` of its element type when it shows it.
+    pub(super) fn array_made(&self, e: &syn::Expr) -> Option<Option<String>> {
+        let m = mentions(e);
+        m.is_array.then_some(m.elem_type)
+    }
+
+    /// Whether variable `name`, of a struct type (`var_types`), holds this node's block: its
+    /// constructor sizes one of its arrays by the partition (`body::layout`). `Some` of that
+    /// array's element type.
+    fn holds_block(&self, name: &str) -> Option<Option<String>> {
+        let ty = self.facts.var_types.get(name)?;
+        let layout = super::layout::of(self.program, ty)?;
+        let (_, elem) = layout.distributed.first()?;
+        Some(elem.clone())
+    }
+
+    /// A method's struct fields that its constructor sizes by the partition (`body::layout`):
+    /// the arrays are the method's distributed variables, named by field (`self.u` is `u`),
+    /// and the sizes its partition sizes.
+    pub(super) fn declare_self_fields(&mut self, f: &crate::load::Function) {
+        if !matches!(f.sig.inputs.first(), Some(syn::FnArg::Receiver(_))) {
+            return;
+        }
+        let mut segs = f.path.rsplit("::");
+        segs.next();
+        let Some(layout) = segs
+            .next()
+            .and_then(|ty| super::layout::of(self.program, ty))
+        else {
+            return;
+        };
+        let loc = self.loc(f.sig.ident.span());
+        for (name, elem_type) in &layout.distributed {
+            if self.facts.variables.iter().any(|v| &v.name == name) {
+                continue;
+            }
+            self.facts.arrays.insert(name.clone());
+            self.facts.data_arrays.insert(name.clone());
+            self.facts.variables.push(VarDecl {
+                name: name.clone(),
+                distributed: true,
+                elem_type: elem_type.clone(),
+                loc,
+                param: false,
+            });
+        }
+        self.facts.dist_sizes.extend(layout.sizes.iter().cloned());
+    }
+
     /// Notes what `let name = e` says about the rank, the size, the partition, arrays and glue;
     /// true when `e` is rank arithmetic done by a small user function (see
     /// [`super::peer_fns::glue_def`]), which makes the statement glue.
@@ -153,6 +203,17 @@ impl Builder<'_, '_> {
             self.facts.variables.push(VarDecl {
                 name: name.to_string(),
                 distributed,
+                elem_type,
+                loc,
+                param: false,
+            });
+        } else if let Some(elem_type) = self.holds_block(name) {
+            // `let mut g = Grid::new(..)` whose constructor sizes its arrays by the partition:
+            // the struct is this node's block.
+            self.facts.variables.retain(|v| v.name != name);
+            self.facts.variables.push(VarDecl {
+                name: name.to_string(),
+                distributed: true,
                 elem_type,
                 loc,
                 param: false,

@@ -464,7 +464,7 @@ fn imported_call(
 
 /// The type a method is implemented on, from its path (`Type` of `module::Type::name`); `None`
 /// for a free function's path, whose second-to-last segment is a module (lowercase).
-fn impl_type(path: &str) -> Option<&str> {
+pub(super) fn impl_type(path: &str) -> Option<&str> {
     let mut segs = path.rsplit("::");
     segs.next()?;
     segs.next()

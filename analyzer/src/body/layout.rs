@@ -1,0 +1,234 @@
+//! What a struct's constructor says about its fields: which hold this node's block of rows and
+//! which count them. A solver written around a struct (`let mut g = Grid::new(n, rank, size)`,
+//! or a method `fn run(&mut self)` of the struct) keeps its distributed arrays in fields, which
+//! no `let` of the solver declares; the constructor does, as the solver would:
+//!
+//! ```text
+//! fn new(global: usize, rank: usize, size: usize) -> Grid {
+//!     let rows = global / size;             // a partition size
+//!     let u = vec![0.0; (rows + 2) * cols]; // an array sized by it: distributed
+//!     Grid { rows, u, next: u.clone() }
+//! }
+//! ```
+//!
+//! The constructor is built like any body (its own facts, no callee expanded) and each field of
+//! the struct literal it returns takes what its `let` was: `rows` a partition size, `u` and
+//! `next` distributed arrays of `f64`.
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+use syn::visit::Visit;
+
+use crate::load::Program;
+
+pub use crate::ir::Layout;
+
+/// The layout of struct `ty` (its name), from the first function of its `impl` that returns a
+/// struct literal of it; `None` when no such function sizes any field by the partition. Memoised
+/// in the program; a struct whose constructor builds the struct again is read once.
+pub fn of(program: &Program, ty: &str) -> Option<Rc<Layout>> {
+    if !program.structs.contains_key(ty) {
+        return None;
+    }
+    if let Some(known) = program.layouts.borrow().get(ty) {
+        return known.clone();
+    }
+    // Being read: a constructor that asks for its own struct's layout gets none.
+    program.layouts.borrow_mut().insert(ty.to_string(), None);
+    let layout = read(program, ty).map(Rc::new);
+    program
+        .layouts
+        .borrow_mut()
+        .insert(ty.to_string(), layout.clone());
+    layout
+}
+
+fn read(program: &Program, ty: &str) -> Option<Layout> {
+    let (index, literal) = program.functions.iter().enumerate().find_map(|(i, f)| {
+        let mut segs = f.path.rsplit("::");
+        segs.next();
+        (segs.next() == Some(ty))
+            .then(|| struct_literal(&f.block, ty))
+            .flatten()
+            .map(|l| (i, l))
+    })?;
+    let f = &program.functions[index];
+    let mut facts = super::Facts::default();
+    let mut b = super::Builder::new(program, f, &|_| false, &mut facts, vec![index], None);
+    b.declare_params(&f.sig);
+    let _ = b.block(&f.block);
+    let mut layout = Layout::default();
+    for field in &literal.fields {
+        let syn::Member::Named(member) = &field.member else {
+            continue;
+        };
+        let member = member.to_string();
+        match local_of(&field.expr) {
+            // `Grid { rows, u, next: u.clone() }`: what the local is.
+            Some(local) => {
+                if let Some(v) = b.facts.variables.iter().find(|v| v.name == local) {
+                    if v.distributed {
+                        layout.distributed.push((member, v.elem_type.clone()));
+                    }
+                } else if b.facts.dist_sizes.contains(&local) {
+                    layout.sizes.push(member);
+                }
+            }
+            // `Heat { u: vec![0.0; n + 2], .. }`: an array made in place.
+            None => {
+                if let Some(elem) = b.array_made(&field.expr) {
+                    if b.array_is_distributed(&field.expr) {
+                        layout.distributed.push((member, elem));
+                    }
+                }
+            }
+        }
+    }
+    (!layout.distributed.is_empty() || !layout.sizes.is_empty()).then_some(layout)
+}
+
+/// The local a field's value is (`u`, `u.clone()`, `u.to_vec()`), if it is one.
+fn local_of(e: &syn::Expr) -> Option<String> {
+    match e {
+        syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+        syn::Expr::MethodCall(m)
+            if matches!(
+                m.method.to_string().as_str(),
+                "clone" | "to_vec" | "to_owned"
+            ) =>
+        {
+            local_of(&m.receiver)
+        }
+        syn::Expr::Paren(p) => local_of(&p.expr),
+        _ => None,
+    }
+}
+
+/// The first struct literal of `ty` (or `Self`) in a body.
+fn struct_literal<'a>(block: &'a syn::Block, ty: &str) -> Option<&'a syn::ExprStruct> {
+    struct Find<'t, 'ast> {
+        ty: &'t str,
+        found: Option<&'ast syn::ExprStruct>,
+    }
+    impl<'ast> Visit<'ast> for Find<'_, 'ast> {
+        fn visit_expr_struct(&mut self, s: &'ast syn::ExprStruct) {
+            if self.found.is_none()
+                && s.path
+                    .segments
+                    .last()
+                    .is_some_and(|seg| seg.ident == self.ty || seg.ident == "Self")
+            {
+                self.found = Some(s);
+            }
+            syn::visit::visit_expr_struct(self, s);
+        }
+    }
+    let mut find = Find { ty, found: None };
+    find.visit_block(block);
+    find.found
+}
+
+/// The fields of `self` a method reads and writes, through the methods of `self` it calls in
+/// turn (each read once): `(reads, writes)`, in the order first seen. A write is a field
+/// assigned (`self.u[i] = ..`, `self.t += ..`), borrowed mutably (`&mut self.u`) or called a
+/// mutating method on (`self.next[1..].iter_mut()`, `self.u.fill(0.0)`).
+pub fn self_fields(program: &Program, method: usize) -> (Vec<String>, Vec<String>) {
+    let mut seen = BTreeSet::from([method]);
+    let mut queue = vec![method];
+    let mut v = SelfFields::default();
+    while let Some(i) = queue.pop() {
+        let Some(f) = program.functions.get(i) else {
+            continue;
+        };
+        v.calls.clear();
+        v.visit_block(&f.block);
+        let ty = super::inline::impl_type(&f.path);
+        for name in std::mem::take(&mut v.calls) {
+            for &g in program.by_name.get(&name).into_iter().flatten() {
+                let same_type = super::inline::impl_type(&program.functions[g].path) == ty;
+                if same_type && program.functions[g].sig.receiver().is_some() && seen.insert(g) {
+                    queue.push(g);
+                }
+            }
+        }
+    }
+    (v.reads, v.writes)
+}
+
+#[derive(Default)]
+struct SelfFields {
+    reads: Vec<String>,
+    writes: Vec<String>,
+    /// Methods called on `self`, to read next.
+    calls: Vec<String>,
+}
+
+impl SelfFields {
+    fn write(&mut self, place: &syn::Expr) {
+        if let Some(field) = self_field(place) {
+            if !self.writes.contains(&field) {
+                self.writes.push(field);
+            }
+        }
+    }
+}
+
+/// The field of `self` a field access is in (`self.grid.u`: `grid`).
+fn field_of_self(f: &syn::ExprField) -> Option<String> {
+    match (&*f.base, &f.member) {
+        (syn::Expr::Path(p), syn::Member::Named(m)) if p.path.is_ident("self") => {
+            Some(m.to_string())
+        }
+        _ => self_field(&f.base),
+    }
+}
+
+/// The field of `self` a place is in (`self.u[i]`, `self.u[a..b]`, `(self.u)`): `u`.
+fn self_field(place: &syn::Expr) -> Option<String> {
+    match place {
+        syn::Expr::Field(f) => field_of_self(f),
+        syn::Expr::Index(i) => self_field(&i.expr),
+        syn::Expr::Paren(p) => self_field(&p.expr),
+        syn::Expr::Unary(u) => self_field(&u.expr),
+        syn::Expr::MethodCall(m) => self_field(&m.receiver),
+        _ => None,
+    }
+}
+
+impl<'ast> Visit<'ast> for SelfFields {
+    fn visit_expr_field(&mut self, f: &'ast syn::ExprField) {
+        if let Some(field) = field_of_self(f) {
+            if !self.reads.contains(&field) {
+                self.reads.push(field);
+            }
+        }
+        syn::visit::visit_expr_field(self, f);
+    }
+    fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+        self.write(&a.left);
+        syn::visit::visit_expr_assign(self, a);
+    }
+    fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+        if crate::glue::is_compound(&b.op) {
+            self.write(&b.left);
+        }
+        syn::visit::visit_expr_binary(self, b);
+    }
+    fn visit_expr_reference(&mut self, r: &'ast syn::ExprReference) {
+        if r.mutability.is_some() {
+            self.write(&r.expr);
+        }
+        syn::visit::visit_expr_reference(self, r);
+    }
+    fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+        let name = m.method.to_string();
+        if crate::scan::mutates(&name) {
+            self.write(&m.receiver);
+        }
+        if matches!(&*m.receiver, syn::Expr::Path(p) if p.path.is_ident("self")) {
+            self.calls.push(name);
+        }
+        syn::visit::visit_expr_method_call(self, m);
+    }
+}
