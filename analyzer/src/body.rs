@@ -339,6 +339,7 @@ fn read(program: &Program, i: usize) -> Reading {
     let mut facts = Facts::default();
     let mut b = Builder::new(program, f, &|_| false, &mut facts, vec![i], None);
     b.declare_params(&f.sig);
+    b.declare_self_fields(f);
     let mut nodes = b.block(&f.block);
     let called = b.called.clone();
     let mut callees = called.clone();

@@ -870,3 +870,50 @@ fn a_worker_loop_in_a_callee_of_the_other_rank_arm_is_named() {
         .collect();
     assert_eq!(named.len(), 1, "{messages:?}");
 }
+
+/// A struct whose constructor sizes its arrays by this rank's share, in the three ways a solver
+/// holds one: a local made by the constructor, a parameter, and `self` of a method solver. The
+/// struct (or, for the method, its array fields) is a distributed variable, and the compute-only
+/// sweep's stage has it as representative.
+#[test]
+fn a_struct_holding_the_block_is_distributed() {
+    let bar = "struct Bar { n: usize, u: Vec<f64>, next: Vec<f64> }\n\
+        impl Bar {\n fn new(world: &SimpleCommunicator, cells: usize) -> Bar {\n \
+          let n = cells / world.size() as usize;\n \
+          let u = vec![0.0f64; n + 2];\n Bar { n, next: u.clone(), u }\n }\n \
+          fn sweep(&mut self) {\n for i in 1..=self.n { self.next[i] = 0.5 * (self.u[i - 1] + self.u[i + 1]); }\n \
+          std::mem::swap(&mut self.u, &mut self.next);\n }\n";
+    let run =
+        "fn run(&mut self, world: &SimpleCommunicator) {\n for _ in 0..50 {\n self.sweep();\n \
+          let local = self.u[1];\n let mut total = 0.0;\n \
+          world.all_reduce_into(&local, &mut total, SystemOperation::sum());\n }\n }\n";
+    let solve = "fn solve(bar: &mut Bar, world: &SimpleCommunicator) {\n for _ in 0..50 {\n bar.sweep();\n \
+          let mut total = 0.0;\n world.all_reduce_into(&bar.u[1], &mut total, SystemOperation::sum());\n }\n}";
+    // A local.
+    let (text, messages) = analyze(&program(
+        &format!("{bar}}}"),
+        "let mut bar = Bar::new(&world, 64);\n\
+         for _ in 0..50 {\n bar.sweep();\n let mut total = 0.0;\n \
+         world.all_reduce_into(&bar.u[1], &mut total, SystemOperation::sum());\n }",
+    ));
+    assert!(text.contains("solver t::main"), "{text}\n{messages:?}");
+    assert!(text.contains("variable bar: Distributed f64"), "{text}");
+    assert!(text.contains("representative bar"), "{text}");
+    // A parameter of a free-function solver.
+    let (text, messages) = analyze(&program(
+        &format!("{bar}}}\n{solve}"),
+        "let mut bar = Bar::new(&world, 64);\n solve(&mut bar, &world);",
+    ));
+    assert!(text.contains("solver t::solve"), "{text}\n{messages:?}");
+    assert!(text.contains("variable bar: Distributed f64"), "{text}");
+    assert!(text.contains("representative bar"), "{text}");
+    // `self` of a method solver: its array fields.
+    let (text, messages) = analyze(&program(
+        &format!("{bar}{run}}}"),
+        "let mut bar = Bar::new(&world, 64);\n bar.run(&world);",
+    ));
+    assert!(text.contains("solver t::Bar::run"), "{text}\n{messages:?}");
+    assert!(text.contains("variable u: Distributed f64"), "{text}");
+    assert!(text.contains("variable next: Distributed f64"), "{text}");
+    assert!(text.contains("reads [next, u] writes [next, u]"), "{text}");
+}

@@ -24,6 +24,23 @@ impl Builder<'_, '_> {
                 if ty_text.contains("Range") && !ty_text.contains('[') {
                     self.facts.dist_sizes.extend(pattern_idents(&pt.pat));
                 }
+                // `grid: &mut Grid` of a struct whose constructor sizes its arrays by the
+                // partition (`body::layout`): this node's block.
+                if let Some(elem_type) =
+                    super::layout::of(self.program, &crate::syntax::type_name(ty))
+                        .and_then(|l| l.distributed.first().map(|(_, e)| e.clone()))
+                {
+                    for name in pattern_idents(&pt.pat) {
+                        self.facts.variables.push(VarDecl {
+                            name,
+                            distributed: true,
+                            elem_type: elem_type.clone(),
+                            loc: self.loc(pt.span()),
+                            param: true,
+                        });
+                    }
+                    continue;
+                }
                 // A closure's signature may name a `Vec` (`&mut dyn FnMut(&Vec<f64>)`).
                 let array_type = ty_text.contains('[')
                     || ty_text.contains("Vec")
