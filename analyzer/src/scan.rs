@@ -19,7 +19,10 @@ const MUTATING_METHODS: &[&str] = &[
     "push", "pop", "insert", "remove", "clear", "fill", "copy_from_slice", "clone_from_slice", "extend",
     "extend_from_slice", "swap", "sort", "sort_by", "truncate", "resize", "append", "drain", "retain", "set",
     "write_block", "fill_with", "reverse", "swap_with_slice", "sort_unstable", "sort_unstable_by", "sort_by_key",
-    "rotate_left", "rotate_right", "dedup", "push_str", "split_off", "as_mut", "assign",
+    "rotate_left", "rotate_right", "dedup", "push_str", "split_off", "as_mut",
+    // ndarray's in-place updates.
+    "assign", "scaled_add", "zip_mut_with", "map_inplace", "mapv_inplace", "par_map_inplace",
+    "par_mapv_inplace",
 ];
 
 /// Whether a method call writes its receiver: a method of [`MUTATING_METHODS`], or one named

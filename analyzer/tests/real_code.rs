@@ -917,3 +917,25 @@ fn a_struct_holding_the_block_is_distributed() {
     assert!(text.contains("variable next: Distributed f64"), "{text}");
     assert!(text.contains("reads [next, u] writes [next, u]"), "{text}");
 }
+
+/// ndarray arrays made by their constructors are variables of their element type, and its
+/// in-place updates (`scaled_add`, `mapv_inplace`) write their receiver: a CG's vector updates.
+#[test]
+fn ndarray_updates_write_their_array() {
+    let (text, messages) = analyze(&program(
+        "use ndarray::Array1;",
+        "let n = 4096 / world.size() as usize;\n\
+         let mut x = Array1::<f64>::zeros(n);\n let mut r = Array1::<f64>::ones(n);\n\
+         let p = r.clone();\n\
+         for _ in 0..100 {\n\
+           let local = r.dot(&r);\n let mut rr = 0.0;\n\
+           world.all_reduce_into(&local, &mut rr, SystemOperation::sum());\n\
+           x.scaled_add(rr, &p);\n r.mapv_inplace(|v| v * 0.5);\n }",
+    ));
+    assert!(
+        text.contains("variable x: Distributed f64"),
+        "{text}\n{messages:?}"
+    );
+    assert!(text.contains("variable r: Distributed f64"), "{text}");
+    assert!(text.contains("writes [x, r]"), "{text}");
+}
