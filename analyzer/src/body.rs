@@ -667,14 +667,20 @@ impl<'p, 'f> Builder<'p, 'f> {
             }
             fn visit_expr_closure(&mut self, _: &'a syn::ExprClosure) {}
         }
-        if self.facts.arrays.is_empty() {
+        // Only a method's body (or one inlined into the solver) names `self`.
+        let in_method = self
+            .stack
+            .iter()
+            .any(|&i| self.program.functions[i].sig.receiver().is_some());
+        if !in_method || self.facts.arrays.is_empty() {
             return;
         }
         let mut calls = Calls(Vec::new());
         calls.visit_expr(e);
         for m in calls.0 {
             for i in self.method_candidates(m).unwrap_or_default() {
-                let (reads, writes) = layout::self_fields(self.program, i);
+                let fields = layout::self_fields(self.program, i);
+                let (reads, writes) = &*fields;
                 let arrays = |v: &&String| self.facts.arrays.contains(v.as_str());
                 for r in reads.iter().filter(arrays) {
                     if !stmt.reads.contains(r) {

@@ -30,6 +30,11 @@ pub struct Program {
     pub fields: Vec<(String, syn::Type)>,
     /// The named fields of each struct, by the struct's name (for the arrays a struct holds).
     pub structs: std::collections::HashMap<String, Vec<(String, syn::Type)>>,
+    /// The fields of `self` each method reads and writes, by function index, once asked
+    /// (`body::layout::self_fields`).
+    pub self_fields: std::cell::RefCell<
+        std::collections::HashMap<usize, std::rc::Rc<(Vec<String>, Vec<String>)>>,
+    >,
     /// What each struct's constructor says about its fields, once asked (`body::layout`).
     pub layouts: std::cell::RefCell<
         std::collections::HashMap<String, Option<std::rc::Rc<crate::ir::Layout>>>,

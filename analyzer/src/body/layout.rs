@@ -133,7 +133,19 @@ fn struct_literal<'a>(block: &'a syn::Block, ty: &str) -> Option<&'a syn::ExprSt
 /// turn (each read once): `(reads, writes)`, in the order first seen. A write is a field
 /// assigned (`self.u[i] = ..`, `self.t += ..`), borrowed mutably (`&mut self.u`) or called a
 /// mutating method on (`self.next[1..].iter_mut()`, `self.u.fill(0.0)`).
-pub fn self_fields(program: &Program, method: usize) -> (Vec<String>, Vec<String>) {
+pub fn self_fields(program: &Program, method: usize) -> Rc<(Vec<String>, Vec<String>)> {
+    if let Some(known) = program.self_fields.borrow().get(&method) {
+        return known.clone();
+    }
+    let fields = Rc::new(read_self_fields(program, method));
+    program
+        .self_fields
+        .borrow_mut()
+        .insert(method, fields.clone());
+    fields
+}
+
+fn read_self_fields(program: &Program, method: usize) -> (Vec<String>, Vec<String>) {
     let mut seen = BTreeSet::from([method]);
     let mut queue = vec![method];
     let mut v = SelfFields::default();
