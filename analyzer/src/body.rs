@@ -716,8 +716,6 @@ impl<'p, 'f> Builder<'p, 'f> {
         }
     }
 
-    /// A `let`: bindings (communicator values, rank/size/partition facts, variables), then the
-    /// initialiser lowered like an expression statement.
     /// The neighbours a Cartesian shift binds (`let (src, dst) = cart.shift(0, d)`, also
     /// `shift_unchecked`), named by rank arithmetic: `rank - d` and `rank + d` along the shifted
     /// dimension (`MPI_Cart_shift`'s source and destination). Only on a communicator.
@@ -765,6 +763,8 @@ impl<'p, 'f> Builder<'p, 'f> {
         )
     }
 
+    /// A `let`: bindings (communicator values, rank/size/partition facts, variables), then the
+    /// initialiser lowered like an expression statement.
     fn local(&mut self, l: &syn::Local, out: &mut Vec<Node>) {
         let names = pattern_idents(&l.pat);
         let loc = self.loc(l.extent());

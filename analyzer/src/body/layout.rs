@@ -7,7 +7,7 @@
 //! fn new(global: usize, rank: usize, size: usize) -> Grid {
 //!     let rows = global / size;             // a partition size
 //!     let u = vec![0.0; (rows + 2) * cols]; // an array sized by it: distributed
-//!     Grid { rows, u, next: u.clone() }
+//!     Grid { rows, next: u.clone(), u }
 //! }
 //! ```
 //!
@@ -65,7 +65,7 @@ fn read(program: &Program, ty: &str) -> Option<Layout> {
         };
         let member = member.to_string();
         match local_of(&field.expr) {
-            // `Grid { rows, u, next: u.clone() }`: what the local is.
+            // `Grid { rows, next: u.clone(), u }`: what the local is.
             Some(local) => {
                 if let Some(v) = b.facts.variables.iter().find(|v| v.name == local) {
                     if v.distributed {
