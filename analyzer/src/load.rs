@@ -16,6 +16,9 @@ use crate::syntax::type_name;
 /// How deep `mod` declarations are followed before giving up (guards against path cycles).
 const MAX_MODULE_DEPTH: usize = 32;
 
+/// Answers an analysis works out once, by key.
+pub type Memo<K, V> = std::cell::RefCell<std::collections::HashMap<K, V>>;
+
 /// A loaded program: sources, the functions and struct fields found in them, and the config.
 #[derive(Default)]
 pub struct Program {
@@ -32,13 +35,9 @@ pub struct Program {
     pub structs: std::collections::HashMap<String, Vec<(String, syn::Type)>>,
     /// The fields of `self` each method reads and writes, by function index, once asked
     /// (`body::layout::self_fields`).
-    pub self_fields: std::cell::RefCell<
-        std::collections::HashMap<usize, std::rc::Rc<(Vec<String>, Vec<String>)>>,
-    >,
+    pub self_fields: Memo<usize, std::rc::Rc<(Vec<String>, Vec<String>)>>,
     /// What each struct's constructor says about its fields, once asked (`body::layout`).
-    pub layouts: std::cell::RefCell<
-        std::collections::HashMap<String, Option<std::rc::Rc<crate::ir::Layout>>>,
-    >,
+    pub layouts: Memo<String, Option<std::rc::Rc<crate::ir::Layout>>>,
     /// Function indices by name (filled by the analysis), for call resolution.
     pub by_name: std::collections::HashMap<String, Vec<usize>>,
     /// The fields among `fields` whose type is a communicator (filled by the analysis).
