@@ -19,6 +19,9 @@ const MAX_MODULE_DEPTH: usize = 32;
 /// Answers an analysis works out once, by key.
 pub type Memo<K, V> = std::cell::RefCell<std::collections::HashMap<K, V>>;
 
+/// The fields of `self` a method reads and the fields it writes.
+pub type SelfFields = (Vec<String>, Vec<String>);
+
 /// A loaded program: sources, the functions and struct fields found in them, and the config.
 #[derive(Default)]
 pub struct Program {
@@ -35,7 +38,7 @@ pub struct Program {
     pub structs: std::collections::HashMap<String, Vec<(String, syn::Type)>>,
     /// The fields of `self` each method reads and writes, by function index, once asked
     /// (`body::layout::self_fields`).
-    pub self_fields: Memo<usize, std::rc::Rc<(Vec<String>, Vec<String>)>>,
+    pub self_fields: Memo<usize, std::rc::Rc<SelfFields>>,
     /// What each struct's constructor says about its fields, once asked (`body::layout`).
     pub layouts: Memo<String, Option<std::rc::Rc<crate::ir::Layout>>>,
     /// Function indices by name (filled by the analysis), for call resolution.

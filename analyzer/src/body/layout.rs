@@ -133,7 +133,7 @@ fn struct_literal<'a>(block: &'a syn::Block, ty: &str) -> Option<&'a syn::ExprSt
 /// turn (each read once): `(reads, writes)`, in the order first seen. A write is a field
 /// assigned (`self.u[i] = ..`, `self.t += ..`), borrowed mutably (`&mut self.u`) or called a
 /// mutating method on (`self.next[1..].iter_mut()`, `self.u.fill(0.0)`).
-pub fn self_fields(program: &Program, method: usize) -> Rc<(Vec<String>, Vec<String>)> {
+pub fn self_fields(program: &Program, method: usize) -> Rc<crate::load::SelfFields> {
     if let Some(known) = program.self_fields.borrow().get(&method) {
         return known.clone();
     }
@@ -145,7 +145,7 @@ pub fn self_fields(program: &Program, method: usize) -> Rc<(Vec<String>, Vec<Str
     fields
 }
 
-fn read_self_fields(program: &Program, method: usize) -> (Vec<String>, Vec<String>) {
+fn read_self_fields(program: &Program, method: usize) -> crate::load::SelfFields {
     let mut seen = BTreeSet::from([method]);
     let mut queue = vec![method];
     let mut v = SelfFields::default();
