@@ -230,6 +230,30 @@ impl<'p> Communicating<'p> {
         }
     }
 
+    /// [`build`](Self::build) of a solver whose callers pass it its block or its partition size
+    /// ([`given_by_callers`]): built anew with its parameters as its callers make them.
+    pub fn build_given(&self, index: usize) -> Built {
+        let mut facts = Facts {
+            comm_closures: self.given_closures(index),
+            ..Facts::default()
+        };
+        let program = self.program;
+        let f = &program.functions[index];
+        let communicates = |i: usize| self.communicates(i);
+        let mut b = Builder::new(program, f, &communicates, &mut facts, vec![index], None);
+        b.declare_params(&f.sig);
+        b.declare_given(index);
+        b.declare_self_fields(f);
+        let mut nodes = b.block(&f.block);
+        let called = b.called;
+        peer_fns::expand_all(program, &mut nodes);
+        Built {
+            nodes,
+            facts,
+            called,
+        }
+    }
+
     /// The communicating closures function `index` is given, by parameter name: where the
     /// program calls it once, from a function that passes a closure it defined and that
     /// communicates (`time_loop(&world, .., &mut report)` with `let report = |step, c| { ..;
@@ -452,6 +476,14 @@ impl<'f> syn::visit::Visit<'f> for BodyCalls<'_, 'f> {
         self.may_communicate |= inner.may_communicate;
         self.calls_user_methods |= inner.calls_user_methods;
     }
+}
+
+/// Whether a solver's body must be built knowing what its callers pass it
+/// ([`Communicating::build_given`]): some caller passes a block or a partition size.
+pub fn given_by_callers(program: &Program, index: usize) -> bool {
+    program.functions[index].sig.receiver().is_none()
+        && layout::given_by_callers(program, index)
+            .is_some_and(|g| g.blocks.iter().chain(&g.sizes).any(|&b| b))
 }
 
 /// Builds the body of function `index` with full interprocedural expansion.

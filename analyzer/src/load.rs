@@ -22,6 +22,25 @@ pub type Memo<K, V> = std::cell::RefCell<std::collections::HashMap<K, V>>;
 /// The fields of `self` a method reads and the fields it writes.
 pub type SelfFields = (Vec<String>, Vec<String>);
 
+/// The free-function calls of a program by callee: each caller and the variable each argument
+/// passes whole, if it passes one.
+pub type CallSites = std::collections::HashMap<usize, Vec<(usize, Vec<Option<String>>)>>;
+
+/// A function's distributed arrays and its partition sizes, by name.
+pub type CallerFacts = (
+    std::collections::BTreeSet<String>,
+    std::collections::BTreeSet<String>,
+);
+
+/// What every caller of a function passes at each parameter position.
+#[derive(Debug)]
+pub struct Given {
+    /// This node's block: a distributed array of the caller.
+    pub blocks: Vec<bool>,
+    /// A partition size of the caller (its rows).
+    pub sizes: Vec<bool>,
+}
+
 /// A loaded program: sources, the functions and struct fields found in them, and the config.
 #[derive(Default)]
 pub struct Program {
@@ -39,6 +58,13 @@ pub struct Program {
     /// The fields of `self` each method reads and writes, by function index, once asked
     /// (`body::layout::self_fields`).
     pub self_fields: Memo<usize, std::rc::Rc<SelfFields>>,
+    /// What the callers of each function pass it, by function index, once asked
+    /// (`body::layout::given_by_callers`).
+    pub given: Memo<usize, Option<std::rc::Rc<Given>>>,
+    /// Every free-function call, by callee, once asked (`body::layout`).
+    pub call_sites: std::cell::RefCell<Option<std::rc::Rc<CallSites>>>,
+    /// Each caller's distributed arrays and partition sizes, once asked (`body::layout`).
+    pub caller_facts: Memo<usize, Option<std::rc::Rc<CallerFacts>>>,
     /// What each struct's constructor says about its fields, once asked (`body::layout`).
     pub layouts: Memo<String, Option<std::rc::Rc<crate::ir::Layout>>>,
     /// Function indices by name (filled by the analysis), for call resolution.

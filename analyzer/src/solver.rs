@@ -557,10 +557,18 @@ pub fn analyze(
     } = found;
     let f = &program.functions[index];
     let name_loc = Loc::of(f.file, f.sig.ident.span());
-    let (mut nodes, facts) = built.unwrap_or_else(|| {
-        let built = comm.build(index);
-        (built.nodes, built.facts)
-    });
+    // A solver its callers hand its block (`solve(&world, &b, rows)`) is built knowing so.
+    let (mut nodes, facts) = match built {
+        _ if body::given_by_callers(program, index) => {
+            let built = comm.build_given(index);
+            (built.nodes, built.facts)
+        }
+        Some(built) => built,
+        None => {
+            let built = comm.build(index);
+            (built.nodes, built.facts)
+        }
+    };
     let name = if program.crate_name.is_empty() {
         f.path.clone()
     } else {

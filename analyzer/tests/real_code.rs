@@ -939,3 +939,30 @@ fn ndarray_updates_write_their_array() {
     assert!(text.contains("variable r: Distributed f64"), "{text}");
     assert!(text.contains("writes [x, r]"), "{text}");
 }
+
+/// A solver its caller hands this rank's block and row count (`solve(&world, &mut u, rows)` with
+/// `rows = n / size` and `u` of `rows` elements): the parameter is distributed, as is what the
+/// solver sizes by the row count. A caller passing a whole array instead makes nothing so.
+#[test]
+fn a_block_handed_over_by_the_caller_is_distributed() {
+    let solve = "fn solve(world: &SimpleCommunicator, u: &mut [f64], rows: usize) {\n \
+        let mut next = vec![0.0f64; rows];\n \
+        for _ in 0..50 {\n for i in 0..rows { next[i] = 0.5 * u[i]; }\n u.copy_from_slice(&next);\n \
+        let mut total = 0.0;\n world.all_reduce_into(&u[0], &mut total, SystemOperation::sum());\n }\n}";
+    let (text, messages) = analyze(&program(
+        solve,
+        "let rows = 1024 / world.size() as usize;\n let mut u = vec![1.0f64; rows];\n \
+         solve(&world, &mut u, rows);",
+    ));
+    assert!(text.contains("solver t::solve"), "{text}\n{messages:?}");
+    assert!(text.contains("variable u: Distributed f64"), "{text}");
+    assert!(text.contains("variable next: Distributed f64"), "{text}");
+    // One caller hands over the whole array: the solver's block is not the partition.
+    let (text, messages) = analyze(&program(
+        solve,
+        "let rows = 1024 / world.size() as usize;\n let mut u = vec![1.0f64; rows];\n \
+         solve(&world, &mut u, rows);\n let mut all = vec![1.0f64; 1024];\n solve(&world, &mut all, 1024);",
+    ));
+    assert!(text.contains("solver t::solve"), "{text}\n{messages:?}");
+    assert!(text.contains("variable next: Replicated f64"), "{text}");
+}

@@ -68,6 +68,35 @@ impl Builder<'_, '_> {
         }
     }
 
+    /// What every caller of function `index` passes it (`body::layout::given_by_callers`): a
+    /// parameter given this node's block is a distributed array, one given a partition size is
+    /// one. Free functions only (their arguments are their parameters, in order).
+    pub(super) fn declare_given(&mut self, index: usize) {
+        let f = &self.program.functions[index];
+        if f.sig.receiver().is_some() {
+            return;
+        }
+        let Some(given) = super::layout::given_by_callers(self.program, index) else {
+            return;
+        };
+        for (k, input) in f.sig.inputs.iter().enumerate() {
+            let syn::FnArg::Typed(pt) = input else {
+                continue;
+            };
+            let names = pattern_idents(&pt.pat);
+            if given.blocks.get(k) == Some(&true) {
+                for v in self.facts.variables.iter_mut() {
+                    if v.param && names.contains(&v.name) {
+                        v.distributed = true;
+                    }
+                }
+            }
+            if given.sizes.get(k) == Some(&true) {
+                self.facts.dist_sizes.extend(names);
+            }
+        }
+    }
+
     /// Whether `e` makes an array (`vec![0.0; n]`, `Vec::with_capacity(n)`, `Array2::zeros(..)`):
     /// `Some` of its element type when it shows it.
     pub(super) fn array_made(&self, e: &syn::Expr) -> Option<Option<String>> {

@@ -244,3 +244,128 @@ impl<'ast> Visit<'ast> for SelfFields {
         syn::visit::visit_expr_method_call(self, m);
     }
 }
+
+/// What the callers of function `callee` pass it: for each parameter position, whether every
+/// call passes this node's block (a distributed array of the caller) or a partition size of the
+/// caller (`solve(&world, &b, rows)` with `b = vec![1.0; rows]`, `rows = n / size`). `None` when
+/// nothing calls it by a free-function call. Each caller is built like any body, once per
+/// analysis; a caller being built when asked (a call cycle) passes nothing.
+pub fn given_by_callers(program: &Program, callee: usize) -> Option<Rc<crate::load::Given>> {
+    if let Some(known) = program.given.borrow().get(&callee) {
+        return known.clone();
+    }
+    program.given.borrow_mut().insert(callee, None);
+    let given = read_given(program, callee).map(Rc::new);
+    program.given.borrow_mut().insert(callee, given.clone());
+    given
+}
+
+fn read_given(program: &Program, callee: usize) -> Option<crate::load::Given> {
+    let sites = call_sites(program);
+    let sites = sites.get(&callee)?;
+    let arity = program.functions.get(callee)?.sig.inputs.len();
+    let mut given = crate::load::Given {
+        blocks: vec![true; arity],
+        sizes: vec![true; arity],
+    };
+    for (caller, args) in sites {
+        let facts = caller_facts(program, *caller);
+        for k in 0..arity {
+            let var = args.get(k).cloned().flatten();
+            let passed = |set: &BTreeSet<String>| var.as_ref().is_some_and(|v| set.contains(v));
+            let (blocks, sizes) = match &facts {
+                Some(f) => (passed(&f.0), passed(&f.1)),
+                None => (false, false),
+            };
+            given.blocks[k] &= blocks;
+            given.sizes[k] &= sizes;
+        }
+    }
+    Some(given)
+}
+
+/// Every free-function call of the program's functions, by callee: the caller and the
+/// variable each argument passes whole. Read once per analysis.
+fn call_sites(program: &Program) -> Rc<crate::load::CallSites> {
+    if let Some(known) = program.call_sites.borrow().as_ref() {
+        return known.clone();
+    }
+    struct Sites<'p> {
+        program: &'p Program,
+        here: usize,
+        out: crate::load::CallSites,
+    }
+    impl<'a> Visit<'a> for Sites<'_> {
+        fn visit_expr_call(&mut self, c: &'a syn::ExprCall) {
+            if let Some(callee) = super::inline::resolve_call(self.program, self.here, c) {
+                let args = c.args.iter().map(passed_var).collect();
+                self.out.entry(callee).or_default().push((self.here, args));
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+    }
+    let mut sites = Sites {
+        program,
+        here: 0,
+        out: Default::default(),
+    };
+    for (g, f) in program.functions.iter().enumerate() {
+        sites.here = g;
+        sites.visit_block(&f.block);
+    }
+    let sites = Rc::new(sites.out);
+    *program.call_sites.borrow_mut() = Some(sites.clone());
+    sites
+}
+
+/// A caller's distributed arrays and partition sizes, from its body built like any (once per
+/// analysis; `None` while it is being built).
+fn caller_facts(program: &Program, caller: usize) -> Option<Rc<crate::load::CallerFacts>> {
+    if let Some(known) = program.caller_facts.borrow().get(&caller) {
+        return known.clone();
+    }
+    program.caller_facts.borrow_mut().insert(caller, None);
+    let f = &program.functions[caller];
+    let mut facts = super::Facts::default();
+    let mut b = super::Builder::new(program, f, &|_| false, &mut facts, vec![caller], None);
+    b.declare_params(&f.sig);
+    b.declare_self_fields(f);
+    let _ = b.block(&f.block);
+    let distributed = facts
+        .variables
+        .iter()
+        .filter(|v| v.distributed)
+        .map(|v| v.name.clone())
+        .collect();
+    let known = Some(Rc::new((
+        distributed,
+        facts.dist_sizes.iter().cloned().collect(),
+    )));
+    program
+        .caller_facts
+        .borrow_mut()
+        .insert(caller, known.clone());
+    known
+}
+
+/// The variable an argument passes whole (`b`, `&b`, `&mut u`, `&u[..]`, `u.as_slice()`).
+fn passed_var(arg: &syn::Expr) -> Option<String> {
+    match arg {
+        syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+        syn::Expr::Reference(r) => passed_var(&r.expr),
+        syn::Expr::Paren(p) => passed_var(&p.expr),
+        syn::Expr::Index(i) if matches!(&*i.index, syn::Expr::Range(r) if r.start.is_none() && r.end.is_none()) => {
+            passed_var(&i.expr)
+        }
+        syn::Expr::MethodCall(m)
+            if m.args.is_empty()
+                && matches!(
+                    m.method.to_string().as_str(),
+                    "as_slice" | "as_mut_slice" | "as_mut" | "as_ref"
+                ) =>
+        {
+            passed_var(&m.receiver)
+        }
+        _ => None,
+    }
+}
