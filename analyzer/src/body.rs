@@ -238,13 +238,10 @@ impl<'p> Communicating<'p> {
             ..Facts::default()
         };
         let program = self.program;
-        let f = &program.functions[index];
         let communicates = |i: usize| self.communicates(i);
-        let mut b = Builder::new(program, f, &communicates, &mut facts, vec![index], None);
-        b.declare_params(&f.sig);
+        let mut b = Builder::of_function(program, index, &communicates, &mut facts);
         b.declare_given(index);
-        b.declare_self_fields(f);
-        let mut nodes = b.block(&f.block);
+        let mut nodes = b.block(&program.functions[index].block);
         let called = b.called;
         peer_fns::expand_all(program, &mut nodes);
         Built {
@@ -361,9 +358,7 @@ fn read(program: &Program, i: usize) -> Reading {
         };
     }
     let mut facts = Facts::default();
-    let mut b = Builder::new(program, f, &|_| false, &mut facts, vec![i], None);
-    b.declare_params(&f.sig);
-    b.declare_self_fields(f);
+    let mut b = Builder::of_function(program, i, &|_| false, &mut facts);
     let mut nodes = b.block(&f.block);
     let called = b.called.clone();
     let mut callees = called.clone();
@@ -481,9 +476,7 @@ impl<'f> syn::visit::Visit<'f> for BodyCalls<'_, 'f> {
 /// Whether a solver's body must be built knowing what its callers pass it
 /// ([`Communicating::build_given`]): some caller passes a block or a partition size.
 pub fn given_by_callers(program: &Program, index: usize) -> bool {
-    program.functions[index].sig.receiver().is_none()
-        && layout::given_by_callers(program, index)
-            .is_some_and(|g| g.blocks.iter().chain(&g.sizes).any(|&b| b))
+    layout::given_by_callers(program, index).is_some_and(|g| g.any())
 }
 
 /// Builds the body of function `index` with full interprocedural expansion.
@@ -493,11 +486,8 @@ pub fn build_function(
     communicates: &dyn Fn(usize) -> bool,
     facts: &mut Facts,
 ) -> (Vec<Node>, BTreeSet<usize>) {
-    let f = &program.functions[index];
-    let mut b = Builder::new(program, f, communicates, facts, vec![index], None);
-    b.declare_params(&f.sig);
-    b.declare_self_fields(f);
-    let mut nodes = b.block(&f.block);
+    let mut b = Builder::of_function(program, index, communicates, facts);
+    let mut nodes = b.block(&program.functions[index].block);
     let called = b.called;
     peer_fns::expand_all(program, &mut nodes);
     (nodes, called)
@@ -630,6 +620,21 @@ impl<'p, 'f> Builder<'p, 'f> {
             called: BTreeSet::new(),
             nesting: 0,
         }
+    }
+
+    /// A builder of function `index`'s own body: its parameters and, for a method, its
+    /// struct's block-holding fields declared (`declare_params`, `declare_self_fields`).
+    fn of_function(
+        program: &'p Program,
+        index: usize,
+        comm_fns: &'p dyn Fn(usize) -> bool,
+        facts: &'f mut Facts,
+    ) -> Self {
+        let f = &program.functions[index];
+        let mut b = Builder::new(program, f, comm_fns, facts, vec![index], None);
+        b.declare_params(&f.sig);
+        b.declare_self_fields(f);
+        b
     }
 
     fn loc(&self, s: proc_macro2::Span) -> Loc {
@@ -1302,9 +1307,13 @@ impl<'p, 'f> Builder<'p, 'f> {
                 }
             } else if let (Some(name), Some(def)) = (
                 bound_name,
-                crate::syntax::base_var(value)
-                    .filter(|_| matches!(value, syn::Expr::Path(_)))
-                    .and_then(|v| self.facts.glue_defs.get(&v).cloned()),
+                match value {
+                    syn::Expr::Path(p) => p
+                        .path
+                        .get_ident()
+                        .and_then(|v| self.facts.glue_defs.get(&v.to_string()).cloned()),
+                    _ => None,
+                },
             ) {
                 // `if let Some(up) = above` with `above` a neighbour that may be missing (a
                 // Cartesian shift's at the edge): `up` is that neighbour.

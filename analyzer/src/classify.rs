@@ -133,15 +133,14 @@ pub fn stage(
                 extend(&mut reads, &l.header.reads);
                 extend(&mut writes, &l.header.writes);
                 if l.kind == LoopKind::Iterator {
-                    let shadowing = l.header.writes.iter().filter(|w| {
-                        l.vars.contains(w)
+                    for w in &l.header.writes {
+                        let shadowed = l.vars.contains(w)
                             && classes.contains_key(w.as_str())
-                            && !loop_vars.contains(w.as_str())
-                    });
-                    extend(
-                        &mut shadowed_writes,
-                        &shadowing.cloned().collect::<Vec<_>>(),
-                    );
+                            && !loop_vars.contains(w.as_str());
+                        if shadowed && !shadowed_writes.contains(w) {
+                            shadowed_writes.push(w.clone());
+                        }
+                    }
                 }
                 depth += 1;
                 max_depth = max_depth.max(depth);

@@ -41,6 +41,13 @@ pub struct Given {
     pub sizes: Vec<bool>,
 }
 
+impl Given {
+    /// Whether some parameter is given a block or a partition size.
+    pub fn any(&self) -> bool {
+        self.blocks.iter().chain(&self.sizes).any(|&b| b)
+    }
+}
+
 /// A loaded program: sources, the functions and struct fields found in them, and the config.
 #[derive(Default)]
 pub struct Program {
@@ -53,8 +60,8 @@ pub struct Program {
     pub functions: Vec<Function>,
     /// Struct fields `(name, type)` of every struct in the program (for communicator fields).
     pub fields: Vec<(String, syn::Type)>,
-    /// The named fields of each struct, by the struct's name (for the arrays a struct holds).
-    pub structs: std::collections::HashMap<String, Vec<(String, syn::Type)>>,
+    /// The names of the program's structs (whose constructors `body::layout` reads).
+    pub structs: std::collections::HashSet<String>,
     /// The fields of `self` each method reads and writes, by function index, once asked
     /// (`body::layout::self_fields`).
     pub self_fields: Memo<usize, std::rc::Rc<SelfFields>>,
@@ -475,18 +482,12 @@ impl Loader<'_> {
                     self.program.closure_aliases.insert(t.ident.to_string());
                 }
                 syn::Item::Struct(s) => {
-                    let mut named = Vec::new();
+                    self.program.structs.insert(s.ident.to_string());
                     for field in s.fields {
                         if let Some(id) = &field.ident {
-                            named.push((id.to_string(), field.ty.clone()));
                             self.program.fields.push((id.to_string(), field.ty));
                         }
                     }
-                    self.program
-                        .structs
-                        .entry(s.ident.to_string())
-                        .or_default()
-                        .extend(named);
                 }
                 syn::Item::Mod(m) => self.module(m, file, module, dir, depth, imported),
                 syn::Item::Use(u) => {

@@ -27,8 +27,7 @@ impl Builder<'_, '_> {
                 // `grid: &mut Grid` of a struct whose constructor sizes its arrays by the
                 // partition (`body::layout`): this node's block.
                 if let Some(elem_type) =
-                    super::layout::of(self.program, &crate::syntax::type_name(ty))
-                        .and_then(|l| l.distributed.first().map(|(_, e)| e.clone()))
+                    super::layout::block_elem(self.program, &crate::syntax::type_name(ty))
                 {
                     for name in pattern_idents(&pt.pat) {
                         self.facts.variables.push(VarDecl {
@@ -73,9 +72,6 @@ impl Builder<'_, '_> {
     /// one. Free functions only (their arguments are their parameters, in order).
     pub(super) fn declare_given(&mut self, index: usize) {
         let f = &self.program.functions[index];
-        if f.sig.receiver().is_some() {
-            return;
-        }
         let Some(given) = super::layout::given_by_callers(self.program, index) else {
             return;
         };
@@ -108,10 +104,7 @@ impl Builder<'_, '_> {
     /// constructor sizes one of its arrays by the partition (`body::layout`). `Some` of that
     /// array's element type.
     fn holds_block(&self, name: &str) -> Option<Option<String>> {
-        let ty = self.facts.var_types.get(name)?;
-        let layout = super::layout::of(self.program, ty)?;
-        let (_, elem) = layout.distributed.first()?;
-        Some(elem.clone())
+        super::layout::block_elem(self.program, self.facts.var_types.get(name)?)
     }
 
     /// A method's struct fields that its constructor sizes by the partition (`body::layout`):
@@ -121,11 +114,8 @@ impl Builder<'_, '_> {
         if !matches!(f.sig.inputs.first(), Some(syn::FnArg::Receiver(_))) {
             return;
         }
-        let mut segs = f.path.rsplit("::");
-        segs.next();
-        let Some(layout) = segs
-            .next()
-            .and_then(|ty| super::layout::of(self.program, ty))
+        let Some(layout) =
+            super::inline::impl_type(&f.path).and_then(|ty| super::layout::of(self.program, ty))
         else {
             return;
         };

@@ -28,43 +28,54 @@ pub use crate::ir::Layout;
 /// struct literal of it; `None` when no such function sizes any field by the partition. Memoised
 /// in the program; a struct whose constructor builds the struct again is read once.
 pub fn of(program: &Program, ty: &str) -> Option<Rc<Layout>> {
-    if !program.structs.contains_key(ty) {
+    if !program.structs.contains(ty) {
         return None;
     }
-    if let Some(known) = program.layouts.borrow().get(ty) {
+    memoised(&program.layouts, ty.to_string(), || read(program, ty))
+}
+
+/// The element type of the first array struct `ty` holds this node's block in (`Some(None)`
+/// when its type is not shown), if its constructor sizes one by the partition.
+pub fn block_elem(program: &Program, ty: &str) -> Option<Option<String>> {
+    let layout = of(program, ty)?;
+    let (_, elem) = layout.distributed.first()?;
+    Some(elem.clone())
+}
+
+/// The answer for `key` in `memo`, worked out by `read` the first time. While `read` runs the
+/// key reads as `None`, so a question that comes back to itself (a constructor building its own
+/// struct, a call cycle) gets no answer instead of recursing.
+fn memoised<K: std::hash::Hash + Eq + Clone, V>(
+    memo: &crate::load::Memo<K, Option<Rc<V>>>,
+    key: K,
+    read: impl FnOnce() -> Option<V>,
+) -> Option<Rc<V>> {
+    if let Some(known) = memo.borrow().get(&key) {
         return known.clone();
     }
-    // Being read: a constructor that asks for its own struct's layout gets none.
-    program.layouts.borrow_mut().insert(ty.to_string(), None);
-    let layout = read(program, ty).map(Rc::new);
-    program
-        .layouts
-        .borrow_mut()
-        .insert(ty.to_string(), layout.clone());
-    layout
+    memo.borrow_mut().insert(key.clone(), None);
+    let answer = read().map(Rc::new);
+    memo.borrow_mut().insert(key, answer.clone());
+    answer
 }
 
 fn read(program: &Program, ty: &str) -> Option<Layout> {
     let (index, literal) = program.functions.iter().enumerate().find_map(|(i, f)| {
-        let mut segs = f.path.rsplit("::");
-        segs.next();
-        (segs.next() == Some(ty))
+        (super::inline::impl_type(&f.path) == Some(ty))
             .then(|| struct_literal(&f.block, ty))
             .flatten()
             .map(|l| (i, l))
     })?;
-    let f = &program.functions[index];
     let mut facts = super::Facts::default();
-    let mut b = super::Builder::new(program, f, &|_| false, &mut facts, vec![index], None);
-    b.declare_params(&f.sig);
-    let _ = b.block(&f.block);
+    let mut b = super::Builder::of_function(program, index, &|_| false, &mut facts);
+    let _ = b.block(&program.functions[index].block);
     let mut layout = Layout::default();
     for field in &literal.fields {
         let syn::Member::Named(member) = &field.member else {
             continue;
         };
         let member = member.to_string();
-        match local_of(&field.expr) {
+        match whole_var(&field.expr) {
             // `Grid { rows, next: u.clone(), u }`: what the local is.
             Some(local) => {
                 if let Some(v) = b.facts.variables.iter().find(|v| v.name == local) {
@@ -86,23 +97,6 @@ fn read(program: &Program, ty: &str) -> Option<Layout> {
         }
     }
     (!layout.distributed.is_empty() || !layout.sizes.is_empty()).then_some(layout)
-}
-
-/// The local a field's value is (`u`, `u.clone()`, `u.to_vec()`), if it is one.
-fn local_of(e: &syn::Expr) -> Option<String> {
-    match e {
-        syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
-        syn::Expr::MethodCall(m)
-            if matches!(
-                m.method.to_string().as_str(),
-                "clone" | "to_vec" | "to_owned"
-            ) =>
-        {
-            local_of(&m.receiver)
-        }
-        syn::Expr::Paren(p) => local_of(&p.expr),
-        _ => None,
-    }
 }
 
 /// The first struct literal of `ty` (or `Self`) in a body.
@@ -251,19 +245,19 @@ impl<'ast> Visit<'ast> for SelfFields {
 /// nothing calls it by a free-function call. Each caller is built like any body, once per
 /// analysis; a caller being built when asked (a call cycle) passes nothing.
 pub fn given_by_callers(program: &Program, callee: usize) -> Option<Rc<crate::load::Given>> {
-    if let Some(known) = program.given.borrow().get(&callee) {
-        return known.clone();
-    }
-    program.given.borrow_mut().insert(callee, None);
-    let given = read_given(program, callee).map(Rc::new);
-    program.given.borrow_mut().insert(callee, given.clone());
-    given
+    memoised(&program.given, callee, || read_given(program, callee))
 }
 
 fn read_given(program: &Program, callee: usize) -> Option<crate::load::Given> {
+    let sig = &program.functions.get(callee)?.sig;
+    // A method's receiver is no argument of its calls; a function without parameters (`main`)
+    // is given nothing, and needs no look at the program's calls.
+    if sig.receiver().is_some() || sig.inputs.is_empty() {
+        return None;
+    }
+    let arity = sig.inputs.len();
     let sites = call_sites(program);
     let sites = sites.get(&callee)?;
-    let arity = program.functions.get(callee)?.sig.inputs.len();
     let mut given = crate::load::Given {
         blocks: vec![true; arity],
         sizes: vec![true; arity],
@@ -298,7 +292,7 @@ fn call_sites(program: &Program) -> Rc<crate::load::CallSites> {
     impl<'a> Visit<'a> for Sites<'_> {
         fn visit_expr_call(&mut self, c: &'a syn::ExprCall) {
             if let Some(callee) = super::inline::resolve_call(self.program, self.here, c) {
-                let args = c.args.iter().map(passed_var).collect();
+                let args = c.args.iter().map(whole_var).collect();
                 self.out.entry(callee).or_default().push((self.here, args));
             }
             syn::visit::visit_expr_call(self, c);
@@ -321,50 +315,44 @@ fn call_sites(program: &Program) -> Rc<crate::load::CallSites> {
 /// A caller's distributed arrays and partition sizes, from its body built like any (once per
 /// analysis; `None` while it is being built).
 fn caller_facts(program: &Program, caller: usize) -> Option<Rc<crate::load::CallerFacts>> {
-    if let Some(known) = program.caller_facts.borrow().get(&caller) {
-        return known.clone();
-    }
-    program.caller_facts.borrow_mut().insert(caller, None);
-    let f = &program.functions[caller];
-    let mut facts = super::Facts::default();
-    let mut b = super::Builder::new(program, f, &|_| false, &mut facts, vec![caller], None);
-    b.declare_params(&f.sig);
-    b.declare_self_fields(f);
-    let _ = b.block(&f.block);
-    let distributed = facts
-        .variables
-        .iter()
-        .filter(|v| v.distributed)
-        .map(|v| v.name.clone())
-        .collect();
-    let known = Some(Rc::new((
-        distributed,
-        facts.dist_sizes.iter().cloned().collect(),
-    )));
-    program
-        .caller_facts
-        .borrow_mut()
-        .insert(caller, known.clone());
-    known
+    memoised(&program.caller_facts, caller, || {
+        let mut facts = super::Facts::default();
+        let mut b = super::Builder::of_function(program, caller, &|_| false, &mut facts);
+        let _ = b.block(&program.functions[caller].block);
+        let distributed = facts
+            .variables
+            .iter()
+            .filter(|v| v.distributed)
+            .map(|v| v.name.clone())
+            .collect();
+        Some((distributed, facts.dist_sizes.iter().cloned().collect()))
+    })
 }
 
-/// The variable an argument passes whole (`b`, `&b`, `&mut u`, `&u[..]`, `u.as_slice()`).
-fn passed_var(arg: &syn::Expr) -> Option<String> {
-    match arg {
+/// The variable an expression stands for whole, as a struct field's value or a call's argument:
+/// `u`, `&u`, `&mut u`, `&u[..]`, `u.as_slice()`, or a copy, `u.clone()`, `u.to_vec()`.
+fn whole_var(e: &syn::Expr) -> Option<String> {
+    match e {
         syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
-        syn::Expr::Reference(r) => passed_var(&r.expr),
-        syn::Expr::Paren(p) => passed_var(&p.expr),
+        syn::Expr::Reference(r) => whole_var(&r.expr),
+        syn::Expr::Paren(p) => whole_var(&p.expr),
         syn::Expr::Index(i) if matches!(&*i.index, syn::Expr::Range(r) if r.start.is_none() && r.end.is_none()) => {
-            passed_var(&i.expr)
+            whole_var(&i.expr)
         }
         syn::Expr::MethodCall(m)
             if m.args.is_empty()
                 && matches!(
                     m.method.to_string().as_str(),
-                    "as_slice" | "as_mut_slice" | "as_mut" | "as_ref"
+                    "as_slice"
+                        | "as_mut_slice"
+                        | "as_mut"
+                        | "as_ref"
+                        | "clone"
+                        | "to_vec"
+                        | "to_owned"
                 ) =>
         {
-            passed_var(&m.receiver)
+            whole_var(&m.receiver)
         }
         _ => None,
     }
