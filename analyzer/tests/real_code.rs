@@ -966,3 +966,32 @@ fn a_block_handed_over_by_the_caller_is_distributed() {
     assert!(text.contains("solver t::solve"), "{text}\n{messages:?}");
     assert!(text.contains("variable next: Replicated f64"), "{text}");
 }
+
+/// A conjugate gradient's work vectors copied from its right-hand side (`let mut r = b.to_vec();
+/// let mut p = r.clone();`) are arrays of their own, of the class of what they copy: this rank's
+/// block when the caller hands the solver its block, the whole vector when it hands the whole.
+#[test]
+fn a_copy_of_an_array_parameter_is_an_array() {
+    let solve = "fn solve(world: &SimpleCommunicator, b: &[f64]) -> Vec<f64> {\n \
+        let mut r = b.to_vec();\n let mut p = r.clone();\n \
+        for _ in 0..50 {\n let mut rr = 0.0;\n \
+        world.all_reduce_into(&r[0], &mut rr, SystemOperation::sum());\n \
+        for i in 0..p.len() { p[i] = r[i] + rr * p[i]; }\n \
+        for i in 0..r.len() { r[i] -= 0.5 * p[i]; }\n }\n p\n}";
+    let (text, messages) = analyze(&program(
+        solve,
+        "let rows = 1024 / world.size() as usize;\n let b = vec![1.0f64; rows];\n \
+         let x = solve(&world, &b);\n println!(\"{}\", x[0]);",
+    ));
+    assert!(text.contains("solver t::solve"), "{text}\n{messages:?}");
+    assert!(text.contains("variable r: Distributed f64"), "{text}");
+    assert!(text.contains("variable p: Distributed f64"), "{text}");
+    // The whole right-hand side handed over: the copies are whole vectors too.
+    let (text, messages) = analyze(&program(
+        solve,
+        "let b = vec![1.0f64; 1024];\n let x = solve(&world, &b);\n println!(\"{}\", x[0]);",
+    ));
+    assert!(text.contains("solver t::solve"), "{text}\n{messages:?}");
+    assert!(text.contains("variable r: Replicated f64"), "{text}");
+    assert!(text.contains("variable p: Replicated f64"), "{text}");
+}

@@ -191,14 +191,17 @@ impl Builder<'_, '_> {
             }
             _ => false,
         };
-        // A copy of an array is an array (`let scratch = field.clone()`), as is a literal one.
+        // A copy of an array is an array (`let scratch = field.clone()`, `let r = b.to_vec()` of
+        // an array parameter), as is a literal one.
         let copies_array = match e {
             syn::Expr::MethodCall(mc) => {
                 matches!(
                     crate::syntax::Name::of(&mc.method).as_str(),
                     "clone" | "to_vec" | "to_owned"
-                ) && crate::syntax::base_var(&mc.receiver)
-                    .is_some_and(|v| self.facts.arrays.contains(&v))
+                ) && crate::syntax::base_var(&mc.receiver).is_some_and(|v| {
+                    self.facts.arrays.contains(&v)
+                        || self.facts.variables.iter().any(|x| x.param && x.name == v)
+                })
             }
             syn::Expr::Array(_) | syn::Expr::Repeat(_) => true,
             _ => false,
