@@ -995,3 +995,48 @@ fn a_copy_of_an_array_parameter_is_an_array() {
     assert!(text.contains("variable r: Replicated f64"), "{text}");
     assert!(text.contains("variable p: Replicated f64"), "{text}");
 }
+
+/// Weak scaling (an HPCCG-style benchmark): each rank generates a block of a fixed number of rows
+/// and the whole is `size` times that share (`let total_nrow = local_nrow * size`). The share is
+/// a partition size, like `n / size` under strong scaling: the matrix struct holding it and the
+/// vectors it sizes are this rank's block. A constant times the size, or a gather buffer of
+/// `share * size` elements, is not.
+#[test]
+fn a_share_times_the_size_is_a_partition_size() {
+    let items = "pub struct Mat { pub nrow: usize, pub vals: Vec<f64> }\n\
+        impl Mat {\n pub fn generate(nx: usize, world: &SimpleCommunicator) -> (Self, Vec<f64>) {\n \
+        let size = world.size() as usize;\n let local_nrow = nx * 8;\n \
+        let total_nrow = local_nrow * size;\n \
+        let mut vals = Vec::with_capacity(local_nrow);\n let mut rhs: Vec<f64> = Vec::with_capacity(local_nrow);\n \
+        for i in 0..local_nrow { vals.push(2.0); rhs.push(i as f64 / total_nrow as f64); }\n \
+        let m = Mat { nrow: local_nrow, vals };\n (m, rhs)\n }\n}\n\
+        fn solve(a: &Mat, b: &[f64], world: &SimpleCommunicator) -> Vec<f64> {\n \
+        let n = a.nrow;\n let mut x = vec![0.0; n];\n let mut all = vec![0.0; n * world.size() as usize];\n \
+        for _ in 0..100 {\n let mut s = 0.0;\n \
+        for i in 0..n { x[i] = b[i] / a.vals[i]; s += x[i]; }\n \
+        let mut t = 0.0;\n world.all_reduce_into(&s, &mut t, SystemOperation::sum());\n \
+        world.all_gather_into(&x[..], &mut all[..]);\n }\n x\n}";
+    let (text, messages) = analyze(&program(
+        items,
+        "let (a, b) = Mat::generate(100, &world);\n let x = solve(&a, &b, &world);\n \
+         println!(\"{}\", x[0]);",
+    ));
+    assert!(text.contains("solver t::solve"), "{text}\n{messages:?}");
+    assert!(text.contains("variable a: Distributed"), "{text}");
+    assert!(text.contains("variable x: Distributed f64"), "{text}");
+    assert!(text.contains("variable all: Replicated f64"), "{text}");
+    // A constant share: `N * size` elements are the whole, and `N` no partition size.
+    let items = items
+        .replace(
+            "let local_nrow = nx * 8;",
+            "const LOCAL: usize = 800;\n let local_nrow = LOCAL;",
+        )
+        .replace("local_nrow * size", "LOCAL * size");
+    let (text, messages) = analyze(&program(
+        &items,
+        "let (a, b) = Mat::generate(100, &world);\n let x = solve(&a, &b, &world);\n \
+         println!(\"{}\", x[0]);",
+    ));
+    assert!(text.contains("solver t::solve"), "{text}\n{messages:?}");
+    assert!(text.contains("variable x: Replicated f64"), "{text}");
+}

@@ -165,6 +165,12 @@ impl Builder<'_, '_> {
         } else if name == "size" {
             self.facts.size_is_other = true;
         }
+        // `let total_nrow = local_nrow * size`: what every rank holds is `size` times this
+        // rank's share, so `local_nrow` is a partition size (weak scaling fixes the share per rank
+        // and derives the whole from it, where strong scaling divides the whole by `size`).
+        if let Some(share) = self.share_times_size(e) {
+            self.facts.dist_sizes.insert(share);
+        }
         let partition_marker = self.partition_marker(&m);
         let forced_dist = self
             .program
@@ -300,6 +306,36 @@ impl Builder<'_, '_> {
         }) || m.idents.iter().any(|i| {
             self.facts.dist_sizes.contains(i.as_str()) || i == "DistArray" || distributed(i)
         }) || m.divisors.iter().any(|d| self.facts.is_size(d.as_str()))
+    }
+
+    /// The `share` of a product `share * size` (either order, casts allowed) with the number of
+    /// ranks: a variable (no constant) that holds neither the rank nor the size.
+    fn share_times_size(&self, e: &syn::Expr) -> Option<String> {
+        let syn::Expr::Binary(b) = strip_casts(peel(e)) else {
+            return None;
+        };
+        if !matches!(b.op, syn::BinOp::Mul(_)) {
+            return None;
+        }
+        let ident = |e: &syn::Expr| match strip_casts(peel(e)) {
+            syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+            _ => None,
+        };
+        let is_size = |e: &syn::Expr| match strip_casts(peel(e)) {
+            syn::Expr::MethodCall(mc) => mc.method == "size" && mc.args.is_empty(),
+            other => ident(other).is_some_and(|i| self.facts.is_size(&i)),
+        };
+        let share = if is_size(&b.right) {
+            ident(&b.left)?
+        } else if is_size(&b.left) {
+            ident(&b.right)?
+        } else {
+            return None;
+        };
+        (!share.starts_with(char::is_uppercase)
+            && !self.facts.is_size(&share)
+            && !self.facts.is_rank(&share))
+        .then_some(share)
     }
 
     /// `local_range(n, rank, size)`: a user function of the rank and the size gives this
