@@ -329,6 +329,26 @@ pub enum Node {
     Branch(Branch),
 }
 
+/// [`Node::rename_vars`] of one statement.
+fn rename_stmt<'r>(
+    s: &mut Stmt,
+    to: &impl Fn(&str) -> Option<&'r String>,
+    rename_all: &impl Fn(&mut Vec<String>),
+) {
+    rename_all(&mut s.reads);
+    rename_all(&mut s.writes);
+    for a in &mut s.accesses {
+        if let Some(t) = to(&a.var) {
+            a.var = t.clone();
+        }
+    }
+    for io in &mut s.io {
+        if let Some(t) = to(&io.var) {
+            io.var = t.clone();
+        }
+    }
+}
+
 /// Whether a call's peer is the variable `name` alone (`p`, `&p`, `*p`).
 pub(crate) fn peer_is(peer: &str, name: &str) -> bool {
     peer.trim().trim_start_matches(['&', '*']).trim() == name
@@ -372,6 +392,51 @@ impl Node {
             }
         });
         out
+    }
+
+    /// Renames variables throughout (reads, writes, element accesses, I/O targets and loop
+    /// bounds), each `(from, to)` at most once per name, merging what becomes a repeat: a
+    /// callee's parameters as the caller's arguments (`dot(lhs, rhs)` inlined for `dot(&r, &r)`
+    /// reads `r`).
+    pub fn rename_vars(&mut self, renames: &[(String, String)]) {
+        if renames.is_empty() {
+            return;
+        }
+        let to = |name: &str| {
+            renames
+                .iter()
+                .find(|(from, _)| from == name)
+                .map(|(_, to)| to)
+        };
+        let rename_all = |names: &mut Vec<String>| {
+            if names.iter().any(|n| to(n).is_some()) {
+                let mut renamed: Vec<String> = Vec::with_capacity(names.len());
+                for n in names.drain(..) {
+                    let n = to(&n).cloned().unwrap_or(n);
+                    if !renamed.contains(&n) {
+                        renamed.push(n);
+                    }
+                }
+                *names = renamed;
+            }
+        };
+        if let Node::Loop(l) = self {
+            rename_all(&mut l.bound_reads);
+        }
+        match self {
+            Node::Stmt(s) => rename_stmt(s, &to, &rename_all),
+            Node::Loop(l) => {
+                rename_stmt(&mut l.header, &to, &rename_all);
+                l.body.iter_mut().for_each(|n| n.rename_vars(renames));
+            }
+            Node::Branch(b) => {
+                rename_stmt(&mut b.cond, &to, &rename_all);
+                b.arms
+                    .iter_mut()
+                    .flatten()
+                    .for_each(|n| n.rename_vars(renames));
+            }
+        }
     }
 
     /// Renames a peer of the calls inside (`p` → `up` under `if let Some(p) = up`), through

@@ -1040,3 +1040,22 @@ fn a_share_times_the_size_is_a_partition_size() {
     assert!(text.contains("solver t::solve"), "{text}\n{messages:?}");
     assert!(text.contains("variable x: Replicated f64"), "{text}");
 }
+
+/// A communicating helper inlined into the main loop (`ddot(&r, &p, &world)`, a dot product and
+/// its all-reduce) computes on the caller's arrays: its stage reads `r` and `p`, the solver's
+/// distributed vectors the model sizes the stage by, not the helper's parameters `lhs`, `rhs`.
+#[test]
+fn an_inlined_helper_reads_the_callers_arrays() {
+    let items = "fn ddot(lhs: &[f64], rhs: &[f64], world: &SimpleCommunicator) -> f64 {\n \
+        let local: f64 = lhs.iter().zip(rhs.iter()).map(|(a, b)| a * b).sum();\n \
+        let mut global = 0.0;\n world.all_reduce_into(&local, &mut global, SystemOperation::sum());\n global\n}";
+    let (text, messages) = analyze(&program(
+        items,
+        "let rows = 1000 / world.size() as usize;\n let mut r = vec![1.0f64; rows];\n \
+         let p = vec![2.0f64; rows];\n \
+         for _ in 0..20 {\n let rr = ddot(&r, &p, &world);\n for i in 0..rows { r[i] -= rr * p[i]; }\n }",
+    ));
+    assert!(text.contains("solver t::main"), "{text}\n{messages:?}");
+    assert!(text.contains("reads [r, p] writes [local]"), "{text}");
+    assert!(!text.contains("lhs") && !text.contains("rhs"), "{text}");
+}

@@ -384,6 +384,22 @@ impl Builder<'_, '_> {
             }
             Some(Expansion::Event(calls, path))
         } else {
+            // The callee's parameters are the caller's arguments: a stage inside reads and writes
+            // the caller's arrays (`ddot(&r, &p)`: `r` and `p`, not `lhs` and `rhs`).
+            let renames: Vec<(String, String)> = params
+                .iter()
+                .zip(&args)
+                .filter_map(|(param, arg)| match (param, crate::syntax::base_var(arg)) {
+                    (syn::Pat::Ident(p), Some(var)) if p.ident != var => {
+                        Some((p.ident.to_string(), var))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let mut nodes = nodes;
+            for n in &mut nodes {
+                n.rename_vars(&renames);
+            }
             Some(Expansion::Inline(nodes))
         }
     }
