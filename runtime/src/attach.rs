@@ -57,6 +57,7 @@ pub fn regions_requested() -> bool {
         }
         static REQUESTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         *REQUESTED.get_or_init(|| {
+            never_attached::check_at_exit();
             EnvSettings::from_env().is_ok_and(|env| {
                 env.instrument
                     || env.cluster.as_deref().is_some_and(|path| {
@@ -74,6 +75,123 @@ pub fn regions_requested() -> bool {
 #[cfg(feature = "mpi")]
 pub(crate) static ATTACHED: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
+
+/// A program that runs a `#[mheta::solver]` function with `MHETA_*` set but never attaches
+/// records nothing and writes nothing: at its exit, rank 0 says so and what to add, where it
+/// would otherwise end in silence (the variables are only read by an attaching program).
+#[cfg(any(feature = "mpi", test))]
+mod never_attached {
+    /// Registers the check at process exit, once, when some `MHETA_*` variable is set.
+    #[cfg(feature = "mpi")]
+    pub(super) fn check_at_exit() {
+        fn report() {
+            use std::sync::atomic::Ordering;
+            if super::ATTACHED.load(Ordering::Relaxed) {
+                return;
+            }
+            if let Some(message) = warning(&set_variables(), world_rank()) {
+                // At exit stderr may be gone; a failed write is no reason to abort.
+                let _ = std::io::Write::write_all(
+                    &mut std::io::stderr(),
+                    format!("{message}\n").as_bytes(),
+                );
+            }
+        }
+        extern "C" fn at_exit() {
+            // Nothing may unwind out of an exit handler.
+            let _ = std::panic::catch_unwind(report);
+        }
+        if !set_variables().is_empty() {
+            // SAFETY: `at_exit` is a function with C linkage and no arguments, as `atexit` takes;
+            // it unwinds into nothing.
+            unsafe { libc::atexit(at_exit) };
+        }
+    }
+
+    /// The `MHETA_*` variables set in this process's environment.
+    #[cfg(feature = "mpi")]
+    fn set_variables() -> Vec<&'static str> {
+        super::VARIABLES
+            .into_iter()
+            .filter(|v| std::env::var_os(v).is_some())
+            .collect()
+    }
+
+    /// This process's rank in the job as the launcher tells it (Open MPI, MPICH and Slurm each
+    /// export it); `None` when none does. MPI itself has been finalized at exit.
+    #[cfg(feature = "mpi")]
+    fn world_rank() -> Option<u64> {
+        [
+            "OMPI_COMM_WORLD_RANK",
+            "PMIX_RANK",
+            "PMI_RANK",
+            "SLURM_PROCID",
+        ]
+        .into_iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+    }
+
+    /// What a process that never attached says at exit, with `set` the variables set: rank 0
+    /// (or a process whose rank is unknown) speaks for the job; `None` when nothing is set.
+    pub(super) fn warning(set: &[&str], rank: Option<u64>) -> Option<String> {
+        if set.is_empty() || rank.is_some_and(|r| r != 0) {
+            return None;
+        }
+        let (names, verb) = match set {
+            [one] => (one.to_string(), "is"),
+            [init @ .., last] => (format!("{} and {last}", init.join(", ")), "are"),
+            [] => return None,
+        };
+        Some(format!(
+            "mheta: {names} {verb} set, but this program never attached, so mheta recorded nothing \
+             and wrote no file: `#[mheta::solver]` records only in a program that calls \
+             `mheta::mpi::attach(&world)` on every rank after `mpi::initialize()` and ends with \
+             `session.finish()` (README, quick start)"
+        ))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::warning;
+
+        #[test]
+        fn rank_zero_names_what_is_set_and_what_to_add() {
+            let one = warning(&["MHETA_MEASUREMENTS"], Some(0)).unwrap();
+            assert!(
+                one.starts_with(
+                    "mheta: MHETA_MEASUREMENTS is set, but this program never attached"
+                ),
+                "{one}"
+            );
+            assert!(one.contains("mheta::mpi::attach(&world)"), "{one}");
+            assert!(
+                !one.contains("  ") && !one.contains('\n'),
+                "one line: {one}"
+            );
+            let two = warning(&["MHETA_TRACE", "MHETA_CLUSTER"], None).unwrap();
+            assert!(
+                two.starts_with("mheta: MHETA_TRACE and MHETA_CLUSTER are set"),
+                "{two}"
+            );
+            let three = warning(
+                &["MHETA_INSTRUMENT", "MHETA_TRACE", "MHETA_TIMINGS"],
+                Some(0),
+            )
+            .unwrap();
+            assert!(
+                three.starts_with("mheta: MHETA_INSTRUMENT, MHETA_TRACE and MHETA_TIMINGS are set"),
+                "{three}"
+            );
+        }
+
+        #[test]
+        fn other_ranks_and_unset_environments_say_nothing() {
+            assert_eq!(warning(&["MHETA_MEASUREMENTS"], Some(3)), None);
+            assert_eq!(warning(&[], Some(0)), None);
+            assert_eq!(warning(&[], None), None);
+        }
+    }
+}
 
 #[cfg(any(feature = "mpi", test))]
 mod settings {

@@ -327,6 +327,41 @@ fn bad_arguments_are_clear_errors() {
     );
 }
 
+/// A program that runs its solver with `MHETA_MEASUREMENTS` set but never attaches is told so
+/// once, by rank 0, at exit (it used to end in silence with no file written); with no `MHETA_*`
+/// variable set it says nothing.
+#[test]
+fn a_program_that_never_attaches_says_so_at_exit() {
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let measurements = dir.path().join("m.json");
+    let run = mpirun_env(
+        3,
+        &[("MHETA_MEASUREMENTS", measurements.to_str().unwrap())],
+        &["never-attached"],
+    );
+    assert!(run.success, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stderr.matches("never attached").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("mheta: MHETA_MEASUREMENTS is set, but this program never attached")
+            && run.stderr.contains("mheta::mpi::attach(&world)"),
+        "{}",
+        run.stderr
+    );
+    assert!(!measurements.exists());
+    let run = mpirun_env(3, &[], &["never-attached"]);
+    assert!(run.success, "{}\n{}", run.stdout, run.stderr);
+    assert!(!run.stderr.contains("mheta:"), "{}", run.stderr);
+}
+
 /// An attached program's collective steps fail on every rank, naming the misuse, and never hang:
 /// ranks passing different totals to `rows`, and a cluster file for another process count.
 #[test]

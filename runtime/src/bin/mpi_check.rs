@@ -10,6 +10,9 @@
 //!   against the sequential reference and prints `heat: rank R verified`.
 //! - `fail`: the last rank fails while the others wait for it (the job must abort, naming it).
 //! - `finished-peer`: rank 0 waits for a message rank 1 never sends (rank 0 must fail).
+//! - `never-attached`: an rsmpi program whose solver asks whether to take its instrumented body
+//!   (as `#[mheta::solver]` does) but that never attaches: with `MHETA_*` set, rank 0 must say at
+//!   exit that nothing was recorded.
 //! - `attach-rows`: an attached program (`comm::mpi::attach`, `MHETA_*` from the environment)
 //!   whose ranks pass different totals to `Session::try_rows`: every rank must get the error.
 
@@ -33,6 +36,7 @@ enum Mode {
     Fail,
     FinishedPeer,
     AttachRows,
+    NeverAttached,
     /// The last rank stops itself (SIGSTOP); rank 0 waits to receive from it, the others in an
     /// all-reduce it never joins.
     Stopped,
@@ -60,6 +64,7 @@ fn main() -> ExitCode {
         Mode::Fail => fail(&cli.mheta),
         Mode::FinishedPeer => finished_peer(&cli.mheta),
         Mode::AttachRows => attach_rows(),
+        Mode::NeverAttached => never_attached(),
         Mode::Stopped => stopped(&cli.mheta),
     };
     match result {
@@ -81,6 +86,26 @@ fn attach_rows() -> Result<(), BoxError> {
     let rank = mheta_runtime::comm::mpi::world()?.rank;
     session.try_rows(100 + rank)?;
     session.finish()?;
+    Ok(())
+}
+
+/// MPI through rsmpi alone, a solver entry's question and one all-reduce; no attach.
+fn never_attached() -> Result<(), BoxError> {
+    use mpi::collective::CommunicatorCollectives;
+    use mpi::topology::Communicator;
+    let universe = mpi::initialize().ok_or("MPI was initialised already")?;
+    let world = universe.world();
+    // What `#[mheta::solver]`'s generated code asks on entry (`__private::hooks_active`).
+    let _instrumented = hooks::regions_active() || mheta_runtime::attach::regions_requested();
+    let mut ranks = 0i32;
+    world.all_reduce_into(&1i32, &mut ranks, mpi::collective::SystemOperation::sum());
+    if ranks != world.size() {
+        return Err(format!(
+            "the all-reduce summed {ranks} ones over {} ranks",
+            world.size()
+        )
+        .into());
+    }
     Ok(())
 }
 
