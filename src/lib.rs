@@ -84,7 +84,8 @@ pub use mheta_runtime::*;
 /// The program keeps `mpi::initialize()` and its own communicator, calls
 /// [`attach`](mpi::attach)`(&world)` once on every rank, takes its rows from
 /// [`Session::rows`](mpi::Session::rows)`(total)` (Block unless `MHETA_DISTRIBUTION` says
-/// otherwise) and ends with [`Session::finish`](mpi::Session::finish), after which rank 0 writes
+/// otherwise; a program that makes its own blocks says how many rows it holds with
+/// [`Session::held_rows`](mpi::Session::held_rows)) and ends with [`Session::finish`](mpi::Session::finish), after which rank 0 writes
 /// the measurements, trace and timings the `MHETA_*` variables asked for. With none set, the
 /// session does nothing but hand out Block rows. [`attach`](mpi::attach) has an example; the
 /// variables are listed in [`mheta_runtime::attach`].

@@ -362,6 +362,53 @@ fn a_program_that_never_attaches_says_so_at_exit() {
     assert!(!run.stderr.contains("mheta:"), "{}", run.stderr);
 }
 
+/// A program that divides its rows itself says how many each rank holds: the ranges follow one
+/// another, rank 0 writes measurements of that distribution, and a distribution asked of it
+/// through `MHETA_DISTRIBUTION` is an error on every rank.
+#[test]
+fn an_attached_program_holding_its_own_rows_is_measured() {
+    if !mpirun_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let measurements = dir.path().join("m.json");
+    let run = mpirun_env(
+        3,
+        &[("MHETA_MEASUREMENTS", measurements.to_str().unwrap())],
+        &["held-rows"],
+    );
+    assert!(run.success, "{}\n{}", run.stdout, run.stderr);
+    for line in [
+        "held rows: rank 0 0..100",
+        "held rows: rank 1 100..210",
+        "held rows: rank 2 210..330",
+    ] {
+        assert!(
+            run.stdout.lines().any(|l| l == line),
+            "no `{line}`\n{}",
+            run.stdout
+        );
+    }
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&measurements).unwrap()).unwrap();
+    assert_eq!(written["rows"], 330, "{written}");
+    assert_eq!(
+        written["distribution"],
+        serde_json::json!([100, 110, 120]),
+        "{written}"
+    );
+    let run = mpirun_env(3, &[("MHETA_DISTRIBUTION", "balanced")], &["held-rows"]);
+    assert!(!run.success, "{}", run.stdout);
+    assert_eq!(
+        run.stderr
+            .matches("MHETA_DISTRIBUTION=balanced: this program divides its rows itself")
+            .count(),
+        3,
+        "{}",
+        run.stderr
+    );
+}
+
 /// An attached program's collective steps fail on every rank, naming the misuse, and never hang:
 /// ranks passing different totals to `rows`, and a cluster file for another process count.
 #[test]

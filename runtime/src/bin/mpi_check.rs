@@ -13,6 +13,8 @@
 //! - `never-attached`: an rsmpi program whose solver asks whether to take its instrumented body
 //!   (as `#[mheta::solver]` does) but that never attaches: with `MHETA_*` set, rank 0 must say at
 //!   exit that nothing was recorded.
+//! - `held-rows`: an attached program that divides its rows itself, rank `r` holding `100 + 10 r`
+//!   (`Session::held_rows`); prints `held rows: rank R START..END`.
 //! - `attach-rows`: an attached program (`comm::mpi::attach`, `MHETA_*` from the environment)
 //!   whose ranks pass different totals to `Session::try_rows`: every rank must get the error.
 
@@ -37,6 +39,7 @@ enum Mode {
     FinishedPeer,
     AttachRows,
     NeverAttached,
+    HeldRows,
     /// The last rank stops itself (SIGSTOP); rank 0 waits to receive from it, the others in an
     /// all-reduce it never joins.
     Stopped,
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Mode::FinishedPeer => finished_peer(&cli.mheta),
         Mode::AttachRows => attach_rows(),
         Mode::NeverAttached => never_attached(),
+        Mode::HeldRows => held_rows(),
         Mode::Stopped => stopped(&cli.mheta),
     };
     match result {
@@ -85,6 +89,33 @@ fn attach_rows() -> Result<(), BoxError> {
     let session = mheta_runtime::comm::mpi::attach(&world)?;
     let rank = mheta_runtime::comm::mpi::world()?.rank;
     session.try_rows(100 + rank)?;
+    session.finish()?;
+    Ok(())
+}
+
+/// Attaches as an rsmpi program does and tells the session how many rows this rank holds.
+fn held_rows() -> Result<(), BoxError> {
+    mheta_runtime::comm::mpi::world()?;
+    let world = <mpi::topology::SimpleCommunicator as mpi::topology::Communicator>::duplicate(
+        &mpi::topology::SimpleCommunicator::world(),
+    );
+    let session = mheta_runtime::comm::mpi::attach(&world)?;
+    let rank = mheta_runtime::comm::mpi::world()?.rank;
+    let mine = session.held_rows(100 + 10 * rank)?;
+    println!("held rows: rank {rank} {}..{}", mine.start, mine.end);
+    // A main loop of one stage over the rows, as `#[mheta::solver]` would time it.
+    let mut u = vec![1.0f64; mine.len()];
+    for it in 0..3 {
+        let _iteration = hooks::iteration(it);
+        let _section = hooks::section(0);
+        let _stage = hooks::stage(StageKey {
+            section: 0,
+            tile: None,
+            stage: 0,
+        });
+        u.iter_mut().for_each(|x| *x = 0.5 * *x + 1.0);
+    }
+    std::hint::black_box(&u);
     session.finish()?;
     Ok(())
 }

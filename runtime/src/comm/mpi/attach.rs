@@ -159,6 +159,44 @@ impl Session {
         Ok(self.start(total as u64, counts))
     }
 
+    /// This rank's rows when the program divides its data itself and every rank knows how many
+    /// rows it holds (weak scaling: an HPCCG-style benchmark generates `nx * ny * nz` rows on
+    /// each rank): the total is their sum, and this rank's range follows the lower ranks' rows.
+    /// A collective call, made where [`Session::rows`] would be; measuring starts here, and
+    /// [`Session::finish`] writes measurements as it does after `rows`.
+    ///
+    /// The program, not mheta, chose these rows: an `MHETA_DISTRIBUTION` other than `block` is
+    /// an error (on every rank), as is a job in which no rank holds a row.
+    pub fn held_rows(&self, count: usize) -> Result<Range<usize>, Error> {
+        self.check_not_started()?;
+        if self.env.distribution != crate::args::DistributionSpec::Block {
+            return Err(Error::Env {
+                var: "MHETA_DISTRIBUTION",
+                message: format!(
+                    "={}: this program divides its rows itself (session.held_rows), so it \
+                     cannot take another distribution",
+                    self.env.distribution.name()
+                ),
+            });
+        }
+        let gather = |c: &MpiComm| -> Result<Vec<u64>, Error> {
+            let mut counts = vec![0u64; self.size];
+            c.all_gather(&[count as u64], &mut counts)?;
+            Ok(counts)
+        };
+        let counts = match &self.comm {
+            Some(c) => gather(c)?,
+            None => gather(&MpiComm::duplicate_world()?)?,
+        };
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return Err(Error::Session(
+                "held_rows: no rank holds a row, so there is nothing to measure".into(),
+            ));
+        }
+        Ok(self.start(total, counts))
+    }
+
     /// Starts measuring without handing out rows, for a program that divides its data itself.
     /// A collective call, made where [`Session::rows`] would be (after the program's set-up,
     /// before its main loop).
@@ -287,7 +325,8 @@ impl Session {
                     message: format!(
                         "={}: not written: the program began measuring with session.begin(), \
                          without rows, and measurements need the problem size \
-                         (session.rows(total))",
+                         (session.rows(total), or session.held_rows(count) for the rows this \
+                         rank holds)",
                         path.display()
                     ),
                 }),
