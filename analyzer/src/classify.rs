@@ -98,7 +98,8 @@ pub fn stage(
     classes: &BTreeMap<String, VarClass>,
     sources: &SourceMap,
 ) -> Stage {
-    let mut loc: Option<Loc> = None;
+    // Where the stage's code is written, token by token (see `parts`).
+    let mut loc: Vec<Loc> = Vec::new();
     // Where the same stage runs in the other arm of an alternating branch.
     let mut alt: Option<Loc> = None;
     let mut depth = 0u32;
@@ -125,7 +126,7 @@ pub fn stage(
                 let Some(l) = lowered.loops.get(i) else {
                     continue;
                 };
-                widen(&mut loc, Some(l.loc));
+                loc.push(l.loc);
                 widen(&mut alt, l.alt);
                 if l.bound_reads.iter().any(|r| tainted.contains(r)) && !open.is_empty() {
                     variable_load = true;
@@ -156,7 +157,9 @@ pub fn stage(
                 let Some(s) = lowered.stmts.get(i) else {
                     continue;
                 };
-                widen(&mut loc, s.loc);
+                if let Some(l) = s.loc {
+                    loc.push(l);
+                }
                 widen(&mut alt, s.alt);
                 if depth > 0 {
                     locals.extend(s.declares.iter().cloned());
@@ -191,14 +194,18 @@ pub fn stage(
                 let Some(op) = lowered.io.get(i) else {
                     continue;
                 };
-                widen(&mut loc, Some(op.loc));
+                loc.push(op.loc);
                 io.push(IoOp {
                     op: op.op,
                     var: op.var.clone(),
                     span: sources.span(op.loc),
                 });
             }
-            Token::Comm(i) => widen(&mut loc, lowered.events.get(i).map(|e| e.draft.loc)),
+            Token::Comm(i) => {
+                if let Some(e) = lowered.events.get(i) {
+                    loc.push(e.draft.loc);
+                }
+            }
             Token::IterEnd => {}
         }
     }
@@ -248,12 +255,13 @@ pub fn stage(
                 .any(|b| b.var == a.var && neighbouring_rows(a, b, outermost))
     });
 
+    let parts = parts(&loc, sources);
     let io_vars: Vec<String> = io.iter().map(|o| o.var.clone()).collect();
     let representative = representative(&reads, &writes, &io_vars, classes, &var_depth);
     Stage {
         id,
         kind: stage.kind,
-        span: loc.map(|l| sources.span(l)).unwrap_or_default(),
+        span: parts.first().map(|l| sources.span(*l)).unwrap_or_default(),
         loop_depth: max_depth,
         reads,
         writes,
@@ -270,7 +278,11 @@ pub fn stage(
             Load::Fixed
         },
         affine,
-        alternates: alt.map(|l| sources.span(l)).into_iter().collect(),
+        alternates: alt
+            .into_iter()
+            .chain(parts.iter().skip(1).copied())
+            .map(|l| sources.span(l))
+            .collect(),
     }
 }
 
@@ -451,6 +463,35 @@ fn mul(l: &Poly, r: &Poly) -> Poly {
 }
 
 /// Widens `acc` to cover `l`.
+/// Where a stage is written, from its tokens' locations: one extent per function body it lies
+/// in (file and inline site), in the order first reached; the first is the stage's span. A
+/// stage that begins in an inlined callee and goes on in the caller after the call returns
+/// (`rtrans = ddot(..); let beta = rtrans / old; p = ..;`) has its caller's part too, which the
+/// macro times where it cannot enter the callee. A statement holding the call into another part
+/// (`let alpha = rho / dot(..)`) is left out of its part: timed whole, it would also time the
+/// callee's own stages and events.
+fn parts(locs: &[Loc], sources: &SourceMap) -> Vec<Loc> {
+    let holds_call_into_other = |l: &Loc| {
+        locs.iter().any(|m| {
+            m.via != l.via
+                && sources
+                    .call_in(m.via, l.via)
+                    .is_some_and(|c| c.file == l.file && l.start <= c.start && c.end <= l.end)
+        })
+    };
+    let mut parts: Vec<Loc> = Vec::new();
+    for l in locs.iter().filter(|l| !holds_call_into_other(l)) {
+        match parts
+            .iter_mut()
+            .find(|p| p.file == l.file && p.via == l.via)
+        {
+            Some(p) => *p = p.to(*l),
+            None => parts.push(*l),
+        }
+    }
+    parts
+}
+
 fn widen(acc: &mut Option<Loc>, l: Option<Loc>) {
     if let Some(l) = l {
         *acc = Some(acc.map_or(l, |x| x.to(l)));

@@ -128,6 +128,25 @@ impl SourceMap {
         Some(call)
     }
 
+    /// The call of inline site `via`'s chain written in the code reached through site `context`
+    /// (0: the function being built): where that code calls into what `via` reached. `None`
+    /// when the chain does not pass through `context`.
+    pub fn call_in(&self, via: u32, context: u32) -> Option<Loc> {
+        let sites = self.inline_sites.borrow();
+        let mut call = *via
+            .checked_sub(1)
+            .and_then(|i| sites.calls.get(i as usize))?;
+        loop {
+            if call.via == context {
+                return Some(call);
+            }
+            call = *call
+                .via
+                .checked_sub(1)
+                .and_then(|i| sites.calls.get(i as usize))?;
+        }
+    }
+
     /// The structure-file span of a location (1-based columns), with the call sites it was
     /// reached through (`via`, outermost first).
     pub fn span(&self, loc: Loc) -> Span {

@@ -1059,3 +1059,37 @@ fn an_inlined_helper_reads_the_callers_arrays() {
     assert!(text.contains("reads [r, p] writes [local]"), "{text}");
     assert!(!text.contains("lhs") && !text.contains("rhs"), "{text}");
 }
+
+/// A stage that begins in an inlined helper (what follows its all-reduce) and goes on in the
+/// caller after the call returns is written in two places: its span is the helper's part, and
+/// the caller's statements after the call are listed too (`also @`), so the macro times them
+/// where it cannot enter a helper of another module. A statement holding the call
+/// (`let a = 0.5 * ddot(..)`) is no part of it: timed whole, it would time the helper too.
+#[test]
+fn a_stage_going_on_after_an_inlined_call_lists_the_callers_part() {
+    let items = "mod linalg {\n use mpi::traits::*;\n use mpi::collective::SystemOperation;\n \
+        pub fn ddot(lhs: &[f64], rhs: &[f64], world: &mpi::topology::SimpleCommunicator) -> f64 {\n \
+        let local: f64 = lhs.iter().zip(rhs.iter()).map(|(a, b)| a * b).sum();\n \
+        let mut global = 0.0;\n world.all_reduce_into(&local, &mut global, SystemOperation::sum());\n \
+        global * 1.0\n }\n}";
+    let body = "let rows = 1000 / world.size() as usize;\n let mut r = vec![1.0f64; rows];\n \
+         let p = vec![2.0f64; rows];\n \
+         for _ in 0..20 {\n let rr = linalg::ddot(&r, &p, &world);\n \
+         let beta = rr / 3.0;\n r[0] += beta;\n \
+         for i in 0..rows { r[i] -= rr * p[i]; }\n }";
+    let src = program(items, body);
+    let line_of = |needle: &str| src.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    let (text, messages) = analyze(&src);
+    assert!(text.contains("solver t::main"), "{text}\n{messages:?}");
+    let after = format!("also @ t.rs:{}:", line_of("let beta = rr / 3.0;"));
+    assert!(text.contains(&after), "no `{after}`:\n{text}");
+    // Nothing follows the call but the rest of its own statement: no caller's part.
+    let (text, messages) = analyze(&program(
+        items,
+        "let rows = 1000 / world.size() as usize;\n let r = vec![1.0f64; rows];\n \
+         let mut total = 0.0;\n for _ in 0..20 {\n total += 0.5 * linalg::ddot(&r, &r, &world);\n }\n \
+         println!(\"{total}\");",
+    ));
+    assert!(text.contains("solver t::main"), "{text}\n{messages:?}");
+    assert!(!text.contains("also @"), "{text}");
+}
