@@ -291,6 +291,16 @@ impl Prediction {
     }
 }
 
+/// Seconds as the tables print them: six decimals from a millisecond up, else four significant
+/// digits (`1.058e-6`), so that a small problem's microseconds do not print as `0.000001`.
+pub fn seconds(s: f64) -> String {
+    if s == 0.0 || s.abs() >= 1e-3 || !s.is_finite() {
+        format!("{s:.6}")
+    } else {
+        format!("{s:.3e}")
+    }
+}
+
 /// The largest `total_s`, at least 0.
 fn largest_clock(nodes: &[NodeBreakdown]) -> f64 {
     nodes.iter().map(|n| n.total_s).fold(0.0, f64::max)
@@ -301,11 +311,11 @@ impl std::fmt::Display for Prediction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "predicted iteration: {:.6} s in the steady state (slowest node {}); {:.6} s from a \
+            "predicted iteration: {} s in the steady state (slowest node {}); {} s from a \
              synchronized start",
-            self.iteration_s,
+            seconds(self.iteration_s),
             self.slowest_node(),
-            self.synchronized_s
+            seconds(self.synchronized_s)
         )?;
         writeln!(
             f,
@@ -315,10 +325,29 @@ impl std::fmt::Display for Prediction {
         for (i, n) in self.nodes.iter().enumerate() {
             writeln!(
                 f,
-                "{i:>6} {:>12.6} {:>12.6} {:>12.6} {:>12.6} {:>12.6}",
-                n.total_s, n.compute_s, n.io_s, n.overhead_s, n.blocked_s
+                "{i:>6} {:>12} {:>12} {:>12} {:>12} {:>12}",
+                seconds(n.total_s),
+                seconds(n.compute_s),
+                seconds(n.io_s),
+                seconds(n.overhead_s),
+                seconds(n.blocked_s)
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seconds;
+
+    /// Microseconds keep their digits; a millisecond and up prints as it always did.
+    #[test]
+    fn small_times_print_their_significant_digits() {
+        assert_eq!(seconds(1.058e-6), "1.058e-6");
+        assert_eq!(seconds(4.2e-4), "4.200e-4");
+        assert_eq!(seconds(0.0), "0.000000");
+        assert_eq!(seconds(0.001), "0.001000");
+        assert_eq!(seconds(2.5), "2.500000");
     }
 }

@@ -185,7 +185,11 @@ impl SearchResult {
 impl std::fmt::Display for SearchResult {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "algorithm: {}", self.algorithm)?;
-        writeln!(f, "predicted iteration: {:.6} s", self.predicted_s)?;
+        writeln!(
+            f,
+            "predicted iteration: {} s",
+            crate::prediction::seconds(self.predicted_s)
+        )?;
         let rows: Vec<String> = self.rows.iter().map(u64::to_string).collect();
         writeln!(f, "distribution: {}", rows.join(","))?;
         writeln!(
