@@ -24,7 +24,8 @@
 //! is a free function of the solver's own module (same file): that is required, as are a call
 //! by its bare name (or `self::name`) and a body without items of its own (a `static` copied
 //! would be a second one). A callee that fails these keeps running as written: its regions are
-//! timed as part of the call that reaches them and its calls are reported as not recorded. The
+//! timed as part of the call that reaches them (the call guarded as the first stage in it) and
+//! its MPI calls are recorded by the profiling interface, in the events a hint names. The
 //! plain body (hooks inactive) always calls the original.
 
 use std::collections::HashMap;
@@ -54,6 +55,11 @@ pub struct Copies {
     pub not_copied: Vec<String>,
     /// Calls in the main loop of callees not copied, whose events the runtime is told.
     pub hints: Vec<Hint>,
+    /// Calls in the main loop of callees not copied, each timed as the first stage that lies in
+    /// it (or in what it calls): the call is guarded whole, and the communication recorded
+    /// inside it is not counted as the stage's computation (`measure::aggregate`). Without it,
+    /// the callee's computation would count towards no stage.
+    pub timed_calls: Vec<crate::plan::Region>,
 }
 
 /// A call of a callee that is not copied, with the events whose calls lie in it (or in the
@@ -127,6 +133,18 @@ pub fn copies(plan: &Plan, file: &str, path: Option<&Path>, solver: Pos) -> Copi
     for (i, site) in sites.iter().enumerate() {
         if site.chain.len() == 1 && decided[i].is_err() {
             out.hints.extend(hint_for(&sites, i));
+            let first_stage = sites
+                .iter()
+                .filter(|s| s.chain.starts_with(&site.chain))
+                .filter_map(|s| s.inlined)
+                .flat_map(|inlined| &inlined.regions)
+                .find(|r| matches!(r.kind, RegionKind::Stage { .. }));
+            if let Some(stage) = first_stage {
+                out.timed_calls.push(crate::plan::Region {
+                    kind: stage.kind.clone(),
+                    extent: from_span(&site.chain[0]),
+                });
+            }
         }
     }
     for (site, decision) in sites.iter().zip(&decided) {

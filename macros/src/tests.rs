@@ -284,7 +284,7 @@ fn an_inlined_helper_is_instrumented_in_a_copy_that_the_main_loop_calls() {
 /// kinds, for the MPI profiling interface that records those calls.
 #[test]
 fn a_helper_in_another_module_is_reported_not_copied() {
-    let (_, mut f, _, copies) = helper_program("linalg");
+    let (_, mut f, the_plan, copies) = helper_program("linalg");
     assert!(copies.items.is_empty());
     assert!(copies.renames.is_empty());
     let why = [
@@ -307,6 +307,26 @@ fn a_helper_in_another_module_is_reported_not_copied() {
         [(0, reduction.clone()), (1, reduction)],
         "dot's reduction, then norm's: {hint:?}"
     );
+    // The call is timed whole as the first stage that lies in it (`dot`'s sum), so the callee's
+    // computation counts towards a stage; its reductions are recorded inside it.
+    assert_eq!(copies.timed_calls.len(), 1, "{:?}", copies.timed_calls);
+    let timed = &copies.timed_calls[0];
+    assert!(
+        matches!(timed.kind, plan::RegionKind::Stage { .. }),
+        "{timed:?}"
+    );
+    assert_eq!(
+        timed.extent.start, hint.start,
+        "the call `dot(world, a)`: {timed:?}"
+    );
+    let mut placed = the_plan.clone();
+    placed.regions.extend(copies.timed_calls.iter().cloned());
+    let placement = crate::place::place(&mut f.block, &placed);
+    assert!(
+        !placement.unplaced.iter().any(|u| u.extent == timed.extent),
+        "{:?}",
+        placement.unplaced
+    );
     let before = f.block.to_token_stream().to_string();
     inline::rename(&mut f.block, &copies.renames);
     assert_eq!(f.block.to_token_stream().to_string(), before);
@@ -314,8 +334,13 @@ fn a_helper_in_another_module_is_reported_not_copied() {
     let body = f.block.to_token_stream().to_string();
     assert!(
         body.contains(
-            "let n = 1.0 / { const __MHETA_SITE : & [(u32 , & [:: mheta :: __private :: rsmpi :: CallKind])] = & [(0u32 , & [:: mheta :: __private :: rsmpi :: CallKind :: AllReduce]) , (1u32 , & [:: mheta :: __private :: rsmpi :: CallKind :: AllReduce])] ; let __mheta_site = :: mheta :: __private :: rsmpi :: site (__MHETA_SITE) ; dot (world , a) }"
+            "{ const __MHETA_SITE : & [(u32 , & [:: mheta :: __private :: rsmpi :: CallKind])] = & [(0u32 , & [:: mheta :: __private :: rsmpi :: CallKind :: AllReduce]) , (1u32 , & [:: mheta :: __private :: rsmpi :: CallKind :: AllReduce])] ; let __mheta_site = :: mheta :: __private :: rsmpi :: site (__MHETA_SITE) ; dot (world , a) }"
         ),
         "{body}"
+    );
+    assert!(
+        body.contains("let n = 1.0 / { let __mheta_guard_")
+            && body.contains(":: mheta :: __private :: stage ("),
+        "the call inside a stage guard: {body}"
     );
 }
