@@ -7,7 +7,7 @@
 //! Through `if` / `match` the binding may alias any arm's target; every simple arm counts. Copies
 //! (`to_vec()`) are new arrays and never aliases.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 
 /// What a name views: `var` indexed by `dims`; when `open`, the last of `dims` is the start of a
 /// range, and the alias's own first index adds to it.
@@ -210,7 +210,7 @@ mod tests {
 
     #[test]
     fn a_row_slice_through_if_arms_offsets_the_access() {
-        let mut al = Aliases::new();
+        let mut al = Aliases::default();
         bind(&mut al, "cur", "a.read_block(k)?", &["a"]);
         bind(
             &mut al,
@@ -235,7 +235,7 @@ mod tests {
 
     #[test]
     fn element_views_add_dimensions_and_copies_are_not_aliases() {
-        let mut al = Aliases::new();
+        let mut al = Aliases::default();
         bind(&mut al, "row", "&grid[i - 1]", &[]);
         assert_eq!(accesses(&al, "row", "j"), ["grid[i - 1][j]"]);
         bind(&mut al, "row", "grid[i].to_vec()", &[]);

@@ -6,7 +6,7 @@
 //! whose type names a communicator, struct fields of communicator type and the variables or
 //! fields listed in mheta.toml. A `tx.send(x)` on a channel never qualifies: `tx` is none of these.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 
 use crate::catalogue::{self, CallKind, Family, ValueKind};
 use crate::config::Config;
@@ -99,7 +99,7 @@ impl Env {
     /// Binds the parameters of a signature from their types (`&SimpleCommunicator`,
     /// `&impl Communicator`, `C` with `C: CommunicatorCollectives`, `&dyn Comm`, `&Context`).
     pub fn bind_params(&mut self, sig: &syn::Signature) {
-        let mut generic: HashMap<String, (ValueKind, Family)> = HashMap::new();
+        let mut generic: HashMap<String, (ValueKind, Family)> = HashMap::default();
         let bounds_of =
             |bounds: &syn::punctuated::Punctuated<syn::TypeParamBound, syn::Token![+]>| {
                 bounds.iter().find_map(|b| match b {

@@ -9,7 +9,9 @@
 //! communication and computation is inlined (depth-limited, recursion reported).
 
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use crate::hash::HashMap;
 
 use crate::binding::{pattern_idents, type_value, Env, Text};
 use crate::catalogue::ValueKind;
@@ -271,7 +273,7 @@ impl<'p> Communicating<'p> {
             .map(|(k, _)| k)
             .collect();
         if closures.is_empty() || !self.binding.borrow_mut().insert(index) {
-            return HashMap::new();
+            return HashMap::default();
         }
         let given = self.closures_from_caller(index, &params, &closures);
         self.binding.borrow_mut().remove(&index);
@@ -298,14 +300,14 @@ impl<'p> Communicating<'p> {
             syn::visit::Visit::visit_block(&mut calls, &g.block);
             sites.extend(calls.found.into_iter().map(|c| (k, c)));
             if sites.len() > 1 {
-                return HashMap::new();
+                return HashMap::default();
             }
         }
         let [(caller, call)] = sites.as_slice() else {
-            return HashMap::new();
+            return HashMap::default();
         };
         let built = self.build(*caller);
-        let mut given = HashMap::new();
+        let mut given = HashMap::default();
         for &k in closures {
             let (Some(param), Some(arg)) = (params.get(k), call.args.iter().nth(k)) else {
                 continue;

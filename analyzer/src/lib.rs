@@ -25,6 +25,7 @@ pub mod emit;
 pub mod events;
 pub mod extent;
 pub mod glue;
+pub mod hash;
 pub mod ir;
 pub mod load;
 pub mod lower;

@@ -17,14 +17,14 @@ use crate::syntax::type_name;
 const MAX_MODULE_DEPTH: usize = 32;
 
 /// Answers an analysis works out once, by key.
-pub type Memo<K, V> = std::cell::RefCell<std::collections::HashMap<K, V>>;
+pub type Memo<K, V> = std::cell::RefCell<crate::hash::HashMap<K, V>>;
 
 /// The fields of `self` a method reads and the fields it writes.
 pub type SelfFields = (Vec<String>, Vec<String>);
 
 /// The free-function calls of a program by callee: each caller and the variable each argument
 /// passes whole, if it passes one.
-pub type CallSites = std::collections::HashMap<usize, Vec<(usize, Vec<Option<String>>)>>;
+pub type CallSites = crate::hash::HashMap<usize, Vec<(usize, Vec<Option<String>>)>>;
 
 /// A function's distributed arrays and its partition sizes, by name.
 pub type CallerFacts = (
@@ -61,7 +61,7 @@ pub struct Program {
     /// Struct fields `(name, type)` of every struct in the program (for communicator fields).
     pub fields: Vec<(String, syn::Type)>,
     /// The names of the program's structs (whose constructors `body::layout` reads).
-    pub structs: std::collections::HashSet<String>,
+    pub structs: crate::hash::HashSet<String>,
     /// The fields of `self` each method reads and writes, by function index, once asked
     /// (`body::layout::self_fields`).
     pub self_fields: Memo<usize, std::rc::Rc<SelfFields>>,
@@ -75,27 +75,25 @@ pub struct Program {
     /// What each struct's constructor says about its fields, once asked (`body::layout`).
     pub layouts: Memo<String, Option<std::rc::Rc<crate::ir::Layout>>>,
     /// Function indices by name (filled by the analysis), for call resolution.
-    pub by_name: std::collections::HashMap<String, Vec<usize>>,
+    pub by_name: crate::hash::HashMap<String, Vec<usize>>,
     /// The fields among `fields` whose type is a communicator (filled by the analysis).
-    pub comm_fields: std::collections::HashMap<String, crate::binding::CommValue>,
+    pub comm_fields: crate::hash::HashMap<String, crate::binding::CommValue>,
     /// The crate's `mheta.toml`; the default when there is none or a single file is loaded.
     pub config: Config,
     /// Numeric constants (`const OUTPUT_EVERY: usize = 10;`, at module level or at the top of a
     /// function body) whose value is a literal, by name; `None` for a name given different
     /// values in different places.
-    pub consts: std::collections::HashMap<String, Option<f64>>,
+    pub consts: crate::hash::HashMap<String, Option<f64>>,
     /// Names brought in by `use` anywhere in the program: local name → full path
     /// (`p2p` → `mpi::point_to_point`, `send_receive_into` → `mpi::point_to_point::send_receive_into`).
-    pub imports: std::rc::Rc<std::collections::HashMap<String, String>>,
+    pub imports: std::rc::Rc<crate::hash::HashMap<String, String>>,
     /// Type aliases that name a closure type (`type Reporter<'a> = dyn FnMut(usize) + 'a;`), by
     /// name: a parameter of such a type is a closure.
-    pub closure_aliases: std::collections::HashSet<String>,
+    pub closure_aliases: crate::hash::HashSet<String>,
     /// The names each file's `use` items bring in (its inline modules' included), as
     /// `imports`: which function a call of a name imported from one of two modules means.
-    pub file_imports: std::collections::HashMap<
-        crate::sources::FileId,
-        std::collections::HashMap<String, String>,
-    >,
+    pub file_imports:
+        crate::hash::HashMap<crate::sources::FileId, crate::hash::HashMap<String, String>>,
 }
 
 /// A function or method with the module path it lives at.
@@ -593,7 +591,7 @@ impl Loader<'_> {
 fn use_names(
     tree: &syn::UseTree,
     prefix: &mut Vec<String>,
-    out: &mut std::collections::HashMap<String, String>,
+    out: &mut crate::hash::HashMap<String, String>,
 ) {
     let full = |prefix: &[String], last: &syn::Ident| {
         let mut p = prefix.to_vec();

@@ -105,7 +105,7 @@ pub struct Lowered {
     /// The main loop's iteration counters (its loop variables, `it += 1` counters).
     counters: Vec<String>,
     /// The program's numeric constants, for guards such as `step % OUTPUT_EVERY == 0`.
-    consts: std::collections::HashMap<String, Option<f64>>,
+    consts: crate::hash::HashMap<String, Option<f64>>,
     /// The iteration-counter guards being lowered: (frequency, condition as written).
     guards: Vec<(f64, String)>,
 }
@@ -126,7 +126,7 @@ pub fn lower(
     body: Vec<Node>,
     facts: &Facts,
     counters: Vec<String>,
-    consts: &std::collections::HashMap<String, Option<f64>>,
+    consts: &crate::hash::HashMap<String, Option<f64>>,
 ) -> Lowered {
     let mut l = Lowered {
         counters,

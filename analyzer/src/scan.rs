@@ -88,7 +88,7 @@ pub struct Scanner<'a> {
     /// Parameters that are `&mut` references: passing one on by name lets the callee write it.
     pub mut_refs: &'a BTreeSet<String>,
     /// Local closures that communicate, with the calls they make.
-    pub comm_closures: &'a std::collections::HashMap<String, Vec<CallSite>>,
+    pub comm_closures: &'a crate::hash::HashMap<String, Vec<CallSite>>,
     /// Parameters that are closures (`report: &mut dyn FnMut(..)`, `f: F` with `F: Fn(..)`).
     pub closure_params: &'a BTreeSet<String>,
 }

@@ -68,7 +68,7 @@ pub struct SourceMap {
 #[derive(Debug, Default, Clone)]
 struct InlineSites {
     calls: Vec<Loc>,
-    by_call: std::collections::HashMap<Loc, u32>,
+    by_call: crate::hash::HashMap<Loc, u32>,
 }
 
 /// One loaded file.

@@ -1,11 +1,11 @@
 //! Small questions about syntax nodes that several passes ask, and helpers over syn trees that
 //! know nothing of the analysis: the variable at the base of a place, casts, calls,
 //! identifiers, and the arguments of function-like macros (parsed once per analysis,
-//! [`with_parsed_macros`]). They use no other module of the analyzer, so no import circle runs
-//! through them (`tests/imports.rs`).
+//! [`with_parsed_macros`]). They use no other module of the analyzer but `hash` (which uses
+//! none), so no import circle runs through them (`tests/imports.rs`).
 
+use crate::hash::{HashMap, HashSet};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use syn::visit::Visit;
@@ -462,7 +462,7 @@ pub fn typed_params(sig: &syn::Signature) -> Vec<&syn::PatType> {
 pub fn is_closure_type(
     ty: &syn::Type,
     generics: &syn::Generics,
-    aliases: &std::collections::HashSet<String>,
+    aliases: &crate::hash::HashSet<String>,
 ) -> bool {
     let fn_bound = |b: &syn::TypeParamBound| match b {
         syn::TypeParamBound::Trait(t) => t

@@ -310,7 +310,7 @@ fn arm_shares(cond: &syn::Expr, counters: &[String], consts: &Consts) -> Option<
 }
 
 /// The program's numeric constants by name (`None`: given different values).
-type Consts = std::collections::HashMap<String, Option<f64>>;
+type Consts = crate::hash::HashMap<String, Option<f64>>;
 
 fn share(cond: &syn::Expr, counters: &[String], consts: &Consts) -> Option<f64> {
     use syn::{BinOp, Expr};
@@ -424,7 +424,8 @@ mod tests {
             ("HALF".to_string(), Some(2.5)),
             ("TWICE".to_string(), None),
         ]
-        .into();
+        .into_iter()
+        .collect();
         arm_shares(&e, &["step".to_string(), "k".to_string()], &consts)
     }
 
