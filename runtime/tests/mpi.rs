@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -327,6 +327,19 @@ fn bad_arguments_are_clear_errors() {
     );
 }
 
+/// [`mpirun_env`] of driver mode `mode` with `MHETA_MEASUREMENTS` set to a file of a fresh
+/// directory: the run, the directory (removed when dropped) and the file.
+fn measured(p: usize, mode: &str) -> (Run, tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let measurements = dir.path().join("m.json");
+    let run = mpirun_env(
+        p,
+        &[("MHETA_MEASUREMENTS", measurements.to_str().unwrap())],
+        &[mode],
+    );
+    (run, dir, measurements)
+}
+
 /// A program that runs its solver with `MHETA_MEASUREMENTS` set but never attaches is told so
 /// once, by rank 0, at exit (it used to end in silence with no file written); with no `MHETA_*`
 /// variable set it says nothing.
@@ -335,13 +348,7 @@ fn a_program_that_never_attaches_says_so_at_exit() {
     if !mpirun_available() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let measurements = dir.path().join("m.json");
-    let run = mpirun_env(
-        3,
-        &[("MHETA_MEASUREMENTS", measurements.to_str().unwrap())],
-        &["never-attached"],
-    );
+    let (run, _dir, measurements) = measured(3, "never-attached");
     assert!(run.success, "{}\n{}", run.stdout, run.stderr);
     assert_eq!(
         run.stderr.matches("never attached").count(),
@@ -370,13 +377,7 @@ fn an_attached_program_holding_its_own_rows_is_measured() {
     if !mpirun_available() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let measurements = dir.path().join("m.json");
-    let run = mpirun_env(
-        3,
-        &[("MHETA_MEASUREMENTS", measurements.to_str().unwrap())],
-        &["held-rows"],
-    );
+    let (run, _dir, measurements) = measured(3, "held-rows");
     assert!(run.success, "{}\n{}", run.stdout, run.stderr);
     for line in [
         "held rows: rank 0 0..100",

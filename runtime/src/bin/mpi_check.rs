@@ -80,14 +80,19 @@ fn main() -> ExitCode {
     }
 }
 
-/// Attaches as an rsmpi program does, then asks for rows with a total that depends on the rank.
-fn attach_rows() -> Result<(), BoxError> {
+/// Attaches as an rsmpi program does: the session and this rank.
+fn attached() -> Result<(mheta_runtime::comm::mpi::Session, usize), BoxError> {
     mheta_runtime::comm::mpi::world()?;
     let world = <mpi::topology::SimpleCommunicator as mpi::topology::Communicator>::duplicate(
         &mpi::topology::SimpleCommunicator::world(),
     );
     let session = mheta_runtime::comm::mpi::attach(&world)?;
-    let rank = mheta_runtime::comm::mpi::world()?.rank;
+    Ok((session, mheta_runtime::comm::mpi::world()?.rank))
+}
+
+/// Attaches as an rsmpi program does, then asks for rows with a total that depends on the rank.
+fn attach_rows() -> Result<(), BoxError> {
+    let (session, rank) = attached()?;
     session.try_rows(100 + rank)?;
     session.finish()?;
     Ok(())
@@ -95,12 +100,7 @@ fn attach_rows() -> Result<(), BoxError> {
 
 /// Attaches as an rsmpi program does and tells the session how many rows this rank holds.
 fn held_rows() -> Result<(), BoxError> {
-    mheta_runtime::comm::mpi::world()?;
-    let world = <mpi::topology::SimpleCommunicator as mpi::topology::Communicator>::duplicate(
-        &mpi::topology::SimpleCommunicator::world(),
-    );
-    let session = mheta_runtime::comm::mpi::attach(&world)?;
-    let rank = mheta_runtime::comm::mpi::world()?.rank;
+    let (session, rank) = attached()?;
     let mine = session.held_rows(100 + 10 * rank)?;
     println!("held rows: rank {rank} {}..{}", mine.start, mine.end);
     // A main loop of one stage over the rows, as `#[mheta::solver]` would time it.
