@@ -1093,3 +1093,40 @@ fn a_stage_going_on_after_an_inlined_call_lists_the_callers_part() {
     assert!(text.contains("solver t::main"), "{text}\n{messages:?}");
     assert!(!text.contains("also @"), "{text}");
 }
+
+/// A halo exchange written as a helper that takes the neighbours' ranks as parameters
+/// (`halo(&mut u, rank - 1, rank + 1, &world)`) sends to the ranks its caller passes: a
+/// nearest-neighbour event with `rank - 1` and `rank + 1`, not a point-to-point event with the
+/// helper's `left` and `right`. The caller may name them first (`let up = rank + 1`).
+#[test]
+fn neighbour_ranks_passed_to_a_helper_are_its_peers() {
+    let items = "use mpi::point_to_point::send_receive_into;\n\
+        fn halo(u: &mut [f64], left: i32, right: i32, world: &SimpleCommunicator) {\n \
+        let n = u.len();\n let (first, last) = (u[1], u[n - 2]);\n \
+        if left >= 0 {\n let p = world.process_at_rank(left);\n send_receive_into(&first, &p, &mut u[0], &p);\n }\n \
+        if right < world.size() {\n let p = world.process_at_rank(right);\n send_receive_into(&last, &p, &mut u[n - 1], &p);\n }\n}";
+    let body = |call: &str| {
+        format!(
+            "let rank = world.rank();\n let rows = 1000 / world.size() as usize;\n \
+             let mut u = vec![1.0f64; rows + 2];\n let mut next = vec![0.0f64; rows + 2];\n \
+             let (down, up) = (rank - 1, rank + 1);\n \
+             for _ in 0..100 {{\n {call};\n \
+             for i in 1..=rows {{ next[i] = 0.5 * (u[i - 1] + u[i + 1]); }}\n \
+             std::mem::swap(&mut u, &mut next);\n }}"
+        )
+    };
+    for call in [
+        "halo(&mut u, rank - 1, rank + 1, &world)",
+        "halo(&mut u, down, up, &world)",
+    ] {
+        let (text, messages) = analyze(&program(items, &body(call)));
+        assert!(
+            text.contains("solver t::main"),
+            "{call}:\n{text}\n{messages:?}"
+        );
+        assert!(
+            text.contains("nearest_neighbor by function with [rank - 1, rank + 1]"),
+            "{call}:\n{text}"
+        );
+    }
+}

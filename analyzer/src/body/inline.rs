@@ -343,7 +343,21 @@ impl Builder<'_, '_> {
         let site = program.sources.inline_site(self.loc(call.span()));
         let mut child = Builder::new(program, f, comm_fns, self.facts, stack, Some(env));
         child.text.via = site;
-        let nodes = child.block(&f.block);
+        let mut nodes = child.block(&f.block);
+        // A rank the caller passes is the peer the callee names by its parameter
+        // (`halo(&mut u, rank - 1, rank + 1, &world)` sends to `left`: to `rank - 1`).
+        for (param, arg) in params.iter().zip(&args) {
+            if let syn::Pat::Ident(p) = param {
+                let name = p.ident.to_string();
+                let given = self.text.of(*arg);
+                let given = given.trim_start_matches('&').trim();
+                if given != name {
+                    for n in &mut nodes {
+                        n.rename_peer(&name, given);
+                    }
+                }
+            }
+        }
         for (name, before) in shadowed.into_iter().rev() {
             match before {
                 Some(calls) => self.facts.comm_closures.insert(name, calls),
