@@ -591,7 +591,8 @@ fn fold_edge_cases(peer: &str, facts: &Facts) -> String {
     // other peer needs no parsing.
     let start =
         peer.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{200e}' || c == '\u{200f}');
-    if !(start.starts_with("if") || start.starts_with(['{', '\'', '#', '/'])) {
+    let then = peer.contains(".then_some(") || peer.contains(".then(");
+    if !(start.starts_with("if") || start.starts_with(['{', '\'', '#', '/']) || then) {
         return peer.to_string();
     }
     let Ok(e) = syn::parse_str::<syn::Expr>(peer) else {
@@ -616,6 +617,14 @@ fn fold_edge_cases(peer: &str, facts: &Facts) -> String {
             syn::Expr::Call(c) if matches!(&*c.func, syn::Expr::Path(p) if p.path.is_ident("Some")) => {
                 c.args.first().and_then(|a| relative(a, facts))
             }
+            // `(rank + 1 < size).then_some(rank + 1)`, `(rank > 0).then(|| rank - 1)`.
+            syn::Expr::MethodCall(m) if m.method == "then_some" => {
+                m.args.first().and_then(|a| relative(a, facts))
+            }
+            syn::Expr::MethodCall(m) if m.method == "then" => match m.args.first() {
+                Some(syn::Expr::Closure(c)) => relative(&c.body, facts),
+                _ => None,
+            },
             syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Add(_) | syn::BinOp::Sub(_)) => {
                 // Tokens print `self . rank`; a field reads as written.
                 let text = quote::quote!(#e).to_string().replace(" . ", ".");
@@ -625,7 +634,7 @@ fn fold_edge_cases(peer: &str, facts: &Facts) -> String {
         }
     }
     match &e {
-        syn::Expr::If(_) | syn::Expr::Block(_) => {
+        syn::Expr::If(_) | syn::Expr::Block(_) | syn::Expr::MethodCall(_) => {
             relative(&e, facts).unwrap_or_else(|| peer.to_string())
         }
         _ => peer.to_string(),

@@ -28,6 +28,8 @@ const GLUE_METHODS: &[&str] = &[
     "ncols", "dim", "shape",
     // Request bookkeeping.
     "add", "incomplete", "is_complete",
+    // An optional neighbour: `(rank + 1 < size).then_some(rank + 1)`.
+    "then_some", "then",
 ];
 
 /// Whether an expression is glue (see the module documentation), with no local closures known.

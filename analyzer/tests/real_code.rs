@@ -1130,3 +1130,25 @@ fn neighbour_ranks_passed_to_a_helper_are_its_peers() {
         );
     }
 }
+
+/// Optional neighbours made with `bool::then_some` / `bool::then` (`let above = (rank + 1 <
+/// size).then_some(rank + 1)`), as `if .. { Some(..) } else { None }` makes them, name the ranks
+/// they hold when given to a helper that exchanges with them.
+#[test]
+fn optional_neighbours_from_then_some_are_their_ranks() {
+    let items = "fn exchange(u: &mut [f64], below: Option<i32>, above: Option<i32>, world: &SimpleCommunicator) {\n \
+        let n = u.len();\n \
+        if let Some(b) = below {\n let p = world.process_at_rank(b);\n p.send(&u[1]);\n p.receive_into(&mut u[0]);\n }\n \
+        if let Some(a) = above {\n let p = world.process_at_rank(a);\n p.receive_into(&mut u[n - 1]);\n p.send(&u[n - 2]);\n }\n}";
+    let body = "let (rank, size) = (world.rank(), world.size());\n let rows = 1000 / size as usize;\n \
+        let below = (rank > 0).then(|| rank - 1);\n let above = (rank + 1 < size).then_some(rank + 1);\n \
+        let mut u = vec![1.0f64; rows + 2];\n let mut next = vec![0.0f64; rows + 2];\n \
+        for _ in 0..100 {\n exchange(&mut u, below, above, &world);\n \
+        for i in 1..=rows { next[i] = 0.5 * (u[i - 1] + u[i + 1]); }\n std::mem::swap(&mut u, &mut next);\n }";
+    let (text, messages) = analyze(&program(items, body));
+    assert!(text.contains("solver t::main"), "{text}\n{messages:?}");
+    assert!(
+        text.contains("nearest_neighbor by function with [rank - 1, rank + 1]"),
+        "{text}"
+    );
+}
