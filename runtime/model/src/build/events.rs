@@ -362,7 +362,9 @@ pub(crate) fn root_of(event: &CommEvent) -> usize {
         .unwrap_or(0)
 }
 
-/// Peers of node `i` named by one symbolic participant expression.
+/// Peers of node `i` named by one symbolic participant expression: `all`, a literal rank,
+/// `rank - k` / `rank + k` (none past the ends), or the same around a ring (`(rank + 1) % size`,
+/// `(rank - 1 + size) % size`, `(rank - 1).rem_euclid(size)`).
 fn symbolic_peers(expr: &str, i: usize, p: usize) -> Vec<usize> {
     let e: String = expr.chars().filter(|c| !c.is_whitespace()).collect();
     if e == "all" {
@@ -371,14 +373,31 @@ fn symbolic_peers(expr: &str, i: usize, p: usize) -> Vec<usize> {
     if let Ok(r) = e.parse::<usize>() {
         return if r < p { vec![r] } else { Vec::new() };
     }
-    let offset = if let Some(k) = e.strip_prefix("rank-") {
+    let (inner, ring) = match e
+        .strip_suffix("%size")
+        .or_else(|| e.strip_suffix(".rem_euclid(size)"))
+    {
+        Some(inner) => (inner, true),
+        None => (e.as_str(), false),
+    };
+    let inner = inner
+        .strip_prefix('(')
+        .and_then(|x| x.strip_suffix(')'))
+        .unwrap_or(inner);
+    // `rank - k + size` and `rank + size - k` are `rank - k` around the ring.
+    let inner = match inner.strip_suffix("+size") {
+        Some(x) if ring => x.to_string(),
+        _ => inner.replacen("+size-", "-", usize::from(ring)),
+    };
+    let offset = if let Some(k) = inner.strip_prefix("rank-") {
         k.parse::<i64>().ok().map(|k| -k)
-    } else if let Some(k) = e.strip_prefix("rank+") {
+    } else if let Some(k) = inner.strip_prefix("rank+") {
         k.parse::<i64>().ok()
     } else {
         None
     };
     match offset {
+        Some(k) if ring && p > 0 => vec![(i as i64 + k).rem_euclid(p as i64) as usize],
         Some(k) => {
             let d = i as i64 + k;
             if d >= 0 && (d as usize) < p {
@@ -438,4 +457,26 @@ fn overheads(i: usize, e: &EventMeasurement) -> Result<(Option<f64>, Option<f64>
     }
     let median = |mut v: Vec<f64>| (!v.is_empty()).then(|| mheta_runtime::stats::median(&mut v));
     Ok((median(send), median(recv)))
+}
+
+#[cfg(test)]
+mod symbolic_tests {
+    use super::symbolic_peers;
+
+    /// Neighbours on a bar stop at its ends; around a ring they wrap, however the ring is
+    /// written.
+    #[test]
+    fn neighbours_on_a_bar_and_around_a_ring() {
+        assert_eq!(symbolic_peers("rank - 1", 0, 4), Vec::<usize>::new());
+        assert_eq!(symbolic_peers("rank + 1", 2, 4), vec![3]);
+        assert_eq!(symbolic_peers("(rank + 1) % size", 3, 4), vec![0]);
+        assert_eq!(symbolic_peers("(rank - 1 + size) % size", 0, 4), vec![3]);
+        assert_eq!(symbolic_peers("(rank + size - 1) % size", 0, 4), vec![3]);
+        assert_eq!(symbolic_peers("(rank - 1).rem_euclid(size)", 0, 4), vec![3]);
+        assert_eq!(symbolic_peers("(rank + 2).rem_euclid(size)", 3, 4), vec![1]);
+        assert_eq!(symbolic_peers("(rank + 1) % size", 1, 4), vec![2]);
+        assert_eq!(symbolic_peers("all", 1, 3), vec![0, 1, 2]);
+        assert_eq!(symbolic_peers("0", 1, 3), vec![0]);
+        assert_eq!(symbolic_peers("neighbours[i]", 1, 3), Vec::<usize>::new());
+    }
 }
