@@ -462,7 +462,6 @@ fn mul(l: &Poly, r: &Poly) -> Poly {
     out
 }
 
-/// Widens `acc` to cover `l`.
 /// Where a stage is written, from its tokens' locations: one extent per function body it lies
 /// in (file and inline site), in the order first reached; the first is the stage's span. A
 /// stage that begins in an inlined callee and goes on in the caller after the call returns
@@ -471,16 +470,26 @@ fn mul(l: &Poly, r: &Poly) -> Poly {
 /// (`let alpha = rho / dot(..)`) is left out of its part: timed whole, it would also time the
 /// callee's own stages and events.
 fn parts(locs: &[Loc], sources: &SourceMap) -> Vec<Loc> {
-    let holds_call_into_other = |l: &Loc| {
-        locs.iter().any(|m| {
-            m.via != l.via
-                && sources
-                    .call_in(m.via, l.via)
-                    .is_some_and(|c| c.file == l.file && l.start <= c.start && c.end <= l.end)
+    let mut bodies: Vec<u32> = locs.iter().map(|l| l.via).collect();
+    bodies.sort_unstable();
+    bodies.dedup();
+    // Per body the stage lies in, its calls into the others (none when it lies in one).
+    let calls: Vec<(u32, Loc)> = bodies
+        .iter()
+        .flat_map(|&here| {
+            bodies
+                .iter()
+                .filter(move |&&other| other != here)
+                .filter_map(move |&other| sources.call_in(other, here).map(|c| (here, c)))
+        })
+        .collect();
+    let holds_call = |l: &Loc| {
+        calls.iter().any(|(here, c)| {
+            *here == l.via && c.file == l.file && l.start <= c.start && c.end <= l.end
         })
     };
     let mut parts: Vec<Loc> = Vec::new();
-    for l in locs.iter().filter(|l| !holds_call_into_other(l)) {
+    for l in locs.iter().filter(|l| !holds_call(l)) {
         match parts
             .iter_mut()
             .find(|p| p.file == l.file && p.via == l.via)
@@ -492,6 +501,7 @@ fn parts(locs: &[Loc], sources: &SourceMap) -> Vec<Loc> {
     parts
 }
 
+/// Widens `acc` to cover `l`.
 fn widen(acc: &mut Option<Loc>, l: Option<Loc>) {
     if let Some(l) = l {
         *acc = Some(acc.map_or(l, |x| x.to(l)));

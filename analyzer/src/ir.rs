@@ -420,12 +420,10 @@ impl Node {
                 *names = renamed;
             }
         };
-        if let Node::Loop(l) = self {
-            rename_all(&mut l.bound_reads);
-        }
         match self {
             Node::Stmt(s) => rename_stmt(s, &to, &rename_all),
             Node::Loop(l) => {
+                rename_all(&mut l.bound_reads);
                 rename_stmt(&mut l.header, &to, &rename_all);
                 l.body.iter_mut().for_each(|n| n.rename_vars(renames));
             }
@@ -437,6 +435,19 @@ impl Node {
                     .for_each(|n| n.rename_vars(renames));
             }
         }
+    }
+
+    /// Whether a call inside has the variable `name` for a peer (through `*`/`&`).
+    pub fn has_peer(&self, name: &str) -> bool {
+        let mut found = false;
+        self.each_stmt(&mut |s| {
+            found |= s
+                .calls
+                .iter()
+                .flat_map(|c| &c.peers)
+                .any(|p| peer_is(p, name));
+        });
+        found
     }
 
     /// Renames a peer of the calls inside (`p` → `up` under `if let Some(p) = up`), through

@@ -114,18 +114,7 @@ impl SourceMap {
     /// The outermost call of inline site `via`'s chain: the call written in the function being
     /// built (its own `via` is 0). `None` for site 0 (no inlining) or an unknown site.
     pub fn outermost_call(&self, via: u32) -> Option<Loc> {
-        let sites = self.inline_sites.borrow();
-        let mut call = *via
-            .checked_sub(1)
-            .and_then(|i| sites.calls.get(i as usize))?;
-        while let Some(outer) = call
-            .via
-            .checked_sub(1)
-            .and_then(|i| sites.calls.get(i as usize))
-        {
-            call = *outer;
-        }
-        Some(call)
+        self.call_in(via, 0)
     }
 
     /// The call of inline site `via`'s chain written in the code reached through site `context`

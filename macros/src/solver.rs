@@ -129,14 +129,13 @@ fn instrument(cx: &Ctxt, item: &ItemFn, input: &TokenStream) -> Option<TokenStre
     let mut leaves = Vec::new();
     position::leaf_positions(input.clone(), &mut leaves);
     let span_at = |pos: Pos| span_at(&leaves, pos).unwrap_or_else(|| ident.span());
-    let plan = plan::plan(solver);
+    let mut plan = plan::plan(solver);
     let mut block = (*item.block).clone();
     // Instrumented copies of the callees inlined from the main loop, and the calls sent to them.
-    let copies = inline::copies(&plan, &solver.span.file, site.file.as_deref(), site.ident);
+    let mut copies = inline::copies(&plan, &solver.span.file, site.file.as_deref(), site.ident);
     // A callee that is not copied is timed whole at its call, as its first stage.
-    let mut placed = plan.clone();
-    placed.regions.extend(copies.timed_calls.iter().cloned());
-    let placement = place::place(&mut block, &placed);
+    plan.regions.append(&mut copies.timed_calls);
+    let placement = place::place(&mut block, &plan);
     // After placement, which matches statements by their source positions.
     inline::rename(&mut block, &copies.renames);
     inline::hint(&mut block, &copies.hints);

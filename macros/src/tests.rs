@@ -284,7 +284,7 @@ fn an_inlined_helper_is_instrumented_in_a_copy_that_the_main_loop_calls() {
 /// kinds, for the MPI profiling interface that records those calls.
 #[test]
 fn a_helper_in_another_module_is_reported_not_copied() {
-    let (_, mut f, the_plan, copies) = helper_program("linalg");
+    let (_, mut f, mut the_plan, copies) = helper_program("linalg");
     assert!(copies.items.is_empty());
     assert!(copies.renames.is_empty());
     let why = [
@@ -319,9 +319,8 @@ fn a_helper_in_another_module_is_reported_not_copied() {
         timed.extent.start, hint.start,
         "the call `dot(world, a)`: {timed:?}"
     );
-    let mut placed = the_plan.clone();
-    placed.regions.extend(copies.timed_calls.iter().cloned());
-    let placement = crate::place::place(&mut f.block, &placed);
+    the_plan.regions.extend(copies.timed_calls.iter().cloned());
+    let placement = crate::place::place(&mut f.block, &the_plan);
     assert!(
         !placement.unplaced.iter().any(|u| u.extent == timed.extent),
         "{:?}",

@@ -52,6 +52,7 @@ impl Builder<'_, '_> {
                     )
                 {
                     for name in pattern_idents(&pt.pat) {
+                        self.facts.arrays.insert(name.clone());
                         let distributed = ty_text.contains("DistArray");
                         let elem_type = elem_of_type(&pt.ty);
                         self.facts.variables.push(VarDecl {
@@ -204,10 +205,8 @@ impl Builder<'_, '_> {
                 matches!(
                     crate::syntax::Name::of(&mc.method).as_str(),
                     "clone" | "to_vec" | "to_owned"
-                ) && crate::syntax::base_var(&mc.receiver).is_some_and(|v| {
-                    self.facts.arrays.contains(&v)
-                        || self.facts.variables.iter().any(|x| x.param && x.name == v)
-                })
+                ) && crate::syntax::base_var(&mc.receiver)
+                    .is_some_and(|v| self.facts.arrays.contains(&v))
             }
             syn::Expr::Array(_) | syn::Expr::Repeat(_) => true,
             _ => false,

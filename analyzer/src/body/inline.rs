@@ -347,15 +347,20 @@ impl Builder<'_, '_> {
         // A rank the caller passes is the peer the callee names by its parameter
         // (`halo(&mut u, rank - 1, rank + 1, &world)` sends to `left`: to `rank - 1`).
         for (param, arg) in params.iter().zip(&args) {
-            if let syn::Pat::Ident(p) = param {
-                let name = p.ident.to_string();
-                let given = self.text.of(*arg);
-                let given = given.trim_start_matches('&').trim();
-                if given != name {
-                    for n in &mut nodes {
-                        n.rename_peer(&name, given);
-                    }
-                }
+            let syn::Pat::Ident(p) = param else {
+                continue;
+            };
+            let name = p.ident.to_string();
+            if !nodes.iter().any(|n| n.has_peer(&name)) {
+                continue;
+            }
+            let given = self.text.of(*arg);
+            let given = given
+                .trim_start_matches('&')
+                .trim_start_matches("mut ")
+                .trim();
+            for n in &mut nodes {
+                n.rename_peer(&name, given);
             }
         }
         for (name, before) in shadowed.into_iter().rev() {

@@ -179,15 +179,11 @@ impl Session {
                 ),
             });
         }
-        let gather = |c: &MpiComm| -> Result<Vec<u64>, Error> {
+        let counts = self.on_comm(|c| {
             let mut counts = vec![0u64; self.size];
             c.all_gather(&[count as u64], &mut counts)?;
             Ok(counts)
-        };
-        let counts = match &self.comm {
-            Some(c) => gather(c)?,
-            None => gather(&MpiComm::duplicate_world()?)?,
-        };
+        })?;
         let total: u64 = counts.iter().sum();
         if total == 0 {
             return Err(Error::Session(
@@ -223,6 +219,15 @@ impl Session {
         Ok(())
     }
 
+    /// `f` on the session's communicator, or on a duplicate of the world when the session holds
+    /// none (nothing asked of it): its collective steps run either way.
+    fn on_comm<T>(&self, f: impl FnOnce(&MpiComm) -> Result<T, Error>) -> Result<T, Error> {
+        match &self.comm {
+            Some(c) => f(c),
+            None => f(&MpiComm::duplicate_world()?),
+        }
+    }
+
     fn distribute(&self, total: u64, bytes_per_row: Option<u64>) -> Result<Vec<u64>, Error> {
         self.check_not_started()?;
         // Every rank must ask for the same total: the largest total and the largest complement
@@ -232,10 +237,7 @@ impl Session {
             c.all_reduce(&[total, u64::MAX - total], &mut out, ReduceOp::Max)?;
             Ok(out)
         };
-        let [most, complement] = match &self.comm {
-            Some(c) => spread(c)?,
-            None => spread(&MpiComm::duplicate_world()?)?,
-        };
+        let [most, complement] = self.on_comm(spread)?;
         let least = u64::MAX - complement;
         if least != most {
             return Err(Error::Session(format!(
